@@ -1,0 +1,61 @@
+# aqmlab: `make setup` once, then `make test` / `make run`.
+# All Python runs in .venv (Debian's /usr/bin/python3, because Mininet only
+# imports there); the commands are also linked into /usr/local/bin.
+SHELL := /bin/bash
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+VENV ?= .venv
+PY := $(abspath $(VENV))/bin/python
+P4C := $(abspath $(VENV))/bin/softswitch-p4c
+PROGRAMS := $(wildcard p4src/*.p4)
+TARGET ?= softswitch
+BINDIR ?= /usr/local/bin
+CLIS := softswitch-p4c softswitch redctl aqmlab
+
+.PHONY: setup apt venv engine build test unit ptf run bench clean
+
+setup: apt venv engine build
+
+apt:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+	    $$(cat requirements-apt.txt | grep -v '^#') >/dev/null; \
+	else echo "apt: not root, assuming requirements-apt.txt is installed"; fi
+
+venv:
+	[ -x $(PY) ] || /usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q -e . --no-deps
+	@if [ -w $(BINDIR) ]; then for c in $(CLIS); do ln -sf $(abspath $(VENV))/bin/$$c $(BINDIR)/$$c; done; fi
+
+engine:
+	@[ -f softswitch/engine/Cargo.toml ] || { echo "engine: no crate yet"; exit 0; }; \
+	cd softswitch/engine && $(PY) -m maturin build --release -q -o $(abspath build/wheels) --interpreter $(PY)
+	@if ls build/wheels/softswitch_engine-*.whl >/dev/null 2>&1; then \
+	  $(PY) -m pip install -q --force-reinstall --no-deps build/wheels/softswitch_engine-*.whl; fi
+
+build: $(PROGRAMS)
+	@mkdir -p build
+	@for p in $(PROGRAMS); do n=$$(basename $$p .p4); \
+	  echo "softswitch-p4c $$p"; \
+	  $(P4C) $$p -o build --p4runtime-files build/$$n.p4info.txtpb || exit 1; done
+
+# `make test` = the PTF suite (once ptf-tests/ has its runner) + all unit/integration tests.
+test: unit
+
+unit:
+	$(PY) -m pytest -q
+
+ptf:
+	$(MAKE) -C ptf-tests run TARGET=$(TARGET) PY=$(PY)
+
+run:
+	$(PY) -m aqmlab run mininet/experiments/default.toml
+
+# Benchmarks live next to what they measure and write committed results files.
+bench:
+	@for b in softswitch/bench/run.py mininet/bench/run.py; do [ ! -f $$b ] || $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf build/*.json build/*.txtpb build/wheels softswitch/engine/target
