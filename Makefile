@@ -27,6 +27,9 @@ venv:
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q -e . --no-deps
+	# finsy needs protobuf >= 4, p4runtime-shell < 3.21: finsy gets its own venv (server interop test)
+	[ -x .venv-finsy/bin/python ] || /usr/bin/python3 -m venv .venv-finsy
+	.venv-finsy/bin/python -m pip install -q "finsy==0.30.0"
 	@if [ -w $(BINDIR) ]; then for c in $(CLIS); do ln -sf $(abspath $(VENV))/bin/$$c $(BINDIR)/$$c; done; fi
 
 engine:

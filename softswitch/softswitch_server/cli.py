@@ -1,0 +1,156 @@
+"""`softswitch`: run the built-in P4 target with its P4Runtime server.
+
+Flags mirror simple_switch_grpc (see softswitch/README.md, "Contract: the
+`softswitch` command"). Bad flags print a clear error and exit with status 2;
+SIGINT/SIGTERM stop the gRPC server and the packet threads cleanly.
+"""
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+
+from google.protobuf import text_format
+
+from .tm import TmError, build_port_configs, parse_port
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="softswitch",
+        description="aqmlab's built-in P4 software switch with a P4Runtime server "
+                    "(flags mirror simple_switch_grpc).")
+    p.add_argument("json", nargs="?", help="BMv2 JSON to load at start "
+                   "(otherwise wait for SetForwardingPipelineConfig)")
+    p.add_argument("--p4info", help="P4Info (text or binary) of JSON: serve it over "
+                   "P4Runtime at once, as if pushed with VERIFY_AND_COMMIT")
+    p.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
+                   help="attach a network interface as a switch port (repeatable)")
+    p.add_argument("--grpc-server-addr", default="127.0.0.1:9559", metavar="HOST:PORT")
+    p.add_argument("--device-id", type=int, default=0)
+    p.add_argument("--cpu-port", type=int, default=None,
+                   help="port number of the CPU port for PacketIn/PacketOut")
+    p.add_argument("--log-console", action="store_true",
+                   help="log server events and a per-packet trace to stderr")
+    p.add_argument("--pcap", metavar="DIR", help="write a pcap file per port into DIR")
+    p.add_argument("--seed", type=int, default=None, help="seed of the random extern")
+    p.add_argument("--tm", action="append", default=[], metavar="PORT:OPTS",
+                   help="traffic manager of a port: rate=10mbit,buffer=100,"
+                        "buffer-bytes=150000,delay=20ms,ingress-delay=0ms,prio-queues=1")
+    p.add_argument("--tm-config", metavar="FILE.toml", help="traffic manager options per port")
+    return p
+
+
+def parse_interfaces(specs: list) -> dict:
+    ports = {}
+    for spec in specs:
+        port_text, sep, iface = spec.partition("@")
+        if not sep or not iface:
+            raise ValueError(f"-i '{spec}': expected PORT@IFACE, e.g. 0@veth0")
+        port = parse_port(port_text)
+        if port in ports or iface in ports.values():
+            raise ValueError(f"-i '{spec}': port or interface given twice")
+        if len(iface) > 15:
+            raise ValueError(f"-i '{spec}': interface names have at most 15 characters")
+        ports[port] = iface
+    return ports
+
+
+def parse_args(argv=None):
+    """Parse and check all flags; exit 2 with a message on any mistake."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.ports = parse_interfaces(args.interface)
+        if args.cpu_port is not None:
+            parse_port(args.cpu_port)
+            if args.cpu_port in args.ports:
+                raise ValueError(f"--cpu-port {args.cpu_port} is also an -i port")
+        args.port_configs = build_port_configs(args.tm, args.tm_config, args.ports)
+        _check_files(args)
+    except (ValueError, TmError) as e:
+        parser.error(str(e))
+    return args
+
+
+def _check_files(args):
+    if args.device_id < 0:
+        raise ValueError("--device-id must be >= 0")
+    if args.seed is not None and args.seed < 0:
+        raise ValueError("--seed must be >= 0")
+    if args.p4info and not args.json:
+        raise ValueError("--p4info needs the JSON argument")
+    for path in filter(None, (args.json, args.p4info)):
+        if not os.path.isfile(path):
+            raise ValueError(f"{path}: no such file")
+    if args.pcap and os.path.exists(args.pcap) and not os.path.isdir(args.pcap):
+        raise ValueError(f"--pcap {args.pcap}: not a directory")
+
+
+def load_p4info(path: str):
+    from p4.config.v1 import p4info_pb2
+    p4info = p4info_pb2.P4Info()
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text_format.Parse(data.decode("utf-8"), p4info)
+    except (UnicodeDecodeError, text_format.ParseError):
+        p4info.ParseFromString(data)
+    return p4info
+
+
+def run(args) -> int:
+    import softswitch_engine as se
+    from .errors import P4RuntimeError
+    from .server import SoftswitchServer
+
+    if args.pcap:
+        os.makedirs(args.pcap, exist_ok=True)
+    sw = se.Switch(ports=args.ports, cpu_port=args.cpu_port, seed=args.seed,
+                   pcap_dir=args.pcap, trace=args.log_console)
+    for port, config in args.port_configs.items():
+        sw.configure_port(port, **config.engine_kwargs())
+    server = SoftswitchServer(sw, args.grpc_server_addr, args.device_id)
+    if args.json:
+        try:
+            _load_initial(server, sw, args)
+        except P4RuntimeError as e:
+            print(f"softswitch: {args.json}: {e.message}", file=sys.stderr)
+            return 1
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    sw.start()
+    server.start()
+    print(f"softswitch: P4Runtime on {args.grpc_server_addr}, ports "
+          f"{ {p: i for p, i in sorted(args.ports.items())} }", file=sys.stderr, flush=True)
+    stop.wait()
+    server.stop()
+    sw.stop()
+    return 0
+
+
+def _load_initial(server, sw, args):
+    from . import engine_calls as ec
+    with open(args.json, encoding="utf-8") as f:
+        json_text = f.read()
+    if args.p4info:
+        server.device.load_json(json_text, load_p4info(args.p4info))
+    else:
+        ec.call(sw.load_pipeline, json_text)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.log_console else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        return run(args)
+    except OSError as e:
+        print(f"softswitch: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

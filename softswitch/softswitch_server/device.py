@@ -1,0 +1,210 @@
+"""The device behind the P4Runtime service: pipeline configs and entity state.
+
+All state changes go through `Device` under one lock, so a Write batch, a
+pipeline change and a Read never interleave mid-update.
+"""
+import threading
+from dataclasses import dataclass
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
+
+from . import engine_calls as ec
+from .errors import P4RuntimeError, failed_precondition, invalid, unimplemented
+from .externs import (Counters, DigestConfigs, DirectResources, Meters, Registers,
+                      ReplicationEngine)
+from .p4info_index import P4InfoIndex
+from .pipeline import check_consistent, parse_device_config
+from .table_store import TableStore
+
+SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest.Action
+ResponseType = p4runtime_pb2.GetForwardingPipelineConfigRequest.ResponseType
+Update = p4runtime_pb2.Update
+
+
+@dataclass
+class PipelineConfig:
+    """A verified (P4Info, BMv2 JSON, cookie) triple."""
+    config: p4runtime_pb2.ForwardingPipelineConfig
+    index: P4InfoIndex
+    json_text: str
+
+
+class EntityState:
+    """Everything the controller wrote for one committed pipeline."""
+
+    def __init__(self, sw, index: P4InfoIndex):
+        self.tables = TableStore(sw, index)
+        self.counters = Counters(sw, index)
+        self.meters = Meters(sw, index)
+        self.registers = Registers(sw, index)
+        self.direct = DirectResources(sw, index, self.tables)
+        self.pre = ReplicationEngine(sw)
+        self.digests = DigestConfigs(index)
+
+    def writers(self):
+        return {
+            "table_entry": self.tables.write,
+            "counter_entry": self.counters.write,
+            "direct_counter_entry": self.direct.write_counter,
+            "meter_entry": self.meters.write,
+            "direct_meter_entry": self.direct.write_meter,
+            "register_entry": self.registers.write,
+            "packet_replication_engine_entry": self.pre.write,
+            "digest_entry": self.digests.write,
+        }
+
+    def readers(self):
+        return {
+            "table_entry": self.tables.read,
+            "counter_entry": self.counters.read,
+            "direct_counter_entry": self.direct.read_counters,
+            "meter_entry": self.meters.read,
+            "direct_meter_entry": self.direct.read_meters,
+            "register_entry": self.registers.read,
+            "packet_replication_engine_entry": self.pre.read,
+            "digest_entry": self.digests.read,
+        }
+
+
+class Device:
+    def __init__(self, sw, device_id: int = 0):
+        self.sw = sw
+        self.device_id = device_id
+        self.lock = threading.RLock()
+        self.active = None   # PipelineConfig
+        self.saved = None    # PipelineConfig from VERIFY_AND_SAVE
+        self.state = None    # EntityState of the active pipeline
+
+    # ---- pipeline -----------------------------------------------------
+    def verify(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> PipelineConfig:
+        if not config.HasField("p4info"):
+            raise invalid("ForwardingPipelineConfig has no p4info")
+        index = P4InfoIndex(config.p4info)
+        doc = parse_device_config(config.p4_device_config)
+        check_consistent(index, doc)
+        json_text = config.p4_device_config.decode("utf-8")
+        ec.call(self.sw.verify_pipeline, json_text)
+        kept = p4runtime_pb2.ForwardingPipelineConfig()
+        kept.CopyFrom(config)
+        return PipelineConfig(kept, index, json_text)
+
+    def set_pipeline(self, action: int, config) -> None:
+        with self.lock:
+            if action == SetAction.VERIFY:
+                self.verify(config)
+            elif action == SetAction.VERIFY_AND_SAVE:
+                self.saved = self.verify(config)
+            elif action == SetAction.VERIFY_AND_COMMIT:
+                self._commit(self.verify(config), replay=[])
+            elif action == SetAction.COMMIT:
+                if self.saved is None:
+                    raise failed_precondition("COMMIT without a config saved by VERIFY_AND_SAVE")
+                self._commit(self.saved, replay=[])
+            elif action == SetAction.RECONCILE_AND_COMMIT:
+                self._reconcile(self.verify(config))
+            else:
+                raise invalid(f"unknown SetForwardingPipelineConfig action {action}")
+
+    def load_json(self, json_text: str, p4info: p4info_pb2.P4Info) -> None:
+        """Start with a pipeline given on the command line (JSON + P4Info)."""
+        config = p4runtime_pb2.ForwardingPipelineConfig(
+            p4info=p4info, p4_device_config=json_text.encode())
+        self.set_pipeline(SetAction.VERIFY_AND_COMMIT, config)
+
+    def _commit(self, pipeline: PipelineConfig, replay: list) -> None:
+        ec.call(self.sw.load_pipeline, pipeline.json_text)
+        self.active, self.saved = pipeline, None
+        self.state = EntityState(self.sw, pipeline.index)
+        for update_type, entity in replay:
+            self._apply(update_type, entity)
+
+    def _reconcile(self, pipeline: PipelineConfig) -> None:
+        """Commit `pipeline` keeping the entries, groups and configs written so far.
+
+        Every kept entity is first checked against the new P4Info by a trial
+        run on a scratch store; if one no longer fits, nothing changes.
+        """
+        if self.state is None:
+            return self._commit(pipeline, replay=[])
+        replay = self._replay_list()
+        for update_type, entity in replay:
+            _check_entity_fits(pipeline.index, entity)
+        self._commit(pipeline, replay)
+
+    def _replay_list(self) -> list:
+        s = self.state
+        items = [(Update.MODIFY if e.is_default_action else Update.INSERT,
+                  p4runtime_pb2.Entity(table_entry=e)) for e in s.tables.replay_protos()]
+        for pre in s.pre.read(p4runtime_pb2.PacketReplicationEngineEntry()):
+            items.append((Update.INSERT, p4runtime_pb2.Entity(packet_replication_engine_entry=pre)))
+        for d in s.digests.read(p4runtime_pb2.DigestEntry()):
+            items.append((Update.INSERT, p4runtime_pb2.Entity(digest_entry=d)))
+        return items
+
+    def get_pipeline(self, response_type: int) -> p4runtime_pb2.ForwardingPipelineConfig:
+        with self.lock:
+            out = p4runtime_pb2.ForwardingPipelineConfig()
+            if self.active is None:
+                return out
+            cfg = self.active.config
+            if cfg.HasField("cookie"):
+                out.cookie.CopyFrom(cfg.cookie)
+            if response_type in (ResponseType.ALL, ResponseType.P4INFO_AND_COOKIE):
+                out.p4info.CopyFrom(cfg.p4info)
+            if response_type in (ResponseType.ALL, ResponseType.DEVICE_CONFIG_AND_COOKIE):
+                out.p4_device_config = cfg.p4_device_config
+            if response_type not in ResponseType.values():
+                raise invalid(f"unknown response_type {response_type}")
+            return out
+
+    @property
+    def index(self) -> P4InfoIndex:
+        if self.active is None:
+            raise failed_precondition("no forwarding pipeline config has been set")
+        return self.active.index
+
+    # ---- entities -----------------------------------------------------
+    def write(self, update: p4runtime_pb2.Update) -> None:
+        """Apply one update; raise P4RuntimeError (and change nothing) if it is invalid."""
+        with self.lock:
+            if self.state is None:
+                raise failed_precondition("no forwarding pipeline config has been set")
+            self._apply(update.type, update.entity)
+
+    def _apply(self, update_type, entity):
+        if update_type not in (Update.INSERT, Update.MODIFY, Update.DELETE):
+            raise invalid(f"update type {update_type} is not INSERT, MODIFY or DELETE")
+        kind = entity.WhichOneof("entity")
+        writer = self.state.writers().get(kind)
+        if writer is None:
+            raise unimplemented(f"writing {kind or 'an empty entity'} is not supported")
+        writer(update_type, getattr(entity, kind))
+
+    def read(self, entity: p4runtime_pb2.Entity) -> list:
+        """Entities matching `entity` (with wildcards), as Entity messages."""
+        with self.lock:
+            if self.state is None:
+                raise failed_precondition("no forwarding pipeline config has been set")
+            kind = entity.WhichOneof("entity")
+            reader = self.state.readers().get(kind)
+            if reader is None:
+                raise unimplemented(f"reading {kind or 'an empty entity'} is not supported")
+            return [p4runtime_pb2.Entity(**{kind: e}) for e in reader(getattr(entity, kind))]
+
+
+def _check_entity_fits(index: P4InfoIndex, entity) -> None:
+    """Raise INVALID_ARGUMENT if a kept entity does not validate under `index`."""
+    from .tables import action_spec, match_key
+    kind = entity.WhichOneof("entity")
+    try:
+        if kind == "table_entry":
+            e = entity.table_entry
+            table = index.table(e.table_id)
+            if not e.is_default_action:
+                match_key(table, e)
+            action_spec(index, table, e.action, default=e.is_default_action)
+        elif kind == "digest_entry" and entity.digest_entry.digest_id not in index.digests:
+            raise invalid(f"digest {entity.digest_entry.digest_id} is gone")
+    except P4RuntimeError as e:
+        raise invalid(f"RECONCILE_AND_COMMIT: kept state does not fit the new pipeline: {e.message}") from None

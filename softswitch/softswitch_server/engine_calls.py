@@ -1,0 +1,31 @@
+"""Calls into the Rust engine with its exceptions mapped to P4Runtime codes.
+
+The engine contract (softswitch/README.md): KeyError = unknown name/handle,
+ValueError = bad width/arity/value, DuplicateEntryError = same key present,
+PipelineError = invalid JSON, RuntimeError = no pipeline.
+"""
+import softswitch_engine as se
+
+from .errors import already_exists, failed_precondition, invalid, not_found
+
+
+def call(fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except se.DuplicateEntryError as e:
+        raise already_exists(f"engine: {e}") from None
+    except se.PipelineError as e:
+        raise invalid(f"engine rejected the pipeline: {e}") from None
+    except KeyError as e:
+        raise not_found(f"engine: {e}") from None
+    except ValueError as e:
+        raise invalid(f"engine: {e}") from None
+    except RuntimeError as e:
+        raise failed_precondition(f"engine: {e}") from None
+
+
+def as_int(value) -> int:
+    """Engine values come back as big-endian bytes or ints."""
+    if isinstance(value, (bytes, bytearray)):
+        return int.from_bytes(value, "big")
+    return int(value)

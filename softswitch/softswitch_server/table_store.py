@@ -1,0 +1,215 @@
+"""Table entries of the running pipeline: P4Runtime semantics over the engine.
+
+The store keeps, per table, the canonical key of every entry with its engine
+handle, so duplicate/missing checks and Read replies never depend on the
+engine's internal representation. Each update is validated completely before
+the engine is touched, and undone if its second engine step fails.
+"""
+from dataclasses import dataclass
+
+from p4.v1 import p4runtime_pb2
+
+from . import engine_calls as ec
+import grpc
+
+from .errors import (already_exists, invalid, not_found, permission_denied,
+                     P4RuntimeError)
+from .externs import validate_meter_config
+from .p4info_index import P4InfoIndex, TableInfo
+from .tables import (ActionSpec, MatchKey, action_spec, engine_args, engine_keys,
+                     fill_action, fill_match, match_key)
+
+Update = p4runtime_pb2.Update
+
+
+@dataclass
+class StoredEntry:
+    handle: int
+    action: ActionSpec
+    controller_metadata: int
+    metadata: bytes
+    meter_config: object  # p4runtime_pb2.MeterConfig or None
+
+
+class TableStore:
+    def __init__(self, sw, index: P4InfoIndex):
+        self.sw = sw
+        self.index = index
+        self.entries = {tid: {} for tid in index.tables}
+        self.defaults = {tid: self._engine_default(t) for tid, t in index.tables.items()}
+        self.initial_defaults = dict(self.defaults)
+
+    def _engine_default(self, table: TableInfo):
+        action_name, args = ec.call(self.sw.table_get_default, table.name)
+        action = self.index.action_by_name.get(action_name)
+        if action is None:
+            return None
+        return ActionSpec(action.id, tuple(ec.as_int(a) for a in args))
+
+    # ---- writes -------------------------------------------------------
+    def write(self, update_type: int, entry: p4runtime_pb2.TableEntry) -> None:
+        table = self.index.table(entry.table_id)
+        if entry.is_default_action:
+            return self._write_default(update_type, table, entry)
+        if table.is_const:
+            raise permission_denied(f"table '{table.name}' is const")
+        key = match_key(table, entry)
+        if update_type == Update.INSERT:
+            self._insert(table, key, entry)
+        elif update_type == Update.MODIFY:
+            self._modify(table, key, entry)
+        elif update_type == Update.DELETE:
+            self._delete(table, key)
+        else:
+            raise invalid("update type must be INSERT, MODIFY or DELETE")
+
+    def _check_extras(self, table, entry):
+        if entry.HasField("meter_config"):
+            if not table.direct_meter_id:
+                raise invalid(f"table '{table.name}' has no direct meter")
+            validate_meter_config(entry.meter_config)
+        if entry.HasField("counter_data") and not table.direct_counter_id:
+            raise invalid(f"table '{table.name}' has no direct counter")
+        if entry.idle_timeout_ns:
+            raise invalid(f"table '{table.name}' does not support idle timeout")
+
+    def _insert(self, table, key, entry):
+        spec = action_spec(self.index, table, entry.action, default=False)
+        self._check_extras(table, entry)
+        entries = self.entries[table.id]
+        if key in entries:
+            raise already_exists(f"table '{table.name}': entry already exists")
+        if table.size and len(entries) >= table.size:
+            raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                 f"table '{table.name}' is full ({table.size} entries)")
+        handle = ec.call(self.sw.table_add, table.name, engine_keys(table, key),
+                         self.index.actions[spec.action_id].name,
+                         engine_args(self.index, spec), priority=key.priority)
+        try:
+            self._apply_extras(table, handle, entry)
+        except P4RuntimeError:
+            ec.call(self.sw.table_delete, table.name, handle)
+            raise
+        entries[key] = StoredEntry(handle, spec, entry.controller_metadata, entry.metadata,
+                                   _meter_or_none(entry))
+
+    def _apply_extras(self, table, handle, entry):
+        if entry.HasField("counter_data"):
+            ec.call(self.sw.direct_counter_write, table.name, handle,
+                    entry.counter_data.packet_count, entry.counter_data.byte_count)
+        if entry.HasField("meter_config"):
+            c = entry.meter_config
+            ec.call(self.sw.direct_meter_set, table.name, handle, c.cir, c.cburst, c.pir, c.pburst)
+
+    def _modify(self, table, key, entry):
+        spec = action_spec(self.index, table, entry.action, default=False)
+        self._check_extras(table, entry)
+        stored = self._lookup(table, key)
+        ec.call(self.sw.table_modify, table.name, stored.handle,
+                self.index.actions[spec.action_id].name, engine_args(self.index, spec))
+        self._apply_extras(table, stored.handle, entry)
+        stored.action = spec
+        stored.controller_metadata = entry.controller_metadata
+        stored.metadata = entry.metadata
+        if entry.HasField("meter_config"):
+            stored.meter_config = _meter_or_none(entry)
+
+    def _delete(self, table, key):
+        stored = self._lookup(table, key)
+        ec.call(self.sw.table_delete, table.name, stored.handle)
+        del self.entries[table.id][key]
+
+    def _lookup(self, table, key) -> StoredEntry:
+        stored = self.entries[table.id].get(key)
+        if stored is None:
+            raise not_found(f"table '{table.name}': no such entry")
+        return stored
+
+    def _write_default(self, update_type, table, entry):
+        if update_type != Update.MODIFY:
+            raise invalid(f"table '{table.name}': the default entry can only be modified")
+        if len(entry.match) or entry.priority:
+            raise invalid(f"table '{table.name}': default entry must have no match and no priority")
+        if table.const_default_action_id:
+            raise permission_denied(f"table '{table.name}' has a const default action")
+        if entry.HasField("action"):
+            spec = action_spec(self.index, table, entry.action, default=True)
+        else:
+            spec = self.initial_defaults[table.id]
+        if spec is None:
+            raise invalid(f"table '{table.name}': no default action to restore")
+        ec.call(self.sw.table_set_default, table.name,
+                self.index.actions[spec.action_id].name, engine_args(self.index, spec))
+        self.defaults[table.id] = spec
+
+    # ---- reads --------------------------------------------------------
+    def read(self, request: p4runtime_pb2.TableEntry) -> list:
+        tables = [self.index.table(request.table_id)] if request.table_id else \
+            list(self.index.tables.values())
+        if request.table_id == 0 and len(request.match):
+            raise invalid("a wildcard table read cannot filter on match fields")
+        out = []
+        for table in tables:
+            if request.is_default_action:
+                out.extend(self._read_default(table, request))
+            else:
+                out.extend(self._read_entries(table, request))
+        return out
+
+    def _read_default(self, table, request):
+        spec = self.defaults[table.id]
+        if spec is None:
+            return []
+        entry = p4runtime_pb2.TableEntry(table_id=table.id, is_default_action=True)
+        fill_action(self.index, spec, entry)
+        return [entry]
+
+    def _read_entries(self, table, request):
+        entries = self.entries[table.id]
+        if len(request.match):
+            key = match_key(table, request)
+            items = [(key, entries[key])] if key in entries else []
+        else:
+            items = list(entries.items())
+        want_counters = request.HasField("counter_data") and table.direct_counter_id
+        return [self._entry_proto(table, key, stored, want_counters) for key, stored in items]
+
+    def _entry_proto(self, table: TableInfo, key: MatchKey, stored: StoredEntry, counters):
+        entry = p4runtime_pb2.TableEntry(table_id=table.id,
+                                         controller_metadata=stored.controller_metadata,
+                                         metadata=stored.metadata)
+        fill_match(table, key, entry)
+        fill_action(self.index, stored.action, entry)
+        if stored.meter_config is not None:
+            entry.meter_config.CopyFrom(stored.meter_config)
+        if counters:
+            entry.counter_data.CopyFrom(self.counter_data(table, stored))
+        return entry
+
+    def counter_data(self, table, stored) -> p4runtime_pb2.CounterData:
+        packets, nbytes = ec.call(self.sw.direct_counter_read, table.name, stored.handle)
+        return p4runtime_pb2.CounterData(packet_count=packets, byte_count=nbytes)
+
+    def find(self, entry: p4runtime_pb2.TableEntry):
+        """(table, key, stored) for the entry a direct resource request names."""
+        table = self.index.table(entry.table_id)
+        key = match_key(table, entry)
+        return table, key, self._lookup(table, key)
+
+    def replay_protos(self) -> list:
+        """Every entry and non-initial default, as TableEntry messages (for reconcile)."""
+        out = []
+        for tid, entries in self.entries.items():
+            table = self.index.tables[tid]
+            out.extend(self._entry_proto(table, k, s, False) for k, s in entries.items())
+            if self.defaults[tid] != self.initial_defaults[tid]:
+                out.extend(self._read_default(table, None))
+        return out
+
+
+def _meter_or_none(entry):
+    if not entry.HasField("meter_config"):
+        return None
+    config = p4runtime_pb2.MeterConfig()
+    config.CopyFrom(entry.meter_config)
+    return config

@@ -1,0 +1,136 @@
+"""Traffic-manager options: `--tm PORT:key=value,...` and `--tm-config FILE.toml`.
+
+Both produce one `PortConfig` per port, in the engine's units (bit/s,
+packets, bytes, microseconds). Rates take a plain bit/s number or a
+kbit/mbit/gbit suffix; delays need a us/ms/s unit. The TOML file has one
+table per port, the same keys:
+
+    [ports.1]
+    rate = "10mbit"
+    buffer = 100
+    delay = "20ms"
+"""
+import re
+import tomllib
+from dataclasses import dataclass, fields
+
+RATE_UNITS = {"": 1, "bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
+DELAY_UNITS = {"us": 1, "ms": 10**3, "s": 10**6}
+MAX_PORT = 511  # v1model ports are 9 bits
+
+
+class TmError(ValueError):
+    """A traffic-manager option the switch cannot apply (message says which)."""
+
+
+@dataclass
+class PortConfig:
+    rate_bps: int = 0
+    buffer_packets: int = 64
+    buffer_bytes: int = 0
+    delay_us: int = 0
+    ingress_delay_us: int = 0
+    prio_queues: int = 1
+
+    def engine_kwargs(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def parse_rate(text) -> int:
+    if isinstance(text, int) and not isinstance(text, bool) and text >= 0:
+        return text
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]*)", str(text).strip().lower())
+    if not m or m.group(2) not in RATE_UNITS:
+        raise TmError(f"rate '{text}': expected a number with optional kbit/mbit/gbit")
+    return round(float(m.group(1)) * RATE_UNITS[m.group(2)])
+
+
+def parse_delay(text) -> int:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(us|ms|s)", str(text).strip().lower())
+    if not m:
+        raise TmError(f"delay '{text}': expected a number with a us/ms/s unit")
+    return round(float(m.group(1)) * DELAY_UNITS[m.group(2)])
+
+
+def _count(text, name, low, high=None) -> int:
+    try:
+        value = int(str(text), 10)
+    except ValueError:
+        raise TmError(f"{name} '{text}': expected an integer") from None
+    if value < low or (high is not None and value > high):
+        raise TmError(f"{name} {value}: must be in {low}..{high if high is not None else 'inf'}")
+    return value
+
+
+SETTERS = {
+    "rate": ("rate_bps", parse_rate),
+    "buffer": ("buffer_packets", lambda v: _count(v, "buffer", 1)),
+    "buffer-bytes": ("buffer_bytes", lambda v: _count(v, "buffer-bytes", 0)),
+    "delay": ("delay_us", parse_delay),
+    "ingress-delay": ("ingress_delay_us", parse_delay),
+    "prio-queues": ("prio_queues", lambda v: _count(v, "prio-queues", 1, 8)),
+}
+
+
+def apply_settings(config: PortConfig, settings: dict, where: str) -> None:
+    for key, value in settings.items():
+        if key not in SETTERS:
+            raise TmError(f"{where}: unknown option '{key}' (known: {', '.join(SETTERS)})")
+        attr, parse = SETTERS[key]
+        try:
+            setattr(config, attr, parse(value))
+        except TmError as e:
+            raise TmError(f"{where}: {e}") from None
+
+
+def parse_port(text) -> int:
+    port = _count(text, "port", 0, MAX_PORT)
+    return port
+
+
+def parse_tm_flag(text: str) -> tuple:
+    """'1:rate=10mbit,buffer=100' -> (1, {'rate': '10mbit', 'buffer': '100'})."""
+    port_text, sep, options = text.partition(":")
+    if not sep or not options:
+        raise TmError(f"--tm '{text}': expected PORT:key=value[,key=value...]")
+    settings = {}
+    for item in options.split(","):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise TmError(f"--tm '{text}': '{item}' is not key=value")
+        settings[key.strip()] = value.strip()
+    return parse_port(port_text), settings
+
+
+def load_tm_file(path: str) -> dict:
+    """port -> settings dict, from a TOML file with [ports.N] tables."""
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise TmError(f"--tm-config {path}: {e}") from None
+    unknown = set(doc) - {"ports"}
+    if unknown or not isinstance(doc.get("ports", {}), dict):
+        raise TmError(f"--tm-config {path}: only [ports.N] tables are allowed")
+    out = {}
+    for port_text, settings in doc.get("ports", {}).items():
+        if not isinstance(settings, dict):
+            raise TmError(f"--tm-config {path}: ports.{port_text} must be a table")
+        out[parse_port(port_text)] = settings
+    return out
+
+
+def build_port_configs(tm_flags: list, tm_file, ports) -> dict:
+    """Merge the file (first) and --tm flags (override) into PortConfigs."""
+    configs = {}
+    sources = []
+    if tm_file:
+        sources += [(port, s, f"--tm-config port {port}") for port, s in load_tm_file(tm_file).items()]
+    for flag in tm_flags:
+        port, settings = parse_tm_flag(flag)
+        sources.append((port, settings, f"--tm {flag}"))
+    for port, settings, where in sources:
+        if port not in ports:
+            raise TmError(f"{where}: port {port} is not one of the -i ports {sorted(ports)}")
+        apply_settings(configs.setdefault(port, PortConfig()), settings, where)
+    return configs

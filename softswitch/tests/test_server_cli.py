@@ -1,0 +1,66 @@
+"""The `softswitch` command line: flags, traffic-manager options, bad input."""
+import subprocess
+import sys
+
+import pytest
+
+from softswitch_server.cli import parse_args
+from softswitch_server.tm import PortConfig, TmError, build_port_configs, parse_delay, parse_rate
+
+
+def test_flags_mirror_simple_switch_grpc():
+    args = parse_args(["-i", "0@sv0", "-i", "1@sv1", "--grpc-server-addr", "127.0.0.1:50001",
+                       "--device-id", "3", "--cpu-port", "255", "--seed", "7", "--log-console",
+                       "--tm", "1:rate=1.5mbit,buffer=100,buffer-bytes=150000,delay=20ms,"
+                               "ingress-delay=250us,prio-queues=2"])
+    assert args.ports == {0: "sv0", 1: "sv1"}
+    assert (args.device_id, args.cpu_port, args.seed) == (3, 255, 7)
+    assert args.port_configs == {1: PortConfig(1_500_000, 100, 150000, 20_000, 250, 2)}
+
+
+@pytest.mark.parametrize("text,bps", [("10mbit", 10**7), ("1.5mbit", 1_500_000),
+                                      ("100000", 100000), ("2gbit", 2 * 10**9), (64000, 64000)])
+def test_rates(text, bps):
+    assert parse_rate(text) == bps
+
+
+@pytest.mark.parametrize("text,us", [("20ms", 20000), ("250us", 250), ("1.5s", 1_500_000)])
+def test_delays(text, us):
+    assert parse_delay(text) == us
+
+
+def test_tm_file_then_flags_override(tmp_path):
+    f = tmp_path / "tm.toml"
+    f.write_text('[ports.1]\nrate = "10mbit"\nbuffer = 50\ndelay = "5ms"\n'
+                 '[ports.0]\nrate = 1000000\n')
+    configs = build_port_configs(["1:buffer=80"], str(f), {0: "a", 1: "b"})
+    assert configs[1] == PortConfig(rate_bps=10**7, buffer_packets=80, delay_us=5000)
+    assert configs[0] == PortConfig(rate_bps=10**6)
+
+
+@pytest.mark.parametrize("flags,contents", [
+    (["1:rate=fast"], None), (["1:delay=20"], None), (["1:buffer=0"], None),
+    (["1:color=red"], None), (["1"], None), (["7:rate=1mbit"], None),
+    (["1:prio-queues=9"], None), ([], "[ports.1]\nrate = [1]\n"), ([], "not toml ="),
+    ([], "[switch]\nx = 1\n"),
+])
+def test_bad_tm_options_name_the_problem(tmp_path, flags, contents):
+    path = None
+    if contents is not None:
+        path = tmp_path / "tm.toml"
+        path.write_text(contents)
+    with pytest.raises(TmError):
+        build_port_configs(flags, path and str(path), {0: "a", 1: "b"})
+
+
+@pytest.mark.parametrize("argv", [
+    ["--bogus"], ["-i", "veth0"], ["-i", "0@a", "-i", "0@b"], ["-i", "600@a"],
+    ["-i", "0@a", "--cpu-port", "0"], ["-i", "0@a", "--tm", "0:rate=x"],
+    ["/nonexistent.json"], ["--device-id", "x"], ["-i", "0@a", "--p4info", "x.txt"],
+    ["-i", "0@averyveryverylongname"],
+])
+def test_bad_flags_exit_2_with_a_message(argv):
+    proc = subprocess.run([sys.executable, "-m", "softswitch_server.cli", *argv],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "softswitch: error:" in proc.stderr
