@@ -127,17 +127,18 @@ control MyIngress(inout headers hdr,
             @defaultonly best_effort;
         }
         const default_action = best_effort();
+        // Overlapping rules: the largest priority wins (P4-16 default).
         const entries = {
             // Network control keeps its marking and gets the top queue.
-            priority=1: (_, _, (bit<6>) Dscp_t.CS6) : set_class((bit<6>) Dscp_t.CS6, 7);
+            priority=100: (_, _, (bit<6>) Dscp_t.CS6) : set_class((bit<6>) Dscp_t.CS6, 7);
             // Voice (RTP) and signalling.
-            priority=10: (PROTO_UDP, 16384 .. 32767, _) : set_class((bit<6>) Dscp_t.EF, 6);
-            priority=11: (PROTO_TCP, 5060 .. 5061, _) : set_class((bit<6>) Dscp_t.AF41, 5);
-            priority=12: (PROTO_UDP, 5060 .. 5061, _) : set_class((bit<6>) Dscp_t.AF41, 5);
+            priority=90: (PROTO_UDP, 16384 .. 32767, _) : set_class((bit<6>) Dscp_t.EF, 6);
+            priority=81: (PROTO_TCP, 5060 .. 5061, _) : set_class((bit<6>) Dscp_t.AF41, 5);
+            priority=80: (PROTO_UDP, 5060 .. 5061, _) : set_class((bit<6>) Dscp_t.AF41, 5);
             // Interactive traffic (ssh, telnet).
-            priority=20: (PROTO_TCP, 22 .. 23, _) : set_class((bit<6>) Dscp_t.AF21, 3);
+            priority=70: (PROTO_TCP, 22 .. 23, _) : set_class((bit<6>) Dscp_t.AF21, 3);
             // Bulk traffic already marked AF1x by the host keeps its class.
-            priority=30: (_, _, 0x08 &&& 0x38) : set_class((bit<6>) Dscp_t.AF11, 1);
+            priority=60: (_, _, 0x08 &&& 0x38) : set_class((bit<6>) Dscp_t.AF11, 1);
         }
     }
 
