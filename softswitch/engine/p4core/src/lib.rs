@@ -1,1 +1,17 @@
-//! p4core: BMv2 JSON interpreter with v1model semantics. See README.md.
+//! p4core: a BMv2 JSON interpreter with simple_switch (v1model) semantics.
+//! Pure library: no I/O, no threads. See README.md for the API contract.
+
+mod bits;
+mod exec;
+mod hash;
+mod load;
+mod program;
+mod state;
+
+pub use exec::{Digest, EgressOutcome, Executor, IngressOutcome, PacketState, QueueMeta, QueuedPacket, Recirculation};
+pub use load::LoadError;
+pub use program::{instance_type, MatchKind, Program, DROP_PORT};
+pub use state::{
+    bytes_to_value, value_to_bytes, CloneSession, EntryInfo, MatchKey, MeterConfig, RuntimeError, State, COLOR_GREEN,
+    COLOR_RED, COLOR_YELLOW,
+};

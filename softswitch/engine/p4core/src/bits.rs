@@ -1,0 +1,95 @@
+//! Big-endian bit access into byte buffers (network order, MSB first).
+
+/// Reads `width` (<= 128) bits starting `bit_off` bits into `buf`.
+/// The caller guarantees the bits are inside `buf`.
+#[inline]
+pub fn read_bits(buf: &[u8], bit_off: usize, width: u32) -> u128 {
+    let w = width as usize;
+    let start = bit_off / 8;
+    if bit_off % 8 == 0 && w % 8 == 0 {
+        return buf[start..start + w / 8].iter().fold(0u128, |a, b| (a << 8) | *b as u128);
+    }
+    if w > 120 {
+        // Would span 17 bytes: read in two parts so no bit is shifted out.
+        let hi = read_bits(buf, bit_off, width - 64);
+        return (hi << 64) | read_bits(buf, bit_off + w - 64, 64);
+    }
+    let lead = bit_off % 8;
+    let nbytes = (lead + w).div_ceil(8);
+    let acc = buf[start..start + nbytes].iter().fold(0u128, |a, b| (a << 8) | *b as u128);
+    let trailing = (nbytes * 8 - lead - w) as u32;
+    (acc >> trailing) & ((1u128 << width) - 1)
+}
+
+/// Writes the low `width` (<= 128) bits of `v` at `bit_off` bits into `buf`.
+#[inline]
+pub fn write_bits(buf: &mut [u8], bit_off: usize, width: u32, v: u128) {
+    let w = width as usize;
+    if bit_off % 8 == 0 && w % 8 == 0 {
+        let start = bit_off / 8;
+        let bytes = v.to_be_bytes();
+        buf[start..start + w / 8].copy_from_slice(&bytes[16 - w / 8..]);
+        return;
+    }
+    for i in 0..w {
+        let bit = (v >> (w - 1 - i)) & 1;
+        let pos = bit_off + i;
+        let mask = 0x80u8 >> (pos % 8);
+        if bit == 1 {
+            buf[pos / 8] |= mask;
+        } else {
+            buf[pos / 8] &= !mask;
+        }
+    }
+}
+
+/// Appends bits to a growing byte buffer (for hash inputs and deparsing).
+#[derive(Default)]
+pub struct BitWriter {
+    pub buf: Vec<u8>,
+    pub bits: usize,
+}
+
+impl BitWriter {
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.bits = 0;
+    }
+
+    pub fn push(&mut self, width: u32, v: u128) {
+        let need = (self.bits + width as usize).div_ceil(8);
+        if self.buf.len() < need {
+            self.buf.resize(need, 0);
+        }
+        write_bits(&mut self.buf, self.bits, width, v);
+        self.bits += width as usize;
+    }
+
+    pub fn push_bytes(&mut self, bytes: &[u8]) {
+        if self.bits % 8 == 0 {
+            self.buf.truncate(self.bits / 8);
+            self.buf.extend_from_slice(bytes);
+            self.bits += bytes.len() * 8;
+        } else {
+            for b in bytes {
+                self.push(8, *b as u128);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unaligned_round_trip() {
+        let mut buf = [0u8; 20];
+        write_bits(&mut buf, 3, 13, 0x1abc);
+        assert_eq!(read_bits(&buf, 3, 13), 0x1abc);
+        assert_eq!(buf[0], 0b0001_1010);
+        write_bits(&mut buf, 4, 128, u128::MAX - 5);
+        assert_eq!(read_bits(&buf, 4, 128), u128::MAX - 5);
+        assert_eq!(read_bits(&buf, 0, 4), 0b0001);
+    }
+}

@@ -1,0 +1,681 @@
+//! Run-time state of a loaded program: table entries, counters, registers,
+//! meters, multicast groups, clone sessions and parser value sets.
+//! `State` is `Send + Sync`; every method takes `&self` so the control plane
+//! can write while packet threads read (one RwLock per table, atomic counters).
+
+use crate::load::mask_of;
+use crate::program::*;
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A control-plane error; the state is unchanged when one is returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuntimeError {
+    UnknownName(String),
+    UnknownHandle(String),
+    BadValue(String),
+    Duplicate(String),
+    Full(String),
+    Immutable(String),
+}
+
+impl fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (kind, msg) = match self {
+            RuntimeError::UnknownName(m) => ("unknown name", m),
+            RuntimeError::UnknownHandle(m) => ("unknown handle", m),
+            RuntimeError::BadValue(m) => ("bad value", m),
+            RuntimeError::Duplicate(m) => ("duplicate entry", m),
+            RuntimeError::Full(m) => ("table full", m),
+            RuntimeError::Immutable(m) => ("not modifiable", m),
+        };
+        write!(f, "{kind}: {msg}")
+    }
+}
+
+impl std::error::Error for RuntimeError {}
+
+type R<T> = Result<T, RuntimeError>;
+
+/// One element of a table key as the control plane gives it (big-endian bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MatchKey {
+    Exact(Vec<u8>),
+    Lpm(Vec<u8>, u32),
+    Ternary(Vec<u8>, Vec<u8>),
+    Range(Vec<u8>, Vec<u8>),
+    /// P4Runtime optional: `None` is the wildcard.
+    Optional(Option<Vec<u8>>),
+}
+
+/// A table entry as read back by the control plane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryInfo {
+    pub handle: u64,
+    pub keys: Vec<MatchKey>,
+    pub priority: i32,
+    pub action: String,
+    pub args: Vec<Vec<u8>>,
+}
+
+/// Two-rate three-color meter configuration (RFC 2698), as in P4Runtime:
+/// rates in units (bytes or packets) per second, bursts in units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MeterConfig {
+    pub cir: u64,
+    pub cburst: u64,
+    pub pir: u64,
+    pub pburst: u64,
+}
+
+pub const COLOR_GREEN: i128 = 0;
+pub const COLOR_YELLOW: i128 = 1;
+pub const COLOR_RED: i128 = 2;
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Meter {
+    cfg: Option<MeterConfig>,
+    tc: f64,
+    tp: f64,
+    last_us: u64,
+}
+
+impl Meter {
+    fn configure(&mut self, cfg: Option<MeterConfig>) {
+        self.cfg = cfg;
+        if let Some(c) = cfg {
+            self.tc = c.cburst as f64;
+            self.tp = c.pburst as f64;
+        }
+        self.last_us = 0;
+    }
+
+    /// Color-blind trTCM: refill both buckets, then test P then C.
+    pub(crate) fn execute(&mut self, amount: u64, now_us: u64) -> i128 {
+        let Some(c) = self.cfg else { return COLOR_GREEN };
+        let dt = now_us.saturating_sub(self.last_us) as f64 / 1e6;
+        self.last_us = self.last_us.max(now_us);
+        self.tc = (self.tc + c.cir as f64 * dt).min(c.cburst as f64);
+        self.tp = (self.tp + c.pir as f64 * dt).min(c.pburst as f64);
+        let b = amount as f64;
+        if self.tp < b {
+            COLOR_RED
+        } else if self.tc < b {
+            self.tp -= b;
+            COLOR_YELLOW
+        } else {
+            self.tp -= b;
+            self.tc -= b;
+            COLOR_GREEN
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub key: Vec<KeyElem>,
+    /// Internal priority: larger wins. Control-plane priority as given;
+    /// for lpm tables the prefix length; for JSON const entries the negated
+    /// BMv2 priority (there, lower numbers win).
+    pub rank: i64,
+    pub priority: i32,
+    pub seq: u64,
+    pub call: ActionCall,
+    pub pkts: AtomicU64,
+    pub bytes: AtomicU64,
+    pub meter: Mutex<Meter>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct TableState {
+    pub entries: HashMap<u64, Entry>,
+    /// Exact tables: key values -> handle.
+    pub exact: HashMap<Box<[u128]>, u64>,
+    /// Other tables: handles ordered by (rank desc, seq asc).
+    pub order: Vec<u64>,
+    pub default: Option<ActionCall>,
+    next_handle: u64,
+}
+
+impl TableState {
+    fn order_key(&self, h: u64) -> (i64, u64) {
+        let e = &self.entries[&h];
+        (-e.rank, e.seq)
+    }
+
+    fn insert(&mut self, t: &Table, key: Vec<KeyElem>, rank: i64, priority: i32, call: ActionCall) -> u64 {
+        let h = self.next_handle;
+        self.next_handle += 1;
+        if t.all_exact {
+            self.exact.insert(key.iter().map(|k| k.value).collect(), h);
+        }
+        let entry = Entry {
+            key,
+            rank,
+            priority,
+            seq: h,
+            call,
+            pkts: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            meter: Mutex::new(Meter::default()),
+        };
+        self.entries.insert(h, entry);
+        if !t.all_exact {
+            let k = self.order_key(h);
+            let pos = self.order.partition_point(|x| self.order_key(*x) < k);
+            self.order.insert(pos, h);
+        }
+        h
+    }
+
+    fn remove(&mut self, h: u64) {
+        if let Some(e) = self.entries.remove(&h) {
+            let k: Box<[u128]> = e.key.iter().map(|k| k.value).collect();
+            if self.exact.get(&k) == Some(&h) {
+                self.exact.remove(&k);
+            }
+            self.order.retain(|x| *x != h);
+        }
+    }
+
+    fn find_duplicate(&self, key: &[KeyElem], priority: i32) -> Option<u64> {
+        self.entries
+            .iter()
+            .find(|(_, e)| e.key == key && e.priority == priority)
+            .map(|(h, _)| *h)
+    }
+
+    /// The matching entry with the highest rank, if any.
+    pub(crate) fn lookup(&self, t: &Table, key: &[u128]) -> Option<&Entry> {
+        if t.all_exact {
+            return self.exact.get(key).map(|h| &self.entries[h]);
+        }
+        self.order.iter().map(|h| &self.entries[h]).find(|e| entry_matches(t, e, key))
+    }
+}
+
+fn entry_matches(t: &Table, e: &Entry, key: &[u128]) -> bool {
+    e.key.iter().zip(key).zip(&t.keys).all(|((k, v), kf)| match kf.kind {
+        MatchKind::Range => k.lo <= *v && *v <= k.hi,
+        _ => v & k.mask == k.value,
+    })
+}
+
+/// The mask of an lpm prefix of `plen` bits on a `width`-bit field.
+pub fn prefix_mask(width: u32, plen: u32) -> u128 {
+    if plen == 0 {
+        0
+    } else {
+        mask_of(width) & !mask_of(width - plen)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CloneSession {
+    /// (egress port, rid) per copy.
+    pub replicas: Vec<(u32, u32)>,
+    /// Truncate clones to this many bytes (0 = no truncation).
+    pub truncate: usize,
+}
+
+pub(crate) struct CounterCells {
+    pub pkts: Vec<AtomicU64>,
+    pub bytes: Vec<AtomicU64>,
+}
+
+/// Mutable state of one program. Create with `State::new`, share with `Arc`.
+pub struct State {
+    pub(crate) prog: Arc<Program>,
+    pub(crate) tables: Vec<RwLock<TableState>>,
+    pub(crate) counters: Vec<CounterCells>,
+    pub(crate) registers: Vec<Mutex<Vec<i128>>>,
+    pub(crate) meters: Vec<Mutex<Vec<Meter>>>,
+    pub(crate) mc_groups: RwLock<HashMap<u32, Vec<(u32, u32)>>>,
+    pub(crate) clone_sessions: RwLock<HashMap<u32, CloneSession>>,
+    pub(crate) value_sets: Vec<RwLock<Vec<Vec<u8>>>>,
+}
+
+fn atomics(n: usize) -> Vec<AtomicU64> {
+    (0..n).map(|_| AtomicU64::new(0)).collect()
+}
+
+/// Converts big-endian bytes to a value, checking it fits `width` bits.
+pub fn bytes_to_value(b: &[u8], width: u32, what: &str) -> R<u128> {
+    let significant = b.iter().skip_while(|x| **x == 0).count();
+    if significant > 16 {
+        return Err(RuntimeError::BadValue(format!("{what}: value wider than {width} bits")));
+    }
+    let v = b.iter().fold(0u128, |acc, x| (acc << 8) | *x as u128);
+    if v & !mask_of(width) != 0 {
+        return Err(RuntimeError::BadValue(format!("{what}: value does not fit in {width} bits")));
+    }
+    Ok(v)
+}
+
+/// A value as big-endian bytes, ceil(width / 8) long.
+pub fn value_to_bytes(v: u128, width: u32) -> Vec<u8> {
+    let n = width.div_ceil(8).max(1) as usize;
+    v.to_be_bytes()[16 - n.min(16)..].to_vec()
+}
+
+impl State {
+    pub fn new(prog: &Arc<Program>) -> State {
+        let tables = prog
+            .tables
+            .iter()
+            .map(|t| {
+                let mut ts = TableState { default: t.default_entry.clone(), ..Default::default() };
+                for e in &t.const_entries {
+                    ts.insert(t, e.key.clone(), -(e.priority as i64), e.priority, e.call.clone());
+                }
+                RwLock::new(ts)
+            })
+            .collect();
+        State {
+            prog: prog.clone(),
+            tables,
+            counters: prog.counters.iter().map(|c| CounterCells { pkts: atomics(c.size), bytes: atomics(c.size) }).collect(),
+            registers: prog.registers.iter().map(|r| Mutex::new(vec![0; r.size])).collect(),
+            meters: prog.meters.iter().map(|m| Mutex::new(vec![Meter::default(); m.size])).collect(),
+            mc_groups: RwLock::new(HashMap::new()),
+            clone_sessions: RwLock::new(HashMap::new()),
+            value_sets: prog.value_sets.iter().map(|_| RwLock::new(Vec::new())).collect(),
+        }
+    }
+
+    pub fn program(&self) -> &Arc<Program> {
+        &self.prog
+    }
+
+    fn table(&self, name: &str) -> R<(usize, &Table)> {
+        let i = self.prog.table_index(name).ok_or_else(|| RuntimeError::UnknownName(format!("table '{name}'")))?;
+        Ok((i, &self.prog.tables[i]))
+    }
+
+    fn action_call(&self, t: &Table, action: &str, args: &[Vec<u8>]) -> R<ActionCall> {
+        let a = t
+            .actions
+            .iter()
+            .copied()
+            .find(|a| self.prog.actions[*a].name == action)
+            .ok_or_else(|| RuntimeError::UnknownName(format!("action '{action}' of table '{}'", t.name)))?;
+        let params = &self.prog.actions[a].params;
+        if args.len() != params.len() {
+            return Err(RuntimeError::BadValue(format!(
+                "action '{action}' takes {} arguments, got {}",
+                params.len(),
+                args.len()
+            )));
+        }
+        let mut vals = Vec::new();
+        for (arg, (pname, w)) in args.iter().zip(params) {
+            vals.push(bytes_to_value(arg, *w, &format!("argument '{pname}' of '{action}'"))? as i128);
+        }
+        Ok(ActionCall { action: a, args: vals })
+    }
+
+    fn key_elems(&self, t: &Table, keys: &[MatchKey]) -> R<Vec<KeyElem>> {
+        if keys.len() != t.keys.len() {
+            return Err(RuntimeError::BadValue(format!(
+                "table '{}' has {} key fields, got {}",
+                t.name,
+                t.keys.len(),
+                keys.len()
+            )));
+        }
+        keys.iter().zip(&t.keys).map(|(k, kf)| key_elem(kf, k)).collect()
+    }
+
+    /// Adds an entry; returns its handle. Priority: larger wins (P4Runtime);
+    /// it is ignored (0) for tables without ternary/range/optional keys.
+    pub fn table_add(&self, table: &str, keys: &[MatchKey], action: &str, args: &[Vec<u8>], priority: i32) -> R<u64> {
+        let (ti, t) = self.table(table)?;
+        if !t.const_entries.is_empty() {
+            return Err(RuntimeError::Immutable(format!("table '{table}' has const entries")));
+        }
+        let key = self.key_elems(t, keys)?;
+        let call = self.action_call(t, action, args)?;
+        let priority = if t.needs_priority { priority } else { 0 };
+        let rank = match t.keys.iter().position(|k| k.kind == MatchKind::Lpm) {
+            Some(i) if !t.needs_priority => key[i].plen as i64,
+            _ => priority as i64,
+        };
+        let mut ts = self.tables[ti].write();
+        if let Some(h) = ts.find_duplicate(&key, priority) {
+            return Err(RuntimeError::Duplicate(format!("table '{table}': same key as entry {h}")));
+        }
+        if ts.entries.len() >= t.max_size {
+            return Err(RuntimeError::Full(format!("table '{table}' holds its maximum of {} entries", t.max_size)));
+        }
+        Ok(ts.insert(t, key, rank, priority, call))
+    }
+
+    pub fn table_modify(&self, table: &str, handle: u64, action: &str, args: &[Vec<u8>]) -> R<()> {
+        let (ti, t) = self.table(table)?;
+        if !t.const_entries.is_empty() {
+            return Err(RuntimeError::Immutable(format!("table '{table}' has const entries")));
+        }
+        let call = self.action_call(t, action, args)?;
+        let mut ts = self.tables[ti].write();
+        let e = ts.entries.get_mut(&handle).ok_or_else(|| RuntimeError::UnknownHandle(format!("table '{table}': no entry {handle}")))?;
+        e.call = call;
+        Ok(())
+    }
+
+    pub fn table_delete(&self, table: &str, handle: u64) -> R<()> {
+        let (ti, t) = self.table(table)?;
+        if !t.const_entries.is_empty() {
+            return Err(RuntimeError::Immutable(format!("table '{table}' has const entries")));
+        }
+        let mut ts = self.tables[ti].write();
+        if !ts.entries.contains_key(&handle) {
+            return Err(RuntimeError::UnknownHandle(format!("table '{table}': no entry {handle}")));
+        }
+        ts.remove(handle);
+        Ok(())
+    }
+
+    /// Finds the handle of the entry with exactly this key (and priority).
+    pub fn table_find(&self, table: &str, keys: &[MatchKey], priority: i32) -> R<Option<u64>> {
+        let (ti, t) = self.table(table)?;
+        let key = self.key_elems(t, keys)?;
+        let priority = if t.needs_priority { priority } else { 0 };
+        Ok(self.tables[ti].read().find_duplicate(&key, priority))
+    }
+
+    pub fn table_set_default(&self, table: &str, action: &str, args: &[Vec<u8>]) -> R<()> {
+        let (ti, t) = self.table(table)?;
+        let call = self.action_call(t, action, args)?;
+        if t.default_const && t.default_entry.as_ref().map(|d| d.action) != Some(call.action) {
+            return Err(RuntimeError::Immutable(format!("table '{table}' has a const default action")));
+        }
+        self.tables[ti].write().default = Some(call);
+        Ok(())
+    }
+
+    /// Restores the default action the JSON program declares.
+    pub fn table_reset_default(&self, table: &str) -> R<()> {
+        let (ti, t) = self.table(table)?;
+        self.tables[ti].write().default = t.default_entry.clone();
+        Ok(())
+    }
+
+    /// The default action and its arguments, if one is set.
+    pub fn table_get_default(&self, table: &str) -> R<Option<(String, Vec<Vec<u8>>)>> {
+        let (ti, _) = self.table(table)?;
+        Ok(self.tables[ti].read().default.as_ref().map(|c| self.call_info(c)))
+    }
+
+    fn call_info(&self, c: &ActionCall) -> (String, Vec<Vec<u8>>) {
+        let a = &self.prog.actions[c.action];
+        let args = c.args.iter().zip(&a.params).map(|(v, (_, w))| value_to_bytes(*v as u128 & mask_of(*w), *w)).collect();
+        (a.name.clone(), args)
+    }
+
+    /// Removes every entry (not the default action).
+    pub fn table_clear(&self, table: &str) -> R<()> {
+        let (ti, t) = self.table(table)?;
+        if !t.const_entries.is_empty() {
+            return Err(RuntimeError::Immutable(format!("table '{table}' has const entries")));
+        }
+        let mut ts = self.tables[ti].write();
+        let default = ts.default.take();
+        *ts = TableState { default, ..Default::default() };
+        Ok(())
+    }
+
+    /// All entries, in match order (exact tables: handle order).
+    pub fn table_entries(&self, table: &str) -> R<Vec<EntryInfo>> {
+        let (ti, t) = self.table(table)?;
+        let ts = self.tables[ti].read();
+        let mut handles: Vec<u64> = if t.all_exact { ts.entries.keys().copied().collect() } else { ts.order.clone() };
+        if t.all_exact {
+            handles.sort_unstable();
+        }
+        Ok(handles
+            .into_iter()
+            .map(|h| {
+                let e = &ts.entries[&h];
+                let (action, args) = self.call_info(&e.call);
+                EntryInfo {
+                    handle: h,
+                    keys: e.key.iter().zip(&t.keys).map(|(k, kf)| match_key_of(kf, k)).collect(),
+                    priority: e.priority,
+                    action,
+                    args,
+                }
+            })
+            .collect())
+    }
+
+    pub fn table_len(&self, table: &str) -> R<usize> {
+        let (ti, _) = self.table(table)?;
+        Ok(self.tables[ti].read().entries.len())
+    }
+
+    fn with_entry<T>(&self, table: &str, handle: u64, f: impl FnOnce(&Table, &Entry) -> R<T>) -> R<T> {
+        let (ti, t) = self.table(table)?;
+        let ts = self.tables[ti].read();
+        let e = ts.entries.get(&handle).ok_or_else(|| RuntimeError::UnknownHandle(format!("table '{table}': no entry {handle}")))?;
+        f(t, e)
+    }
+
+    /// (packets, bytes) of an entry's direct counter.
+    pub fn direct_counter_read(&self, table: &str, handle: u64) -> R<(u64, u64)> {
+        self.with_entry(table, handle, |t, e| {
+            t.direct_counter.ok_or_else(|| RuntimeError::UnknownName(format!("table '{table}' has no direct counter")))?;
+            Ok((e.pkts.load(Ordering::Relaxed), e.bytes.load(Ordering::Relaxed)))
+        })
+    }
+
+    pub fn direct_counter_write(&self, table: &str, handle: u64, pkts: u64, bytes: u64) -> R<()> {
+        self.with_entry(table, handle, |t, e| {
+            t.direct_counter.ok_or_else(|| RuntimeError::UnknownName(format!("table '{table}' has no direct counter")))?;
+            e.pkts.store(pkts, Ordering::Relaxed);
+            e.bytes.store(bytes, Ordering::Relaxed);
+            Ok(())
+        })
+    }
+
+    pub fn direct_meter_set(&self, table: &str, handle: u64, cfg: Option<MeterConfig>) -> R<()> {
+        self.with_entry(table, handle, |t, e| {
+            t.direct_meter.ok_or_else(|| RuntimeError::UnknownName(format!("table '{table}' has no direct meter")))?;
+            check_meter(&cfg)?;
+            e.meter.lock().configure(cfg);
+            Ok(())
+        })
+    }
+
+    pub fn direct_meter_get(&self, table: &str, handle: u64) -> R<Option<MeterConfig>> {
+        self.with_entry(table, handle, |_, e| Ok(e.meter.lock().cfg))
+    }
+
+    fn indexed(&self, map: Option<usize>, kind: &str, name: &str, index: usize, len: impl Fn(usize) -> usize) -> R<usize> {
+        let i = map.ok_or_else(|| RuntimeError::UnknownName(format!("{kind} '{name}'")))?;
+        let n = len(i);
+        if index >= n {
+            return Err(RuntimeError::BadValue(format!("{kind} '{name}': index {index} out of range (size {n})")));
+        }
+        Ok(i)
+    }
+
+    fn counter(&self, name: &str, index: usize) -> R<usize> {
+        self.indexed(self.prog.counter_index(name), "counter", name, index, |i| self.prog.counters[i].size)
+    }
+
+    pub fn counter_read(&self, name: &str, index: usize) -> R<(u64, u64)> {
+        let c = &self.counters[self.counter(name, index)?];
+        Ok((c.pkts[index].load(Ordering::Relaxed), c.bytes[index].load(Ordering::Relaxed)))
+    }
+
+    pub fn counter_write(&self, name: &str, index: usize, pkts: u64, bytes: u64) -> R<()> {
+        let c = &self.counters[self.counter(name, index)?];
+        c.pkts[index].store(pkts, Ordering::Relaxed);
+        c.bytes[index].store(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    pub fn counter_size(&self, name: &str) -> R<usize> {
+        let i = self.prog.counter_index(name).ok_or_else(|| RuntimeError::UnknownName(format!("counter '{name}'")))?;
+        Ok(self.prog.counters[i].size)
+    }
+
+    pub fn register_read(&self, name: &str, index: usize) -> R<u128> {
+        let r = self.indexed(self.prog.register_index(name), "register", name, index, |i| self.prog.registers[i].size)?;
+        Ok(self.registers[r].lock()[index] as u128 & mask_of(self.prog.registers[r].width))
+    }
+
+    pub fn register_write(&self, name: &str, index: usize, value: u128) -> R<()> {
+        let r = self.indexed(self.prog.register_index(name), "register", name, index, |i| self.prog.registers[i].size)?;
+        let w = self.prog.registers[r].width;
+        if value & !mask_of(w) != 0 {
+            return Err(RuntimeError::BadValue(format!("register '{name}': value does not fit in {w} bits")));
+        }
+        self.registers[r].lock()[index] = value as i128;
+        Ok(())
+    }
+
+    /// Sets (Some) or resets to "always green" (None) one meter cell.
+    pub fn meter_set(&self, name: &str, index: usize, cfg: Option<MeterConfig>) -> R<()> {
+        let m = self.indexed(self.prog.meter_index(name), "meter", name, index, |i| self.prog.meters[i].size)?;
+        check_meter(&cfg)?;
+        self.meters[m].lock()[index].configure(cfg);
+        Ok(())
+    }
+
+    pub fn meter_get(&self, name: &str, index: usize) -> R<Option<MeterConfig>> {
+        let m = self.indexed(self.prog.meter_index(name), "meter", name, index, |i| self.prog.meters[i].size)?;
+        Ok(self.meters[m].lock()[index].cfg)
+    }
+
+    /// Creates or replaces a multicast group: one copy per (port, rid).
+    pub fn mc_group_set(&self, group: u32, replicas: &[(u32, u32)]) -> R<()> {
+        if group == 0 {
+            return Err(RuntimeError::BadValue("multicast group 0 means 'no multicast'".into()));
+        }
+        check_replicas(replicas)?;
+        self.mc_groups.write().insert(group, replicas.to_vec());
+        Ok(())
+    }
+
+    pub fn mc_group_delete(&self, group: u32) -> R<()> {
+        self.mc_groups.write().remove(&group).map(|_| ()).ok_or_else(|| RuntimeError::UnknownHandle(format!("multicast group {group}")))
+    }
+
+    pub fn mc_group_get(&self, group: u32) -> Option<Vec<(u32, u32)>> {
+        self.mc_groups.read().get(&group).cloned()
+    }
+
+    pub fn clone_session_set(&self, session: u32, replicas: &[(u32, u32)], truncate: usize) -> R<()> {
+        if session == 0 {
+            return Err(RuntimeError::BadValue("clone session 0 is reserved".into()));
+        }
+        check_replicas(replicas)?;
+        self.clone_sessions.write().insert(session, CloneSession { replicas: replicas.to_vec(), truncate });
+        Ok(())
+    }
+
+    pub fn clone_session_delete(&self, session: u32) -> R<()> {
+        self.clone_sessions.write().remove(&session).map(|_| ()).ok_or_else(|| RuntimeError::UnknownHandle(format!("clone session {session}")))
+    }
+
+    pub fn clone_session_get(&self, session: u32) -> Option<CloneSession> {
+        self.clone_sessions.read().get(&session).cloned()
+    }
+
+    /// Adds a value (compressed_bitwidth wide, big-endian) to a parser value set.
+    pub fn value_set_add(&self, name: &str, value: &[u8]) -> R<()> {
+        let i = self.prog.value_set_index(name).ok_or_else(|| RuntimeError::UnknownName(format!("value set '{name}'")))?;
+        let w = self.prog.value_sets[i].width;
+        let v = bytes_to_value(value, w, name)?;
+        let bytes = value_to_bytes(v, w);
+        let mut set = self.value_sets[i].write();
+        if !set.contains(&bytes) {
+            set.push(bytes);
+        }
+        Ok(())
+    }
+
+    pub fn value_set_clear(&self, name: &str) -> R<()> {
+        let i = self.prog.value_set_index(name).ok_or_else(|| RuntimeError::UnknownName(format!("value set '{name}'")))?;
+        self.value_sets[i].write().clear();
+        Ok(())
+    }
+}
+
+fn check_meter(cfg: &Option<MeterConfig>) -> R<()> {
+    match cfg {
+        Some(c) if c.pir < c.cir => Err(RuntimeError::BadValue("meter: pir must be >= cir (RFC 2698)".into())),
+        _ => Ok(()),
+    }
+}
+
+fn check_replicas(replicas: &[(u32, u32)]) -> R<()> {
+    for (port, _) in replicas {
+        if *port >= DROP_PORT {
+            return Err(RuntimeError::BadValue(format!("replica port {port} must be below the drop port {DROP_PORT}")));
+        }
+    }
+    Ok(())
+}
+
+fn key_elem(kf: &KeyField, k: &MatchKey) -> R<KeyElem> {
+    let w = kf.width;
+    let full = mask_of(w);
+    let val = |b: &[u8]| bytes_to_value(b, w, &format!("key field '{}'", kf.name));
+    let bad = |m: &str| Err(RuntimeError::BadValue(format!("key field '{}': {m}", kf.name)));
+    let exact = |v: u128| KeyElem { value: v, mask: full, lo: 0, hi: 0, plen: w };
+    let ternary = |v: u128, m: u128| -> R<KeyElem> {
+        if v & !m != 0 {
+            return bad("value has bits set outside the mask");
+        }
+        Ok(KeyElem { value: v, mask: m, lo: 0, hi: 0, plen: 0 })
+    };
+    match (kf.kind, k) {
+        (MatchKind::Exact | MatchKind::Valid, MatchKey::Exact(v)) => Ok(exact(val(v)? & kf.mask.unwrap_or(full))),
+        (MatchKind::Lpm, MatchKey::Lpm(v, plen)) => {
+            if *plen > w {
+                return bad(&format!("prefix length {plen} exceeds the field's {w} bits"));
+            }
+            let m = prefix_mask(w, *plen);
+            let v = val(v)?;
+            if v & !m != 0 {
+                return bad("value has bits set beyond the prefix length");
+            }
+            Ok(KeyElem { value: v, mask: m, lo: 0, hi: 0, plen: *plen })
+        }
+        (MatchKind::Ternary, MatchKey::Ternary(v, m)) => ternary(val(v)?, val(m)?),
+        (MatchKind::Optional, MatchKey::Optional(None)) => ternary(0, 0),
+        (MatchKind::Optional, MatchKey::Optional(Some(v)) | MatchKey::Exact(v)) => ternary(val(v)?, full),
+        (MatchKind::Optional, MatchKey::Ternary(v, m)) => {
+            let m = val(m)?;
+            if m != 0 && m != full {
+                return bad("an optional key takes an all-ones or all-zeros mask");
+            }
+            ternary(val(v)?, m)
+        }
+        (MatchKind::Range, MatchKey::Range(lo, hi)) => {
+            let (lo, hi) = (val(lo)?, val(hi)?);
+            if lo > hi {
+                return bad("range low bound above high bound");
+            }
+            Ok(KeyElem { value: 0, mask: 0, lo, hi, plen: 0 })
+        }
+        (kind, k) => bad(&format!("{} key given as {k:?}", kind.name())),
+    }
+}
+
+fn match_key_of(kf: &KeyField, k: &KeyElem) -> MatchKey {
+    let b = |v: u128| value_to_bytes(v, kf.width);
+    match kf.kind {
+        MatchKind::Exact | MatchKind::Valid => MatchKey::Exact(b(k.value)),
+        MatchKind::Lpm => MatchKey::Lpm(b(k.value), k.plen),
+        MatchKind::Ternary => MatchKey::Ternary(b(k.value), b(k.mask)),
+        MatchKind::Optional if k.mask == 0 => MatchKey::Optional(None),
+        MatchKind::Optional => MatchKey::Optional(Some(b(k.value))),
+        MatchKind::Range => MatchKey::Range(b(k.lo), b(k.hi)),
+    }
+}
