@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Run the PTF suite against a P4Runtime target on veth ports.
+
+Everything lives in one network namespace of our own (prefix ``pt``): four
+veth pairs (switch end ``ptsN``, PTF end ``pthN``), the target process, its
+gRPC server on the namespace's loopback and the PTF process.  Nothing touches
+the root namespace, so runs never collide with other users of the machine.
+The namespace (and with it every veth) is deleted on exit, also on failure
+or Ctrl-C.
+
+    run_ptf.py [--target softswitch|bmv2|external] [PTF TEST SPECS...]
+"""
+import argparse
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+PORTS = (0, 1, 2, 3)
+GRPC_ADDR = "127.0.0.1:9559"
+THRIFT_PORT = 9090
+# Port 2 is the bottleneck: a slow, deep queue so bursts build known depths.
+# 400 kbit/s with the suite's 100-byte frames = one frame every 2 ms.
+BOTTLENECK_PORT = 2
+BOTTLENECK_RATE_BPS = 400_000
+BOTTLENECK_BUFFER = 200
+FRAME_BYTES = 100
+# "Typical packet" of the bottleneck for RED's idle decay: 20 ms at 400 kbit/s.
+BOTTLENECK_MEAN_BYTES = 1000
+
+
+def sh(*cmd, check=True, ns=None, quiet=False):
+    """Run a command (inside namespace ``ns`` if given)."""
+    argv = (["ip", "netns", "exec", ns] if ns else []) + [str(c) for c in cmd]
+    out = subprocess.DEVNULL if quiet else None
+    return subprocess.run(argv, check=check, stdout=out, stderr=out)
+
+
+class Namespace:
+    """A private namespace holding the switch and PTF ends of every veth."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        sh("ip", "netns", "add", self.name)
+        try:
+            self._populate()
+        except BaseException:
+            self.delete()
+            raise
+        return self
+
+    def _populate(self):
+        # No IPv6: router solicitations/MLD would be stray packets on PTF ports.
+        for knob in ("all", "default"):
+            sh("sysctl", "-qw", f"net.ipv6.conf.{knob}.disable_ipv6=1", ns=self.name)
+        sh("ip", "link", "set", "lo", "up", ns=self.name)
+        for port in PORTS:
+            sw, host = switch_iface(port), ptf_iface(port)
+            sh("ip", "link", "add", sw, "type", "veth", "peer", "name", host, ns=self.name)
+            for iface in (sw, host):
+                sh("ip", "link", "set", iface, "up", ns=self.name)
+                # Raw-frame forwarding needs offloads off (see REFERENCE.md).
+                sh("ethtool", "-K", iface, "rx", "off", "tx", "off", "tso", "off",
+                   "gso", "off", "gro", "off", ns=self.name, quiet=True)
+
+    def delete(self):
+        sh("ip", "netns", "del", self.name, check=False, quiet=True)
+
+    def __exit__(self, *exc):
+        self.delete()
+
+
+def switch_iface(port):
+    return f"pts{port}"
+
+
+def ptf_iface(port):
+    return f"pth{port}"
+
+
+def wait_for_tcp(ns, addr, proc, timeout_s=30.0):
+    """Block until something listens on ``addr`` inside ``ns``."""
+    host, port = addr.rsplit(":", 1)
+    probe = ("import socket,sys; s=socket.socket(); s.settimeout(0.5);"
+             f"sys.exit(s.connect_ex(({host!r},{port})))")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"target exited with status {proc.returncode} before listening")
+        if sh(sys.executable, "-c", probe, ns=ns, check=False, quiet=True).returncode == 0:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"target did not listen on {addr} within {timeout_s:.0f} s")
+
+
+class Target:
+    """Base: start/stop a target process inside the namespace."""
+
+    name = "?"
+    #: shell command the tests run after every pipeline push ("" = none)
+    after_push = ""
+
+    def __init__(self, ns, log_dir, seed):
+        self.ns, self.log_dir, self.seed = ns, log_dir, seed
+        self.proc = None
+
+    def start(self):
+        log = open(self.log_dir / f"{self.name}.log", "w")
+        argv = ["ip", "netns", "exec", self.ns] + self.argv()
+        print("target:", shlex.join(argv), flush=True)
+        self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        wait_for_tcp(self.ns, GRPC_ADDR, self.proc)
+
+    def stop(self):
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Softswitch(Target):
+    """The built-in target; the traffic manager is set on its command line."""
+
+    name = "softswitch"
+
+    def argv(self):
+        argv = [str(Path(sys.executable).parent / "softswitch")]
+        for port in PORTS:
+            argv += ["-i", f"{port}@{switch_iface(port)}"]
+        argv += ["--grpc-server-addr", GRPC_ADDR, "--device-id", "0",
+                 "--seed", str(self.seed),
+                 "--tm", f"{BOTTLENECK_PORT}:rate={BOTTLENECK_RATE_BPS},"
+                         f"buffer={BOTTLENECK_BUFFER}"]
+        return argv
+
+
+class Bmv2(Target):
+    """simple_switch_grpc; queue rate/depth go through simple_switch_CLI.
+
+    BMv2 sets queue rates in packets per second, so the bottleneck rate is
+    converted with the suite's fixed frame size.  Its random() cannot be
+    seeded, so statistical tests rely on their stated confidence alone.
+    """
+
+    name = "bmv2"
+
+    def argv(self):
+        argv = ["simple_switch_grpc", "--device-id", "0", "--no-p4",
+                "--thrift-port", str(THRIFT_PORT)]
+        for port in PORTS:
+            argv += ["-i", f"{port}@{switch_iface(port)}"]
+        return argv + ["--", "--grpc-server-addr", GRPC_ADDR, "--cpu-port", "255"]
+
+    @property
+    def after_push(self):
+        pps = BOTTLENECK_RATE_BPS // (8 * FRAME_BYTES)
+        cli = (f"printf 'set_queue_rate {pps} {BOTTLENECK_PORT}\\n"
+               f"set_queue_depth {BOTTLENECK_BUFFER} {BOTTLENECK_PORT}\\n' | "
+               f"simple_switch_CLI --thrift-port {THRIFT_PORT} >/dev/null")
+        return cli
+
+
+TARGETS = {"softswitch": Softswitch, "bmv2": Bmv2}
+
+
+def ptf_argv(args, test_params, interfaces):
+    """The PTF command line; ``interfaces`` are PTF's "PORT@IFACE" specs."""
+    argv = [str(Path(sys.executable).parent / "ptf"), "--test-dir", str(HERE / "tests"),
+            "--log-dir", str(args.log_dir), "--qlen", "100000",
+            "--default-negative-timeout", "0.3",
+            "--test-params", ";".join(f"{k}={v!r}" for k, v in test_params.items())]
+    if args.failfast:
+        argv.append("--failfast")
+    for spec in interfaces:
+        argv += ["-i", spec]
+    return argv + list(args.tests)
+
+
+def run_external(args, test_params):
+    """Target already running and wired by the user: PTF on their interfaces."""
+    interfaces = args.interfaces.split()
+    if sorted(int(s.split("@")[0]) for s in interfaces if "@" in s) != list(PORTS):
+        sys.exit("run_ptf: --interfaces needs ports 0-3, e.g. '0@eth1 1@eth2 2@eth3 3@eth4'")
+    return subprocess.run(ptf_argv(args, test_params, interfaces)).returncode
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", default="softswitch",
+                    choices=sorted(TARGETS) + ["external"])
+    ap.add_argument("--p4info", default=str(REPO / "build/red_ecn.p4info.txtpb"))
+    ap.add_argument("--json", default=str(REPO / "build/red_ecn.json"))
+    ap.add_argument("--seed", type=int, default=1, help="target's random seed")
+    ap.add_argument("--grpc", default=GRPC_ADDR, help="external target only")
+    ap.add_argument("--interfaces", default="", help="external target only")
+    ap.add_argument("--after-push", default="", help="external target only")
+    ap.add_argument("--log-dir", type=Path, default=REPO / "build/ptf-logs")
+    ap.add_argument("--failfast", action="store_true")
+    ap.add_argument("tests", nargs="*", help="PTF test specs (default: all)")
+    args = ap.parse_args()
+    for f in (args.p4info, args.json):
+        if not Path(f).is_file():
+            sys.exit(f"run_ptf: {f} is missing: run `make build` first")
+    if os.geteuid() != 0:
+        sys.exit("run_ptf: needs root (network namespaces and raw sockets)")
+    args.log_dir.mkdir(parents=True, exist_ok=True)
+    params = {"p4info": args.p4info, "json": args.json, "grpc": args.grpc,
+              "p4src": str(REPO / "p4src"),
+              "target": args.target, "seed": args.seed,
+              "bottleneck_port": BOTTLENECK_PORT, "bottleneck_bps": BOTTLENECK_RATE_BPS,
+              "bottleneck_buffer": BOTTLENECK_BUFFER, "frame_bytes": FRAME_BYTES,
+              "bottleneck_mean_bytes": BOTTLENECK_MEAN_BYTES,
+              "after_push": args.after_push}
+    if args.target == "external":
+        return run_external(args, params)
+    return run_in_namespace(args, params)
+
+
+def run_in_namespace(args, params):
+    ns_name = f"pt{os.getpid()}"
+    # SIGTERM (e.g. a CI timeout) must still run the finally blocks below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    with Namespace(ns_name):
+        target = TARGETS[args.target](ns_name, args.log_dir, args.seed)
+        params["grpc"] = GRPC_ADDR
+        params["after_push"] = target.after_push
+        try:
+            target.start()
+            interfaces = [f"{port}@{ptf_iface(port)}" for port in PORTS]
+            argv = ["ip", "netns", "exec", ns_name] + ptf_argv(args, params, interfaces)
+            print("ptf:", shlex.join(argv), flush=True)
+            status = subprocess.run(argv).returncode
+        finally:
+            target.stop()
+    if status != 0:
+        print(f"run_ptf: FAILED (logs in {args.log_dir})", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""Shared base for the aqmlab PTF tests: P4Runtime set-up, packets, bursts.
+
+Port map (run_ptf.py wires it): 0 = sender, 1 = fast egress, 2 = bottleneck
+egress (rate-limited, deep buffer: bursts build known queue depths),
+3 = second fast egress for unrelated traffic and LPM checks.
+"""
+import atexit
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import ptf
+from ptf.base_tests import BaseTest
+from ptf.testutils import simple_udp_packet, test_param_get
+from scapy.layers.inet import IP
+from scapy.layers.l2 import Ether
+
+from redctl import Controller, PortSpec
+
+SENDER, FAST, BOTTLENECK, OTHER = 0, 1, 2, 3
+HOST_MAC = "00:00:00:00:00:aa"
+ROUTER_MAC = "00:00:00:00:00:01"
+
+# ECN codepoints (RFC 3168)
+NOT_ECT, ECT1, ECT0, CE = 0b00, 0b01, 0b10, 0b11
+
+
+@dataclass(frozen=True)
+class Route:
+    prefix: str
+    port: int
+    dst_mac: str
+    src_mac: str
+
+
+ROUTES = (
+    Route("10.0.1.0/24", FAST, "00:00:00:00:01:01", "00:00:00:00:00:11"),
+    Route("10.0.1.128/25", OTHER, "00:00:00:00:03:02", "00:00:00:00:00:13"),
+    Route("10.0.2.0/24", BOTTLENECK, "00:00:00:00:02:01", "00:00:00:00:00:12"),
+    Route("10.0.3.0/24", OTHER, "00:00:00:00:03:01", "00:00:00:00:00:13"),
+    Route("10.0.0.0/16", OTHER, "00:00:00:00:03:03", "00:00:00:00:00:13"),
+)
+# One destination per egress port, matched by exactly one /24 route.
+DST = {FAST: "10.0.1.5", BOTTLENECK: "10.0.2.5", OTHER: "10.0.3.5"}
+
+
+def param(name):
+    value = test_param_get(name)
+    if value is None:
+        raise RuntimeError(f"test parameter {name!r} missing: run through run_ptf.py")
+    return value
+
+
+def frame_bytes():
+    return int(param("frame_bytes"))
+
+
+def tx_time_s(length=None):
+    """Serialisation time of a frame on the bottleneck port.  BMv2 limits
+    queues in packets per second, so there every frame takes the time of
+    a suite-sized one."""
+    if param("target") == "bmv2" or length is None:
+        length = frame_bytes()
+    return length * 8 / int(param("bottleneck_bps"))
+
+
+_controller = None
+
+
+def port_specs():
+    """What the controller must know of the traffic manager: the buffers
+    (maxth is checked against them) and, for the bottleneck, the typical
+    frame time used by the idle decay: 1000 bytes, 20 ms at 400 kbit/s."""
+    bottleneck = PortSpec(buffer_packets=int(param("bottleneck_buffer")),
+                          rate_bps=int(param("bottleneck_bps")),
+                          mean_packet_bytes=int(param("bottleneck_mean_bytes")))
+    return {SENDER: PortSpec(), FAST: PortSpec(), BOTTLENECK: bottleneck, OTHER: PortSpec()}
+
+
+def controller():
+    """One primary P4Runtime connection for the whole PTF run."""
+    global _controller
+    if _controller is None:
+        _controller = Controller(param("grpc"), device_id=0, ports=port_specs())
+        atexit.register(_controller.close)
+    return _controller
+
+
+def route_for(port):
+    return next(r for r in ROUTES if r.port == port and r.prefix.endswith("/24"))
+
+
+def udp(dst_ip, ecn=ECT0, seq=0, ttl=64, length=None, dscp=0, src_ip="10.0.0.1"):
+    """A suite frame as the sender emits it (IPv4 id carries ``seq``)."""
+    return simple_udp_packet(pktlen=length or frame_bytes(), eth_dst=ROUTER_MAC,
+                             eth_src=HOST_MAC, ip_src=src_ip, ip_dst=dst_ip,
+                             ip_tos=dscp << 2 | ecn, ip_id=seq, ip_ttl=ttl)
+
+
+def forwarded(pkt, route, ecn=None):
+    """What ``pkt`` must look like after the switch: new MACs, TTL-1,
+    ECN ``ecn`` if given, and a correct checksum (recomputed by Scapy)."""
+    out = pkt.copy()
+    out[Ether].src, out[Ether].dst = route.src_mac, route.dst_mac
+    out[IP].ttl -= 1
+    if ecn is not None:
+        out[IP].tos = (out[IP].tos & ~0b11) | ecn
+    del out[IP].chksum
+    return Ether(bytes(out))
+
+
+def ipv4_checksum_ok(frame):
+    ip = Ether(frame)[IP]
+    claimed = ip.chksum
+    del ip.chksum
+    return IP(bytes(ip))[IP].chksum == claimed
+
+
+class AqmTest(BaseTest):
+    """Fresh pipeline, the suite's routes, RED off on every port."""
+
+    def setUp(self):
+        super().setUp()
+        self.dataplane = ptf.dataplane_instance
+        self.ctl = controller()
+        self.push_pipeline(param("json"))
+        self.dataplane.flush()
+
+    def push_pipeline(self, json_path, p4info_path=None):
+        self.ctl.push_pipeline(p4info_path or param("p4info"), json_path)
+        hook = param("after_push")
+        if hook:
+            subprocess.run(hook, shell=True, check=True)
+        for route in ROUTES:
+            self.ctl.add_route(route.prefix, port=route.port,
+                               dst_mac=route.dst_mac, src_mac=route.src_mac)
+
+    # --- packet I/O -------------------------------------------------------
+
+    def send_frames(self, port, frames):
+        """Send pre-built frames back to back; returns the seconds it took."""
+        raw = [bytes(f) for f in frames]
+        start = time.monotonic()
+        for frame in raw:
+            self.dataplane.send(0, port, frame)
+        return time.monotonic() - start
+
+    def receive_all(self, port, quiet_s=0.25, timeout_s=30.0):
+        """Every frame that arrives on ``port`` until it stays quiet."""
+        frames = []
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            got = self.dataplane.poll(device_number=0, port_number=port, timeout=quiet_s)
+            if not isinstance(got, self.dataplane.PollSuccess):
+                return frames
+            frames.append(bytes(got.packet))
+        raise AssertionError(f"port {port} still busy after {timeout_s} s")
+
+    def burst(self, length, ecn=ECT0, frame_len=None, port=BOTTLENECK):
+        """Send ``length`` frames back to back into the idle queue of
+        ``port``, so frame i sees i - 1 frames queued (redmodel.burst_depths),
+        and collect what comes out.
+
+        A burst only counts if the sender put all frames on the wire within
+        half a transmission time; a slower one (the test host was busy) is
+        drained and sent again, so depths are known without looking inside
+        the switch.
+        """
+        tx = tx_time_s(frame_len)
+        sent = [udp(DST[port], ecn=ecn, seq=i, length=frame_len) for i in range(length)]
+        for _attempt in range(5):
+            first_send = time.time()
+            took = self.send_frames(SENDER, sent)
+            frames = self.collect_burst(port, deadline=time.monotonic() + length * tx + 0.02,
+                                        quiet_s=max(0.03, 3 * tx))
+            if took < tx / 2:
+                return Burst(sent, frames, port, first_send)
+        raise AssertionError(f"could not send {length} frames within {tx / 2 * 1e3:.1f} ms "
+                             "(test host too busy)")
+
+    def collect_burst(self, port, deadline, quiet_s):
+        """(frame, arrival time.time()) pairs until the deadline has passed
+        and the port then stayed quiet for ``quiet_s``."""
+        frames = []
+        while True:
+            wait = max(quiet_s, deadline - time.monotonic())
+            got = self.dataplane.poll(device_number=0, port_number=port, timeout=wait)
+            if not isinstance(got, self.dataplane.PollSuccess):
+                return frames
+            frames.append((bytes(got.packet), got.time))
+
+    def assert_quiet(self, ports=(SENDER, FAST, BOTTLENECK, OTHER), quiet_s=0.2):
+        time.sleep(quiet_s)
+        for port in ports:
+            stray = self.receive_all(port, quiet_s=0.01)
+            self.assertEqual(stray, [], f"unexpected frames on port {port}")
+
+
+class Burst:
+    """Frames sent in one burst and what arrived, by sequence number."""
+
+    def __init__(self, sent, frames, port, first_send):
+        self.sent, self.port, self.first_send = sent, port, first_send
+        self.last_arrival = max((t for _f, t in frames), default=None)
+        self.arrived = {}
+        for frame, _t in frames:
+            seq = seq_of(frame)
+            assert seq < len(sent) and seq not in self.arrived, \
+                f"unexpected or duplicate frame (IPv4 id {seq}) on port {port}"
+            self.arrived[seq] = frame
+
+    def missing(self):
+        return [i for i in range(len(self.sent)) if i not in self.arrived]
+
+    def with_ecn(self, codepoint):
+        return [i for i, f in sorted(self.arrived.items()) if ecn_of(f) == codepoint]
+
+    def changed(self):
+        """Positions that arrived with another ECN field than they were sent with."""
+        return [i for i, f in sorted(self.arrived.items())
+                if ecn_of(f) != self.sent[i][IP].tos & 0b11]
+
+    def assert_intact(self, test, route):
+        """Every arrived frame is its sent frame, forwarded, with its ECN as seen."""
+        for i, frame in self.arrived.items():
+            expect = forwarded(self.sent[i], route, ecn=ecn_of(frame))
+            test.assertEqual(frame, bytes(expect), f"frame {i} altered beyond ECN/TTL/MACs")
+
+
+def ecn_of(frame):
+    return Ether(frame)[IP].tos & 0b11
+
+
+def seq_of(frame):
+    return Ether(frame)[IP].id
+
+
+def compile_program(source, out_dir):
+    """Compile a v1model program with the target's compiler; returns
+    (p4info path, json path).  softswitch-p4c for the built-in target,
+    p4c-bm2-ss for BMv2 (both emit the same artifact pair)."""
+    name = Path(source).stem
+    p4info, json_path = Path(out_dir) / f"{name}.p4info.txtpb", Path(out_dir) / f"{name}.json"
+    if param("target") == "bmv2":
+        argv = ["p4c-bm2-ss", "--p4v", "16", str(source), "-o", str(json_path),
+                "--p4runtime-files", str(p4info)]
+    else:
+        argv = [str(Path(sys.executable).parent / "softswitch-p4c"), str(source),
+                "-o", str(out_dir), "--p4runtime-files", str(p4info)]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv[0]} failed on {source}:\n{done.stderr}")
+    return str(p4info), str(json_path)

@@ -1,0 +1,120 @@
+"""The average: EWMA convergence for wq = 2^-k and idle-time decay.
+
+Both are observed on the wire through the forced-drop threshold: with
+classic RED, minth = T and maxth = T + 1 (maxp tiny), a frame is dropped
+exactly when the average it produced is >= T + 1, so the first dropped frame
+of a burst tells where the average crossed T + 1.  The prediction is
+the recursion avg <- (1 - wq) avg + wq q over the known burst depths.
+"""
+import time
+
+from redctl import RedConfig
+from redctl.convert import idle_decay
+
+from aqm import BOTTLENECK, CE, ECT0, AqmTest, param, tx_time_s
+from redmodel import (burst_depths, ewma, first_index_at_or_above, fixed_point_ewma,
+                      idle_decay_factor)
+
+FRAME = 400          # 8 ms per frame at the bottleneck: long bursts stay clean
+MAXP = 0.001         # early marks are rare and harmless (ECT frames are kept)
+
+
+def threshold_config(level, wq_log):
+    return RedConfig(minth=level - 1, maxth=level, maxp=MAXP, wq_log=wq_log)
+
+
+class EwmaChecks:
+    def first_drop(self, length):
+        burst = self.burst(length, ecn=ECT0, frame_len=FRAME)
+        missing = burst.missing()
+        if missing:
+            self.assertEqual(missing, list(range(missing[0], length)),
+                             "the average rises through the burst: all later frames drop")
+        return missing[0] if missing else None
+
+
+class EwmaConvergence(AqmTest, EwmaChecks):
+    """For wq = 2^-2, 2^-4, 2^-6 and two levels, the first frame dropped in
+    a long burst is the one whose average, by the recursion, first reaches
+    maxth (the integer recursion of p4src/README.md, or the real-valued one:
+    they agree here).  Neighbouring k would move it by 2 to 16 frames.
+    Deterministic: no random draw decides a forced drop."""
+
+    def runTest(self):
+        for wq_log in (2, 4, 6):
+            for level in (6, 11):
+                self.push_pipeline(param("json"))       # fresh average = 0
+                self.ctl.set_red(BOTTLENECK, threshold_config(level, wq_log))
+                depths = burst_depths(80)
+                predicted = {first_index_at_or_above(ewma(depths, wq_log), level),
+                             first_index_at_or_above(fixed_point_ewma(depths, wq_log), level)}
+                observed = self.first_drop(max(predicted) + 8)
+                self.assertIn(observed, predicted, f"wq = 2^-{wq_log}, maxth {level}")
+
+
+class IdleDecay(AqmTest):
+    """After the queue empties, the average decays as if m small packets had
+    been sent, m = idle time / typical transmission time (20 ms here).
+
+    A burst leaves the average at A (by the recursion).  Gentle RED with
+    maxp = 1, minth = 7, maxth = 8 marks a lone probe frame exactly when its
+    average is >= 8, and passes it below 7.  After a short idle (~20 ms) the
+    probe must still be marked (20, 50 ms); after a long one it must not be
+    (200, 600 ms).
+    The prediction is the real-valued (1 - wq)^m and, identically here, the
+    controller's installed power-of-two decay table; the idle time is
+    measured (probe send time - last arrival + one frame time) and a probe
+    whose idle time falls too near a point where the prediction changes is
+    repeated.  Deterministic: no random draw decides.
+    """
+
+    WQ_LOG = 3
+    BUILD = 24
+    CFG = RedConfig(minth=7, maxth=8, maxp=1.0, wq_log=WQ_LOG, gentle=True)
+
+    def runTest(self):
+        # the controller's typical frame time for the bottleneck (20 ms)
+        self.tx_us = self.ctl.port_spec(BOTTLENECK).tx_time_us
+        avg_after = ewma(burst_depths(self.BUILD), self.WQ_LOG)[-1]
+        self.assertLess(avg_after, 2 * self.CFG.maxth, "set-up: the build burst must not drop")
+        for idle_target_s, expect_mark in ((0.02, True), (0.05, True), (0.2, False), (0.6, False)):
+            self.assertEqual(self.probe_after_idle(avg_after, idle_target_s), expect_mark,
+                             f"probe after ~{idle_target_s * 1e3:.0f} ms idle, avg was {avg_after:.2f}")
+
+    def probe_after_idle(self, avg_after, idle_target_s):
+        """Marked-or-not of a probe sent ``idle_target_s`` after the queue emptied."""
+        for _attempt in range(5):
+            self.push_pipeline(param("json"))
+            self.ctl.set_red(BOTTLENECK, self.CFG)
+            build = self.burst(self.BUILD, ecn=ECT0, frame_len=FRAME)
+            self.assertEqual(build.missing(), [], "build burst")
+            departed = build.last_arrival - tx_time_s(FRAME)
+            time.sleep(max(0.0, departed + idle_target_s - time.time()))
+            probe = self.burst(1, ecn=ECT0, frame_len=FRAME)
+            idle_us = (probe.first_send - departed) * 1e6
+            outcomes = {self.predicted_mark(avg_after, idle_us + d) for d in (-3000, 0, 3000)}
+            if len(outcomes) == 1 and None not in outcomes:
+                self.assertEqual(probe.missing(), [], "a probe below 2 maxth is never dropped")
+                predicted = outcomes.pop()
+                self.assertEqual(bool(probe.with_ecn(CE)), predicted,
+                                 f"idle {idle_us / 1e3:.1f} ms: expected "
+                                 f"{'a mark' if predicted else 'no mark'}")
+                return predicted
+        raise AssertionError("idle time kept landing on a decision boundary")
+
+    def predicted_mark(self, avg, idle_us):
+        """True/False when the exact and the table decay agree, else None."""
+        wq = 2.0 ** -self.WQ_LOG
+        idle_log, shifts = idle_decay(self.WQ_LOG, self.tx_us)
+        bucket = min(int(idle_us) >> idle_log, 255)
+        table = avg * 2.0 ** -shifts.get(bucket, 0) * (1 - wq)
+        exact = avg * idle_decay_factor(idle_us, self.tx_us, self.WQ_LOG) * (1 - wq)
+        verdicts = {marked_for_certain(self.CFG, v) for v in (table, exact)}
+        return verdicts.pop() if len(verdicts) == 1 else None
+
+
+def marked_for_certain(cfg, avg):
+    """True: p_b = 1 (maxp = 1, gentle region); False: below minth; None: chance."""
+    if cfg.maxth <= avg < 2 * cfg.maxth:
+        return True
+    return False if avg < cfg.minth else None

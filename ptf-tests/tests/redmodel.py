@@ -1,0 +1,131 @@
+"""Reference model of RED as p4src/README.md specifies it.
+
+The PTF tests predict what a correct switch does with these functions and
+compare the prediction with what they see on the wire.  p_b is RED's
+real-valued curve (``redctl.convert.red_pb``), not the fixed-point constants
+the controller installs, so an error in the data plane or in the conversion
+shows up alike (the two differ by < 1e-6, far inside every band).
+"""
+import math
+
+from scipy.stats import binom
+
+from redctl.convert import red_pb
+
+
+def ewma(depths, wq_log, avg=0.0):
+    """avg after each arrival: avg <- (1 - wq) avg + wq q, wq = 2^-wq_log."""
+    wq = 2.0 ** -wq_log
+    out = []
+    for q in depths:
+        avg = (1 - wq) * avg + wq * q
+        out.append(avg)
+    return out
+
+
+def idle_decay_factor(idle_us, tx_time_us, wq_log):
+    """(1 - wq)^m with m = max(0, idle - s) / s small packets sent while idle."""
+    m = max(0.0, idle_us - tx_time_us) / tx_time_us
+    return (1 - 2.0 ** -wq_log) ** m
+
+
+def selection_probabilities(cfg, avgs):
+    """P(packet i is selected (marked or early-dropped)) and forced flags.
+
+    Exact for the count law of the specification: after each selection (or
+    a reset below minth / on a forced drop) a fresh R ~ U[0,1) is drawn at
+    the next early-region packet, count counts early-region packets since,
+    and a packet is selected when count * p_b > R.  Given no selection yet
+    in a run, R is uniform above the largest count * p_b seen so far, so the
+    state is (count, that maximum).  This is the law of Floyd & Jacobson's
+    p_a = p_b / (1 - count p_b) when p_b is constant.
+    """
+    states = {(0, 0.0): 1.0}          # (count, max count*p_b in the run) -> mass
+    probs, forced = [], []
+    for avg in avgs:
+        pb = red_pb(cfg, avg)
+        forced.append(pb is None)
+        if pb is None or avg < cfg.minth:      # forced drop / pass: count = 0
+            probs.append(0.0 if pb is not None else 1.0)
+            states = {(0, 0.0): 1.0}
+            continue
+        selected, nxt = 0.0, {}
+        for (count, seen), mass in states.items():
+            count += 1
+            reach = min(1.0, count * pb)
+            p_sel = max(0.0, reach - seen) / (1.0 - seen)
+            selected += mass * p_sel
+            if p_sel < 1.0:
+                key = (count, max(seen, reach))
+                nxt[key] = nxt.get(key, 0.0) + mass * (1.0 - p_sel)
+        nxt[(0, 0.0)] = nxt.get((0, 0.0), 0.0) + selected
+        states = nxt
+        probs.append(selected)
+    return probs, forced
+
+
+def binomial_band(trials, p, alpha):
+    """Central (1 - alpha) acceptance interval for Binomial(trials, p)."""
+    lo = int(binom.ppf(alpha / 2, trials, p))
+    hi = int(binom.isf(alpha / 2, trials, p))
+    return lo, hi
+
+
+def check_marked_fractions(marks, trials, probs, confidence=0.99):
+    """Compare marks per position with Binomial(trials, p) bands.
+
+    The bands are Bonferroni-corrected so that a correct switch fails the
+    whole comparison with probability <= 1 - confidence.  Returns a list of
+    human-readable violations (empty when everything is inside its band).
+    """
+    tested = [i for i, p in enumerate(probs) if 0.0 < p < 1.0]
+    alpha = (1 - confidence) / max(1, len(tested))
+    problems = []
+    for i, (k, p) in enumerate(zip(marks, probs)):
+        if p <= 0.0 or p >= 1.0:
+            if k != round(p * trials):
+                problems.append(f"position {i}: {k}/{trials} selected, expected exactly {p:.0%}")
+            continue
+        lo, hi = binomial_band(trials, p, alpha)
+        if not lo <= k <= hi:
+            problems.append(f"position {i}: {k}/{trials} selected, p_a law gives "
+                            f"{p:.4f} -> band [{lo}, {hi}]")
+    return problems
+
+
+def detection_power(trials, probs_true, probs_wrong, confidence=0.99):
+    """Probability that the bands built on probs_true reject a switch
+    following probs_wrong (at least one position outside its band)."""
+    tested = [i for i, p in enumerate(probs_true) if 0.0 < p < 1.0]
+    alpha = (1 - confidence) / max(1, len(tested))
+    all_inside = 1.0
+    for i in tested:
+        lo, hi = binomial_band(trials, probs_true[i], alpha)
+        q = probs_wrong[i]
+        all_inside *= binom.cdf(hi, trials, q) - binom.cdf(lo - 1, trials, q)
+    return 1.0 - all_inside
+
+
+def burst_depths(length):
+    """enq_qdepth of each packet of a burst sent faster than the port drains
+    into an idle queue: the first goes straight to the wire, packet i then
+    waits behind i - 1 others."""
+    return [max(0, i - 1) for i in range(length)]
+
+
+def fixed_point_ewma(depths, wq_log, avg=0):
+    """The specification's integer EWMA (16 fraction bits, truncating)."""
+    out = []
+    for q in depths:
+        qf = q << 16
+        avg = avg + ((qf - avg) >> wq_log) if qf >= avg else avg - ((avg - qf) >> wq_log)
+        out.append(avg / 65536.0)
+    return out
+
+
+def first_index_at_or_above(values, threshold):
+    return next((i for i, v in enumerate(values) if v >= threshold), None)
+
+
+def log2_ratio(a, b):
+    return abs(math.log2(a / b))
