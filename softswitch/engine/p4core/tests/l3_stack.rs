@@ -1,0 +1,240 @@
+//! Behaviour of tests/programs/l3_stack.json (parser with masks, stacks,
+//! varbit and verify; checksums; lpm/ternary/range tables; counters,
+//! meters, registers, hash, random; egress queue metadata).
+
+mod common;
+use common::*;
+use p4core::*;
+
+fn lpm_routes(st: &State) -> (u64, u64) {
+    let a = st
+        .table_add("ingress.ipv4_lpm", &[MatchKey::Lpm(vec![10, 0, 0, 0], 8)], "ingress.set_nhop", &[vec![1], MAC_A.to_vec()], 0)
+        .unwrap();
+    let b = st
+        .table_add("ingress.ipv4_lpm", &[MatchKey::Lpm(vec![10, 1, 0, 0], 16)], "ingress.set_nhop", &[vec![2], vec![0xee; 6]], 0)
+        .unwrap();
+    (a, b)
+}
+
+#[test]
+fn longest_prefix_wins_and_rewrites_are_checksummed() {
+    let (_, st, mut ex) = load("l3_stack.json");
+    let (a, b) = lpm_routes(&st);
+    let frame = udp_frame([192, 168, 0, 1], [10, 1, 2, 3], 53);
+    let out = forward(&st, &mut ex, 0, &frame);
+    assert_eq!(out.len(), 1);
+    let (port, f) = &out[0];
+    assert_eq!(*port, 2);
+    assert_eq!(&f[0..6], &[0xee; 6]);
+    assert_eq!(f.len(), frame.len());
+    let ip = &f[14..];
+    assert_eq!(ip[8], 63, "ttl decremented");
+    assert_eq!(csum(&ip[..20]), 0, "IPv4 checksum recomputed");
+    assert_eq!(u16::from_be_bytes([ip[26], ip[27]]), udp_checksum(ip), "UDP checksum over pseudo-header and payload");
+    assert_eq!(st.direct_counter_read("ingress.ipv4_lpm", b).unwrap(), (1, frame.len() as u64));
+    assert_eq!(st.direct_counter_read("ingress.ipv4_lpm", a).unwrap(), (0, 0));
+
+    let out = forward(&st, &mut ex, 0, &udp_frame([192, 168, 0, 1], [10, 9, 9, 9], 53));
+    assert_eq!(out[0].0, 1, "shorter prefix for other 10/8 addresses");
+    let miss = ex.ingress(&st, 0, &udp_frame([192, 168, 0, 1], [11, 0, 0, 1], 53), 0);
+    assert!(miss.dropped && miss.queued.is_empty(), "default action drop on miss");
+}
+
+#[test]
+fn bad_ipv4_checksum_sets_checksum_error() {
+    let (prog, st, mut ex) = load("l3_stack.json");
+    lpm_routes(&st);
+    let ce = field(&prog, "standard_metadata", "checksum_error");
+    let good = udp_frame([1, 2, 3, 4], [10, 0, 0, 1], 9);
+    assert_eq!(ex.ingress(&st, 0, &good, 0).queued[0].field(ce), 0);
+    let mut bad = good.clone();
+    bad[14 + 10] ^= 0xff;
+    let out = ex.ingress(&st, 0, &bad, 0);
+    assert_eq!(out.queued[0].field(ce), 1);
+    assert_eq!(out.parser_error, 0);
+}
+
+#[test]
+fn mpls_stack_is_parsed_and_deparsed_in_order() {
+    let (prog, st, mut ex) = load("l3_stack.json");
+    lpm_routes(&st);
+    let ip = ipv4([1, 1, 1, 1], [10, 1, 0, 9], 6, &[], &[0u8; 20]);
+    let mut labels = Vec::new();
+    labels.extend_from_slice(&mpls(100, false, 9));
+    labels.extend_from_slice(&mpls(200, true, 8));
+    labels.extend_from_slice(&ip);
+    let frame = eth(MAC_B, MAC_A, 0x8847, &labels);
+    let out = ex.ingress(&st, 3, &frame, 0);
+    assert_eq!(out.parser_error, 0);
+    let q = &out.queued[0];
+    assert_eq!(q.field(field(&prog, "mpls[0]", "label")), 100);
+    assert_eq!(q.field(field(&prog, "mpls[1]", "label")), 200);
+    assert_eq!(q.field(field(&prog, "mpls[1]", "bos")), 1);
+    let f = forward(&st, &mut ex, 3, &frame).pop().unwrap().1;
+    assert_eq!(&f[14..22], &labels[..8], "both labels re-emitted in stack order");
+    assert_eq!(f[22 + 8], 63, "inner IPv4 routed (ttl decremented)");
+}
+
+#[test]
+fn too_many_labels_is_stack_out_of_bounds_and_continues_to_ingress() {
+    let (prog, st, mut ex) = load("l3_stack.json");
+    st.table_add("ingress.l2", &[MatchKey::Exact(MAC_B.to_vec())], "ingress.l2_forward", &[vec![4]], 0).unwrap();
+    let mut labels = Vec::new();
+    for i in 0..4 {
+        labels.extend_from_slice(&mpls(i, false, 1));
+    }
+    let frame = eth(MAC_B, MAC_A, 0x8847, &labels);
+    let out = ex.ingress(&st, 0, &frame, 0);
+    assert_eq!(out.parser_error, 3, "StackOutOfBounds");
+    let q = &out.queued[0];
+    assert_eq!(q.egress_port, 4, "v1model: parser errors do not drop, ingress runs (l2 path)");
+    assert_eq!(q.field(field(&prog, "standard_metadata", "parser_error")), 3);
+    let f = ex.egress(&st, out.queued.into_iter().next().unwrap(), QueueMeta::default(), 0).out.unwrap().1;
+    assert_eq!(f, frame, "unparsed bytes are carried as payload");
+}
+
+#[test]
+fn verify_and_varbit_options() {
+    let (prog, st, mut ex) = load("l3_stack.json");
+    lpm_routes(&st);
+    // IHL 4: verify(ihl >= 5, IPv4BadIHL = 7) fails.
+    let mut bad = udp_frame([1, 1, 1, 1], [10, 0, 0, 1], 7);
+    bad[14] = 0x44;
+    assert_eq!(ex.ingress(&st, 0, &bad, 0).parser_error, 7);
+    // IHL 7: 8 bytes of options extracted with extract_VL and covered by the checksum.
+    let opts = [1, 1, 1, 1, 0x94, 0x04, 0, 0];
+    let frame = eth(MAC_B, MAC_A, 0x0800, &ipv4([1, 1, 1, 1], [10, 0, 0, 1], 17, &opts, &udp(5, 6, b"x")));
+    let out = ex.ingress(&st, 0, &frame, 0);
+    assert_eq!(out.parser_error, 0);
+    assert_eq!(out.queued[0].field(field(&prog, "standard_metadata", "checksum_error")), 0);
+    let f = ex.egress(&st, out.queued.into_iter().next().unwrap(), QueueMeta::default(), 0).out.unwrap().1;
+    assert_eq!(f.len(), frame.len());
+    assert_eq!(&f[34..42], &opts);
+    assert_eq!(csum(&f[14..42]), 0);
+    // IHL 15 with a short frame: options cannot be extracted.
+    let mut short = frame.clone();
+    short[14] = 0x4f;
+    assert_eq!(ex.ingress(&st, 0, &short, 0).parser_error, 1, "PacketTooShort");
+}
+
+#[test]
+fn truncated_frames_report_packet_too_short() {
+    let (_, st, mut ex) = load("l3_stack.json");
+    let frame = udp_frame([1, 1, 1, 1], [10, 0, 0, 1], 7);
+    for len in [0, 5, 13, 20, 33] {
+        let out = ex.ingress(&st, 0, &frame[..len], 0);
+        assert_eq!(out.parser_error, 1, "len {len}");
+    }
+}
+
+#[test]
+fn masked_transition_and_lookahead() {
+    let (prog, st, mut ex) = load("l3_stack.json");
+    let tag = field(&prog, "scalars", "meta.tag");
+    st.table_add("ingress.l2", &[MatchKey::Exact(MAC_B.to_vec())], "ingress.l2_forward", &[vec![1]], 0).unwrap();
+    for (ethertype, want) in [(0x09ab, 0x5a), (0x0900, 0x5a), (0x0a00, 0)] {
+        let out = ex.ingress(&st, 0, &eth(MAC_B, MAC_A, ethertype, &[0x5a, 1, 2]), 0);
+        assert_eq!(out.queued[0].field(tag), want, "ethertype {ethertype:#x}");
+    }
+}
+
+#[test]
+fn ternary_and_range_priority_larger_wins() {
+    let (_, st, mut ex) = load("l3_stack.json");
+    lpm_routes(&st);
+    let any_port = MatchKey::Range(vec![0, 0], vec![0xff, 0xff]);
+    st.table_add("ingress.acl", &[MatchKey::Ternary(vec![10, 0, 0, 0], vec![255, 0, 0, 0]), any_port], "ingress.count_acl", &[vec![1]], 10)
+        .unwrap();
+    let narrow = [MatchKey::Ternary(vec![10, 0, 0, 5], vec![255; 4]), MatchKey::Range(1000u16.to_be_bytes().to_vec(), 2000u16.to_be_bytes().to_vec())];
+    let h = st.table_add("ingress.acl", &narrow, "ingress.count_acl", &[vec![2]], 20).unwrap();
+    forward(&st, &mut ex, 0, &udp_frame([10, 0, 0, 5], [10, 0, 0, 1], 1500));
+    forward(&st, &mut ex, 0, &udp_frame([10, 0, 0, 5], [10, 0, 0, 1], 3000));
+    assert_eq!(st.counter_read("acl_counter", 2).unwrap().0, 1);
+    assert_eq!(st.counter_read("acl_counter", 1).unwrap().0, 1);
+    st.table_delete("ingress.acl", h).unwrap();
+    st.table_add("ingress.acl", &narrow, "ingress.count_acl", &[vec![2]], 5).unwrap();
+    forward(&st, &mut ex, 0, &udp_frame([10, 0, 0, 5], [10, 0, 0, 1], 1500));
+    assert_eq!(st.counter_read("acl_counter", 1).unwrap().0, 2, "priority 10 now beats 5");
+    assert_eq!(st.counter_read("acl_counter", 2).unwrap().0, 1);
+}
+
+#[test]
+fn trtcm_meter_colors_and_red_drops() {
+    let (prog, st, mut ex) = load("l3_stack.json");
+    lpm_routes(&st);
+    let color = field(&prog, "scalars", "meta.color");
+    let any = [MatchKey::Ternary(vec![0; 4], vec![0; 4]), MatchKey::Range(vec![0, 0], vec![0xff, 0xff])];
+    st.table_add("ingress.acl", &any, "ingress.meter_acl", &[vec![0]], 1).unwrap();
+    st.meter_set("acl_meter", 0, Some(MeterConfig { cir: 1, cburst: 1, pir: 2, pburst: 2 })).unwrap();
+    let frame = udp_frame([1, 1, 1, 1], [10, 0, 0, 1], 80);
+    let t0 = 5_000_000;
+    let o1 = ex.ingress(&st, 0, &frame, t0);
+    let o2 = ex.ingress(&st, 0, &frame, t0);
+    let o3 = ex.ingress(&st, 0, &frame, t0);
+    assert_eq!(o1.queued[0].field(color), COLOR_GREEN);
+    assert_eq!(o2.queued[0].field(color), COLOR_YELLOW);
+    assert!(o3.dropped, "red packets are dropped by the program");
+    let later = ex.ingress(&st, 0, &frame, t0 + 1_000_000);
+    assert_eq!(later.queued[0].field(color), COLOR_GREEN, "buckets refill at cir/pir");
+    st.meter_set("acl_meter", 0, None).unwrap();
+    for _ in 0..10 {
+        assert_eq!(ex.ingress(&st, 0, &frame, t0).queued[0].field(color), COLOR_GREEN, "unconfigured meter is green");
+    }
+}
+
+#[test]
+fn stats_action_registers_hash_random_saturation_and_jumps() {
+    let (prog, st, mut ex) = load("l3_stack.json");
+    lpm_routes(&st);
+    let f = |n: &str| field(&prog, "scalars", n);
+    let frame = udp_frame([192, 0, 2, 1], [10, 0, 0, 1], 80);
+    for i in 1..=3u128 {
+        let out = ex.ingress(&st, 0, &frame, 0);
+        let q = &out.queued[0];
+        assert_eq!(st.register_read("pkt_count", 0).unwrap(), i);
+        assert_eq!(q.field(f("meta.count")), i as i128 - 1);
+        let crc = crc::Crc::<u16>::new(&crc::CRC_16_ARC).checksum(&[192, 0, 2, 1, 10, 0, 0, 1]);
+        assert_eq!(q.field(f("meta.hash")), crc as i128, "crc16 over src,dst");
+        let r = q.field(f("meta.rand"));
+        assert!((10..=20).contains(&r), "random({r}) within [10, 20]");
+        assert_eq!(q.field(f("meta.sat")), 255, "usat_cast saturates at 2^8-1");
+        assert_eq!(q.field(f("meta.sv")), -128, "sat_cast saturates a signed 8-bit field at -128");
+        assert_eq!(q.field(f("meta.flag")), 0, "_jump_if_zero skipped the assignment");
+    }
+}
+
+#[test]
+fn random_is_uniform_and_reproducible_with_a_seed() {
+    let (prog, st, _) = load("l3_stack.json");
+    lpm_routes(&st);
+    let rand = field(&prog, "scalars", "meta.rand");
+    let frame = udp_frame([192, 0, 2, 1], [10, 0, 0, 1], 80);
+    let draw = |seed: u64, n: usize| {
+        let mut ex = Executor::new(prog.clone(), seed);
+        (0..n).map(|_| ex.ingress(&st, 0, &frame, 0).queued[0].field(rand)).collect::<Vec<_>>()
+    };
+    assert_eq!(draw(42, 50), draw(42, 50), "same seed, same sequence");
+    assert_ne!(draw(42, 50), draw(43, 50));
+    let mut hist = [0usize; 11];
+    for v in draw(1, 11_000) {
+        hist[(v - 10) as usize] += 1;
+    }
+    // Each bucket ~ Binomial(11000, 1/11): mean 1000, sd ~30; 850..1150 is a 5-sigma band
+    // (a false failure has probability < 1e-5).
+    assert!(hist.iter().all(|c| (850..1150).contains(c)), "{hist:?}");
+}
+
+#[test]
+fn egress_sees_queue_metadata() {
+    let (prog, st, mut ex) = load("l3_stack.json");
+    lpm_routes(&st);
+    let frame = udp_frame([1, 1, 1, 1], [10, 0, 0, 1], 80);
+    for (depth, ecn) in [(4u64, 2u8), (5, 3), (100, 3)] {
+        let q = ex.ingress(&st, 0, &frame, 0).queued.pop().unwrap();
+        let meta = QueueMeta { enq_timestamp: 10, enq_qdepth: depth, deq_timedelta: 7, deq_qdepth: 1 };
+        let out = ex.egress(&st, q, meta, 17).out.unwrap().1;
+        assert_eq!(out[15] & 3, ecn, "enq_qdepth {depth}");
+        assert_eq!(csum(&out[14..34]), 0);
+    }
+    let _ = prog;
+}
