@@ -2,11 +2,14 @@
 
 The engine contract (softswitch/README.md): KeyError = unknown name/handle,
 ValueError = bad width/arity/value, DuplicateEntryError = same key present,
+TableFullError = table at max_size,
 PipelineError = invalid JSON, RuntimeError = no pipeline.
 """
+import grpc
 import softswitch_engine as se
 
-from .errors import already_exists, failed_precondition, invalid, not_found
+from .errors import (P4RuntimeError, already_exists, failed_precondition, invalid,
+                     not_found)
 
 
 def call(fn, *args, **kwargs):
@@ -14,6 +17,8 @@ def call(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except se.DuplicateEntryError as e:
         raise already_exists(f"engine: {e}") from None
+    except se.TableFullError as e:
+        raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, f"engine: {e}") from None
     except se.PipelineError as e:
         raise invalid(f"engine rejected the pipeline: {e}") from None
     except KeyError as e:

@@ -12,6 +12,11 @@ from .errors import already_exists, invalid, not_found, out_of_range
 from .tables import fill_action, fill_match, match_key
 
 Update = p4runtime_pb2.Update
+# The engine has no "unconfigured" meter call: an unconfigured v1model meter
+# marks every packet green, which unlimited rates and bursts reproduce.
+UNLIMITED = 2**63 - 1  # MeterConfig fields are int64
+RESET_METER = p4runtime_pb2.MeterConfig(cir=UNLIMITED, cburst=UNLIMITED,
+                                        pir=UNLIMITED, pburst=UNLIMITED)
 
 
 def validate_meter_config(c: p4runtime_pb2.MeterConfig) -> None:
@@ -87,7 +92,7 @@ class Meters:
         if not entry.HasField("index"):
             raise invalid(f"meter '{info.name}': writes need an index")
         [index] = _indices(info, entry, "meter")
-        config = entry.config if entry.HasField("config") else p4runtime_pb2.MeterConfig()
+        config = entry.config if entry.HasField("config") else RESET_METER
         validate_meter_config(config)
         ec.call(self.sw.meter_set, info.name, index, config.cir, config.cburst,
                 config.pir, config.pburst)
@@ -161,7 +166,7 @@ class DirectResources:
     def write_meter(self, update_type, entry: p4runtime_pb2.DirectMeterEntry):
         _require_modify(update_type, "direct meter")
         table, _, stored = self._entry(entry.table_entry, "direct_meter_id", "direct meter")
-        config = entry.config if entry.HasField("config") else p4runtime_pb2.MeterConfig()
+        config = entry.config if entry.HasField("config") else RESET_METER
         validate_meter_config(config)
         ec.call(self.sw.direct_meter_set, table.name, stored.handle,
                 config.cir, config.cburst, config.pir, config.pburst)

@@ -40,7 +40,10 @@ class TableStore:
         self.initial_defaults = dict(self.defaults)
 
     def _engine_default(self, table: TableInfo):
-        action_name, args = ec.call(self.sw.table_get_default, table.name)
+        default = ec.call(self.sw.table_get_default, table.name)
+        if default is None:
+            return None
+        action_name, args = default
         action = self.index.action_by_name.get(action_name)
         if action is None:
             return None

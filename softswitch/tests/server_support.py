@@ -21,3 +21,177 @@ def mini_p4info() -> p4info_pb2.P4Info:
 
 def mini_json() -> bytes:
     return MINI_JSON.read_bytes()
+
+
+# ---- a real P4Runtime client over gRPC, for tests that need the engine ----
+import queue  # noqa: E402
+import threading  # noqa: E402
+
+import grpc  # noqa: E402
+from google.rpc import status_pb2  # noqa: E402
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc  # noqa: E402
+
+Update = p4runtime_pb2.Update
+SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest.Action
+
+
+class P4RTClient:
+    """A minimal P4Runtime client: one StreamChannel plus unary RPCs."""
+
+    def __init__(self, address: str, election_id: int = 1, device_id: int = 0, arbitrate=True):
+        self.channel = grpc.insecure_channel(address)
+        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        self.device_id = device_id
+        self.election_id = election_id
+        self.requests = queue.Queue()
+        self.responses = queue.Queue()
+        self.stream = self.stub.StreamChannel(iter(self.requests.get, None))
+        self.stream_error = None
+        threading.Thread(target=self._receive, daemon=True).start()
+        if arbitrate:
+            self.arbitrate(election_id)
+
+    def _receive(self):
+        try:
+            for message in self.stream:
+                self.responses.put(message)
+        except grpc.RpcError as e:
+            self.stream_error = e
+            self.responses.put(None)
+
+    def arbitrate(self, election_id: int, device_id=None):
+        self.election_id = election_id
+        req = p4runtime_pb2.StreamMessageRequest()
+        req.arbitration.device_id = self.device_id if device_id is None else device_id
+        req.arbitration.election_id.high = election_id >> 64
+        req.arbitration.election_id.low = election_id & (2**64 - 1)
+        self.requests.put(req)
+        return self.next_message("arbitration")
+
+    def next_message(self, kind: str, timeout: float = 5.0):
+        """The next stream message of `kind` (others are skipped); None on timeout/end."""
+        while True:
+            try:
+                message = self.responses.get(timeout=timeout)
+            except queue.Empty:
+                return None
+            if message is None or message.WhichOneof("update") == kind:
+                return message and getattr(message, kind)
+
+    def send(self, request: p4runtime_pb2.StreamMessageRequest):
+        self.requests.put(request)
+
+    def _ids(self, request):
+        request.device_id = self.device_id
+        request.election_id.high = self.election_id >> 64
+        request.election_id.low = self.election_id & (2**64 - 1)
+        return request
+
+    def write(self, *updates):
+        self.stub.Write(self._ids(p4runtime_pb2.WriteRequest(updates=updates)))
+
+    def insert(self, **entity):
+        self.write(Update(type=Update.INSERT, entity=p4runtime_pb2.Entity(**entity)))
+
+    def modify(self, **entity):
+        self.write(Update(type=Update.MODIFY, entity=p4runtime_pb2.Entity(**entity)))
+
+    def delete(self, **entity):
+        self.write(Update(type=Update.DELETE, entity=p4runtime_pb2.Entity(**entity)))
+
+    def read(self, **entity) -> list:
+        req = p4runtime_pb2.ReadRequest(device_id=self.device_id,
+                                        entities=[p4runtime_pb2.Entity(**entity)])
+        return [getattr(e, e.WhichOneof("entity")) for r in self.stub.Read(req) for e in r.entities]
+
+    def set_pipeline(self, p4info=None, device_config=None, action=SetAction.VERIFY_AND_COMMIT,
+                     cookie=None):
+        req = self._ids(p4runtime_pb2.SetForwardingPipelineConfigRequest(action=action))
+        if p4info is not None:
+            req.config.p4info.CopyFrom(p4info)
+        if device_config is not None:
+            req.config.p4_device_config = device_config
+        if cookie is not None:
+            req.config.cookie.cookie = cookie
+        self.stub.SetForwardingPipelineConfig(req)
+
+    def close(self):
+        self.requests.put(None)
+        self.channel.close()
+
+
+def write_error_codes(error: grpc.RpcError) -> list:
+    """Per-update status codes (names) of a failed Write batch."""
+    assert error.code() == grpc.StatusCode.UNKNOWN, error
+    details = dict(error.trailing_metadata() or ())["grpc-status-details-bin"]
+    status = status_pb2.Status.FromString(details)
+    codes = []
+    for packed in status.details:
+        e = p4runtime_pb2.Error()
+        assert packed.Unpack(e)
+        codes.append(grpc.StatusCode(_code_tuple(e.canonical_code)).name)
+    return codes
+
+
+def _code_tuple(number: int):
+    return next(c.value for c in grpc.StatusCode if c.value[0] == number)
+
+
+def start_server(cpu_port=255, ports=None, seed=1, device_id=0):
+    """A real engine switch behind a P4Runtime server on a free local port."""
+    import softswitch_engine as se
+    from softswitch_server.server import SoftswitchServer
+    sw = se.Switch(ports=ports or {}, cpu_port=cpu_port, seed=seed)
+    server = SoftswitchServer(sw, "127.0.0.1:0", device_id)
+    server.start()
+    return server, f"127.0.0.1:{server.port}"
+
+
+def lpm_entry(prefix: bytes, plen: int, port: int = None, dmac: int = 0, padded=False):
+    e = p4runtime_pb2.TableEntry(table_id=T_LPM)
+    m = e.match.add(field_id=1)
+    m.lpm.value, m.lpm.prefix_len = prefix, plen
+    if port is not None:
+        a = e.action.action
+        a.action_id = A_SET_NHOP
+        width = 2 if padded else max(1, (port.bit_length() + 7) // 8)
+        a.params.add(param_id=1, value=port.to_bytes(width, "big"))
+        a.params.add(param_id=2, value=dmac.to_bytes(6 if padded else max(1, (dmac.bit_length() + 7) // 8), "big"))
+    return e
+
+
+def acl_entry(ether_type: int, mask: int = 0xFFFF, priority: int = 10, action=A_TO_CPU, ports=None):
+    e = p4runtime_pb2.TableEntry(table_id=T_ACL, priority=priority)
+    m = e.match.add(field_id=1)
+    m.ternary.value, m.ternary.mask = ether_type.to_bytes(2, "big"), mask.to_bytes(2, "big")
+    if ports is not None:
+        r = e.match.add(field_id=2)
+        r.range.low, r.range.high = ports[0].to_bytes(2, "big"), ports[1].to_bytes(2, "big")
+    e.action.action.action_id = action
+    return e
+
+
+def snapshot(client: P4RTClient) -> list:
+    """Everything a client can read, serialized, to prove a request changed nothing."""
+    reads = [
+        dict(table_entry=p4runtime_pb2.TableEntry()),
+        dict(counter_entry=p4runtime_pb2.CounterEntry()),
+        dict(meter_entry=p4runtime_pb2.MeterEntry()),
+        dict(register_entry=p4runtime_pb2.RegisterEntry()),
+        dict(direct_counter_entry=p4runtime_pb2.DirectCounterEntry()),
+        dict(direct_meter_entry=p4runtime_pb2.DirectMeterEntry()),
+        dict(packet_replication_engine_entry=p4runtime_pb2.PacketReplicationEngineEntry()),
+        dict(digest_entry=p4runtime_pb2.DigestEntry()),
+    ]
+    for table_id in (T_LPM, T_ACL, T_DMAC, T_CONST):
+        reads.append(dict(table_entry=p4runtime_pb2.TableEntry(table_id=table_id, is_default_action=True)))
+    return [m.SerializeToString(deterministic=True) for kw in reads for m in client.read(**kw)]
+
+
+def wait_for_no_clients(server, timeout_s: float = 5.0):
+    """Block until every closed client's stream has ended on the server side."""
+    import time
+    deadline = time.monotonic() + timeout_s
+    while server.arbitrator.clients and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not server.arbitrator.clients, "a client stream did not end"
