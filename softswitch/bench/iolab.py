@@ -1,0 +1,284 @@
+"""A two-host veth lab for the engine's tests and benchmarks.
+
+    host A (netns) a-eth ==veth== port 0 (root ns)  [switch]  port 1 (root ns) ==veth== b-eth host B (netns)
+
+Both hosts are in 10.77.0.0/24 (A .1, B .2) and reach each other through the
+switch: each host's neighbour entry for the other points at ROUTER_MAC, and
+the switch program rewrites the MACs. Offloads are off on every veth end
+(the switch copies raw frames, so checksums and segment sizes must be real)
+and IPv6 is off so no stray frames cross the switch.
+
+Names carry the prefix ``io`` plus a random tag, so labs never collide; a lab
+is a context manager and always deletes what it made.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FORWARD_PROGRAM = HERE / "programs" / "forward_stamp.json"
+ROUTER_MAC = "02:00:00:00:00:fe"
+HOST_IP = {"a": "10.77.0.1", "b": "10.77.0.2"}
+OFFLOADS = ["rx", "off", "tx", "off", "tso", "off", "gso", "off", "gro", "off"]
+
+
+def sh(*cmd: str, ns: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    """Runs a command (inside namespace `ns` if given) and returns its result."""
+    argv = (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
+    return subprocess.run(argv, check=check, capture_output=True, text=True)
+
+
+def disable_offloads(ifname: str, ns: str | None = None) -> None:
+    """Turns off the offloads a raw-frame switch cannot honour (see README.md)."""
+    sh("ethtool", "-K", ifname, *OFFLOADS, ns=ns)
+
+
+def mac_of(ifname: str, ns: str | None = None) -> str:
+    out = sh("ip", "-j", "link", "show", ifname, ns=ns).stdout
+    return json.loads(out)[0]["address"]
+
+
+def ip_to_bytes(ip: str) -> bytes:
+    return bytes(int(x) for x in ip.split("."))
+
+
+def mac_to_bytes(mac: str) -> bytes:
+    return bytes.fromhex(mac.replace(":", ""))
+
+
+@dataclass
+class Host:
+    ns: str
+    ifname: str  # inside the namespace
+    switch_if: str  # the peer end, in the root namespace: the switch port
+    ip: str
+    mac: str = ""
+
+    def run(self, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+        return sh(*cmd, ns=self.ns, check=check)
+
+    def popen(self, *cmd: str, **kw) -> subprocess.Popen:
+        return subprocess.Popen(["ip", "netns", "exec", self.ns, *cmd], **kw)
+
+    def rx_stats(self) -> tuple[int, int]:
+        """(packets, bytes) received on the host's interface, from the kernel's counters."""
+        base = f"/sys/class/net/{self.ifname}/statistics"
+        out = self.run("cat", f"{base}/rx_packets", f"{base}/rx_bytes").stdout.split()
+        return int(out[0]), int(out[1])
+
+
+@dataclass
+class VethLab:
+    """Two hosts in namespaces, each wired to a switch port in the root namespace."""
+
+    tag: str = field(default_factory=lambda: secrets.token_hex(2))
+    hosts: dict[str, Host] = field(default_factory=dict)
+
+    def __enter__(self) -> "VethLab":
+        try:
+            for name in ("a", "b"):
+                self.hosts[name] = self._make_host(name)
+            self._wire_neighbours()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def ports(self) -> dict[int, str]:
+        """The switch's port map: port 0 faces host A, port 1 host B."""
+        return {0: self.hosts["a"].switch_if, 1: self.hosts["b"].switch_if}
+
+    def _make_host(self, name: str) -> Host:
+        ns = f"io{self.tag}{name}"
+        host = Host(ns=ns, ifname=f"{name}-eth", switch_if=f"io{self.tag}{name}s", ip=HOST_IP[name])
+        sh("ip", "netns", "add", ns)
+        sh("ip", "link", "add", host.switch_if, "type", "veth", "peer", "name", f"io{self.tag}{name}h")
+        sh("ip", "link", "set", f"io{self.tag}{name}h", "netns", ns, "name", host.ifname)
+        sh("sysctl", "-qw", f"net.ipv6.conf.{host.switch_if}.disable_ipv6=1")
+        host.run("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+        host.run("ip", "link", "set", "lo", "up")
+        host.run("ip", "addr", "add", f"{host.ip}/24", "dev", host.ifname)
+        host.run("ip", "link", "set", host.ifname, "up")
+        sh("ip", "link", "set", host.switch_if, "up")
+        disable_offloads(host.switch_if)
+        disable_offloads(host.ifname, ns=ns)
+        host.mac = mac_of(host.ifname, ns=ns)
+        return host
+
+    def _wire_neighbours(self) -> None:
+        a, b = self.hosts["a"], self.hosts["b"]
+        for src, dst in ((a, b), (b, a)):
+            src.run("ip", "neigh", "replace", dst.ip, "lladdr", ROUTER_MAC, "dev", src.ifname, "nud", "permanent")
+
+    def close(self) -> None:
+        for host in self.hosts.values():
+            sh("ip", "link", "del", host.switch_if, check=False)
+            sh("ip", "netns", "del", host.ns, check=False)
+        self.hosts.clear()
+
+    def install_routes(self, sw, dst_macs: dict[str, str] | None = None) -> None:
+        """Routes each host's /32 to its port. `dst_macs` may override the MAC
+        written into forwarded frames (the benchmark uses one the host ignores)."""
+        dst_macs = dst_macs or {}
+        for port, name in ((0, "a"), (1, "b")):
+            host = self.hosts[name]
+            mac = dst_macs.get(name, host.mac)
+            sw.table_add("MyIngress.ipv4_lpm", [("lpm", ip_to_bytes(host.ip), 32)],
+                         "MyIngress.ipv4_forward",
+                         [mac_to_bytes(mac), mac_to_bytes(ROUTER_MAC), port.to_bytes(2, "big")])
+
+
+def forward_program() -> str:
+    """The hand-written p4c-style BMv2 JSON the engine tests and benchmarks use
+    (IPv4 LPM forwarding, TTL-1, MAC rewrite, priority = IP precedence, enq_qdepth stamped into the IPv4
+    identification field by egress, IPv4 checksum update)."""
+    return FORWARD_PROGRAM.read_text()
+
+
+def pin_to_cpu(cpu: int) -> None:
+    """Keeps the calling process (and threads it starts later) on one CPU."""
+    os.sched_setaffinity(0, {cpu})
+
+
+# --- traffic tools run inside a namespace: `python iolab.py send|recv ...` ---
+
+# Linux values, for Pythons whose socket module lacks the names.
+SO_TIMESTAMPNS = getattr(__import__("socket"), "SO_TIMESTAMPNS", 35)
+IP_RECVTTL = getattr(__import__("socket"), "IP_RECVTTL", 12)
+
+
+HIGH_SEQ = 1000  # first sequence number of the high-precedence datagrams
+
+
+def udp_send(dst: str, port: int, count: int, size: int, high: int = 0) -> dict:
+    """Sends `count` numbered datagrams of `size` payload bytes back to back,
+    then `high` more with IP precedence 7 (TOS 0xe0), numbered from HIGH_SEQ."""
+    import socket
+    import struct
+    low_s, high_s = (socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2))
+    high_s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0xE0)
+    pad = bytes(max(0, size - 4))
+    for sock, seqs in ((low_s, range(count)), (high_s, range(HIGH_SEQ, HIGH_SEQ + high))):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
+        for seq in seqs:
+            sock.sendto(struct.pack("!I", seq) + pad, (dst, port))
+    return {"sent": count + high}
+
+
+def udp_recv(port: int, count: int, timeout: float) -> dict:
+    """Receives up to `count` datagrams; reports each one's sequence number,
+    TTL and kernel arrival time (ns), stopping after `timeout` s of silence."""
+    import socket
+    import struct
+    import sys
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    s.setsockopt(socket.IPPROTO_IP, IP_RECVTTL, 1)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    s.bind(("0.0.0.0", port))
+    s.settimeout(timeout)
+    print("ready", flush=True, file=sys.stderr)
+    got = []
+    while len(got) < count:
+        try:
+            data, anc, _, _ = s.recvmsg(65536, 256)
+        except TimeoutError:
+            break
+        item = {"seq": struct.unpack("!I", data[:4])[0], "len": len(data)}
+        for level, kind, value in anc:
+            if level == socket.IPPROTO_IP and kind == socket.IP_TTL:
+                item["ttl"] = int.from_bytes(value[:4], "little")
+            elif level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                sec, nsec = struct.unpack("qq", value[:16])
+                item["t_ns"] = sec * 1_000_000_000 + nsec
+        got.append(item)
+    return {"received": got}
+
+
+def tcp_payload(nbytes: int) -> bytes:
+    import random
+    return random.Random(nbytes).randbytes(nbytes)
+
+
+def tcp_recv(port: int, timeout: float) -> dict:
+    """Accepts one TCP connection and reads it to the end; reports length and SHA-256."""
+    import hashlib
+    import socket
+    import sys
+    srv = socket.create_server(("0.0.0.0", port))
+    srv.settimeout(timeout)
+    print("ready", flush=True, file=sys.stderr)
+    conn, _ = srv.accept()
+    conn.settimeout(timeout)
+    digest, total = hashlib.sha256(), 0
+    while chunk := conn.recv(1 << 16):
+        digest.update(chunk)
+        total += len(chunk)
+    return {"bytes": total, "sha256": digest.hexdigest()}
+
+
+def tcp_send(dst: str, port: int, nbytes: int) -> dict:
+    import socket
+    with socket.create_connection((dst, port), timeout=30) as s:
+        s.sendall(tcp_payload(nbytes))
+    return {"sent": nbytes}
+
+
+def start_receiver(host: Host, port: int, count: int, timeout: float, mode: str = "recv") -> subprocess.Popen:
+    """Starts `udp_recv` (or `tcp_recv`, mode "tcp-recv") in the host's
+    namespace and waits until it is listening."""
+    extra = [str(count)] if mode == "recv" else []
+    proc = host.popen(_python(), __file__, mode, str(port), *extra, str(timeout),
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        raise RuntimeError(f"receiver did not start: {line}{proc.stderr.read()}")
+    return proc
+
+
+def finish_receiver(proc: subprocess.Popen) -> list[dict]:
+    out, err = proc.communicate(timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"receiver failed: {err}")
+    return json.loads(out)
+
+
+def send_tcp(host: Host, dst: str, port: int, nbytes: int) -> None:
+    host.run(_python(), __file__, "tcp-send", dst, str(port), str(nbytes))
+
+
+def send_udp(host: Host, dst: str, port: int, count: int, size: int, high: int = 0) -> None:
+    host.run(_python(), __file__, "send", dst, str(port), str(count), str(size), str(high))
+
+
+def _python() -> str:
+    import sys
+    return sys.executable
+
+
+if __name__ == "__main__":
+    import sys
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "send":
+        result = udp_send(args[0], int(args[1]), int(args[2]), int(args[3]), int(args[4]))
+    elif cmd == "recv":
+        result = udp_recv(int(args[0]), int(args[1]), float(args[2]))
+    elif cmd == "tcp-recv":
+        result = tcp_recv(int(args[0]), float(args[1]))
+    elif cmd == "tcp-send":
+        result = tcp_send(args[0], int(args[1]), int(args[2]))
+    else:
+        sys.exit(f"usage: {sys.argv[0]} send DST PORT COUNT SIZE HIGH | recv PORT COUNT TIMEOUT"
+                 " | tcp-recv PORT TIMEOUT | tcp-send DST PORT NBYTES")
+    print(json.dumps(result))

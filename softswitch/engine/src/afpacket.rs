@@ -1,0 +1,153 @@
+//! AF_PACKET raw sockets bound to one interface each, with batched
+//! receive/send (recvmmsg/sendmmsg). Frames are whole Ethernet frames; the
+//! interface must have its offloads off (see README.md) so every frame is
+//! MTU-sized and carries correct checksums.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Largest frame we accept; anything longer is truncated by the kernel and dropped here.
+pub const MAX_FRAME: usize = 9216;
+/// Frames moved per recvmmsg/sendmmsg call.
+pub const BATCH: usize = 64;
+
+// Not exported by the libc crate for every target; values from linux/if_packet.h.
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+
+fn last_err(what: &str, ifname: &str) -> io::Error {
+    let e = io::Error::last_os_error();
+    io::Error::new(e.kind(), format!("{ifname}: {what}: {e}"))
+}
+
+pub struct RawPort {
+    fd: OwnedFd,
+    pub ifname: String,
+    ifindex: i32,
+}
+
+impl RawPort {
+    /// Opens a non-blocking raw socket that sees only `ifname`'s incoming frames.
+    pub fn open(ifname: &str) -> io::Result<RawPort> {
+        let cname = CString::new(ifname)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL"))?;
+        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
+        if ifindex == 0 {
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("{ifname}: no such interface")));
+        }
+        // Protocol 0 at creation: the socket receives nothing until bound to the interface.
+        let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
+        if raw < 0 {
+            return Err(last_err("socket(AF_PACKET)", ifname));
+        }
+        let port = RawPort { fd: unsafe { OwnedFd::from_raw_fd(raw) }, ifname: ifname.to_string(), ifindex };
+        port.setsockopt(libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1, "PACKET_IGNORE_OUTGOING")?;
+        port.setsockopt(libc::SOL_SOCKET, libc::SO_RCVBUF, 4 << 20, "SO_RCVBUF")?;
+        port.setsockopt(libc::SOL_SOCKET, libc::SO_SNDBUF, 4 << 20, "SO_SNDBUF")?;
+        port.bind()?;
+        Ok(port)
+    }
+
+    fn setsockopt(&self, level: i32, name: i32, value: i32, what: &str) -> io::Result<()> {
+        let rc = unsafe {
+            libc::setsockopt(self.fd.as_raw_fd(), level, name, &value as *const i32 as *const libc::c_void,
+                             std::mem::size_of::<i32>() as libc::socklen_t)
+        };
+        if rc < 0 { Err(last_err(what, &self.ifname)) } else { Ok(()) }
+    }
+
+    fn bind(&self) -> io::Result<()> {
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        sll.sll_ifindex = self.ifindex;
+        let rc = unsafe {
+            libc::bind(self.fd.as_raw_fd(), &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
+                       std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t)
+        };
+        if rc < 0 { Err(last_err("bind", &self.ifname)) } else { Ok(()) }
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Receives up to BATCH frames into `bufs`; returns their lengths
+    /// (usize::MAX marks a frame truncated because it exceeded MAX_FRAME).
+    pub fn recv_batch(&self, bufs: &mut RecvBufs) -> io::Result<usize> {
+        for i in 0..BATCH {
+            bufs.iov[i] = libc::iovec { iov_base: bufs.data[i * MAX_FRAME..].as_mut_ptr() as *mut _, iov_len: MAX_FRAME };
+            bufs.hdrs[i] = unsafe { std::mem::zeroed() };
+            bufs.hdrs[i].msg_hdr.msg_iov = &mut bufs.iov[i];
+            bufs.hdrs[i].msg_hdr.msg_iovlen = 1;
+        }
+        let n = unsafe {
+            libc::recvmmsg(self.fd.as_raw_fd(), bufs.hdrs.as_mut_ptr(), BATCH as u32, libc::MSG_TRUNC, std::ptr::null_mut())
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::WouldBlock { Ok(0) } else { Err(e) };
+        }
+        Ok(n as usize)
+    }
+
+    /// Sends the frames (all of them unless the socket's buffer fills);
+    /// returns how many the kernel took.
+    pub fn send_batch(&self, frames: &[&[u8]]) -> usize {
+        let (mut sent, mut lost) = (0, 0);
+        while sent < frames.len() {
+            let chunk = &frames[sent..frames.len().min(sent + BATCH)];
+            let mut iov: Vec<libc::iovec> = chunk
+                .iter()
+                .map(|f| libc::iovec { iov_base: f.as_ptr() as *mut _, iov_len: f.len() })
+                .collect();
+            let mut hdrs: Vec<libc::mmsghdr> = (0..chunk.len()).map(|_| unsafe { std::mem::zeroed() }).collect();
+            for (h, v) in hdrs.iter_mut().zip(iov.iter_mut()) {
+                h.msg_hdr.msg_iov = v;
+                h.msg_hdr.msg_iovlen = 1;
+            }
+            let n = unsafe { libc::sendmmsg(self.fd.as_raw_fd(), hdrs.as_mut_ptr(), hdrs.len() as u32, 0) };
+            if n <= 0 {
+                // EAGAIN (socket buffer full) or a frame the device refuses: count the
+                // head frame as lost and go on, so one bad frame cannot stall the port.
+                sent += 1;
+                lost += 1;
+                continue;
+            }
+            sent += n as usize;
+        }
+        sent - lost
+    }
+}
+
+/// Reusable receive buffers for one recvmmsg call.
+pub struct RecvBufs {
+    data: Vec<u8>,
+    iov: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+}
+
+unsafe impl Send for RecvBufs {}
+
+impl RecvBufs {
+    pub fn new() -> RecvBufs {
+        RecvBufs {
+            data: vec![0u8; BATCH * MAX_FRAME],
+            iov: (0..BATCH).map(|_| libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }).collect(),
+            hdrs: (0..BATCH).map(|_| unsafe { std::mem::zeroed() }).collect(),
+        }
+    }
+
+    /// The i-th received frame, or None if the kernel had to truncate it.
+    pub fn frame(&self, i: usize) -> Option<&[u8]> {
+        let len = self.hdrs[i].msg_len as usize;
+        let truncated = self.hdrs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+        if truncated || len > MAX_FRAME { None } else { Some(&self.data[i * MAX_FRAME..i * MAX_FRAME + len]) }
+    }
+}
+
+impl Default for RecvBufs {
+    fn default() -> Self {
+        Self::new()
+    }
+}

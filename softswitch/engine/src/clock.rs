@@ -1,0 +1,39 @@
+//! Switch time: nanoseconds on CLOCK_MONOTONIC since the switch was created,
+//! plus the wall-clock origin for pcap timestamps.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+#[derive(Clone, Copy)]
+pub struct Clock {
+    origin: Instant,
+    wall_origin: Duration,
+}
+
+impl Clock {
+    pub fn new() -> Clock {
+        Clock { origin: Instant::now(), wall_origin: SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default() }
+    }
+
+    pub fn now_ns(&self) -> u64 {
+        self.origin.elapsed().as_nanos() as u64
+    }
+
+    /// Wall-clock time of a switch timestamp (for pcap records).
+    pub fn wall(&self, ns: u64) -> Duration {
+        self.wall_origin + Duration::from_nanos(ns)
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Lets short sleeps wake on time: the default 50 us timer slack would
+/// otherwise dominate the sub-millisecond waits of the traffic manager.
+pub fn tighten_timer_slack() {
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}

@@ -1,0 +1,139 @@
+"""The engine's Python API (contract in softswitch/README.md): control-plane
+calls, error types, and synchronous packet processing, without any ports."""
+
+import sys
+from pathlib import Path
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+import softswitch_engine as se
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import iolab  # noqa: E402
+
+ROUTER = iolab.ROUTER_MAC
+B_MAC = "02:00:00:00:00:0b"
+TABLE = "MyIngress.ipv4_lpm"
+FORWARD = "MyIngress.ipv4_forward"
+
+
+def route(sw, ip="10.77.0.2", plen=32, mac=B_MAC, port=1):
+    return sw.table_add(TABLE, [("lpm", iolab.ip_to_bytes(ip), plen)], FORWARD,
+                        [iolab.mac_to_bytes(mac), iolab.mac_to_bytes(ROUTER), port.to_bytes(2, "big")])
+
+
+@pytest.fixture
+def sw():
+    switch = se.Switch(ports={})
+    switch.load_pipeline(iolab.forward_program())
+    return switch
+
+
+def udp_frame(dst="10.77.0.2", ttl=64):
+    return bytes(Ether(src="02:00:00:00:00:0a", dst=ROUTER) / IP(src="10.77.0.1", dst=dst, ttl=ttl)
+                 / UDP(sport=1000, dport=2000) / b"payload")
+
+
+def test_forwarded_frame_is_rewritten_with_a_valid_checksum(sw):
+    route(sw)
+    [(port, out)] = sw.process_packet(0, udp_frame())
+    pkt = Ether(out)
+    assert port == 1
+    assert (pkt.dst, pkt.src) == (B_MAC, ROUTER)
+    assert pkt[IP].ttl == 63
+    assert pkt[IP].id == 0  # egress stamps enq_qdepth: no queue in synchronous mode
+    sent_checksum = pkt[IP].chksum
+    del pkt[IP].chksum
+    assert Ether(bytes(pkt))[IP].chksum == sent_checksum
+    assert bytes(pkt[UDP].payload) == b"payload"
+
+
+def test_unrouted_and_non_ipv4_frames_are_dropped(sw):
+    route(sw)
+    assert sw.process_packet(0, udp_frame(dst="10.99.0.1")) == []
+    assert sw.process_packet(0, bytes(Ether(dst=ROUTER, type=0x86DD) / (b"x" * 60))) == []
+
+
+def test_longest_prefix_wins_and_delete_restores(sw):
+    route(sw, ip="10.77.0.0", plen=16, port=0)
+    h = route(sw, ip="10.77.0.0", plen=24, port=1)
+    assert [p for p, _ in sw.process_packet(0, udp_frame())] == [1]
+    sw.table_delete(TABLE, h)
+    assert [p for p, _ in sw.process_packet(0, udp_frame())] == [0]
+
+
+def test_default_action_roundtrip(sw):
+    sw.table_set_default(TABLE, "NoAction", [])
+    assert sw.table_get_default(TABLE) == ("NoAction", [])
+
+
+def test_control_plane_errors_use_the_documented_types(sw):
+    route(sw)
+    with pytest.raises(se.DuplicateEntryError):
+        route(sw)
+    with pytest.raises(KeyError):
+        sw.table_add("MyIngress.nope", [("lpm", b"\x0a\x00\x00\x00", 8)], FORWARD, [])
+    with pytest.raises(KeyError):
+        sw.table_delete(TABLE, 987654)
+    with pytest.raises(ValueError):  # key value wider than 32 bits
+        sw.table_add(TABLE, [("lpm", b"\x01\x0a\x00\x00\x00", 8)], FORWARD,
+                     [b"\x00" * 6, b"\x00" * 6, b"\x00\x01"])
+    with pytest.raises(ValueError):
+        sw.table_add(TABLE, [("fuzzy", b"\x0a\x00\x00\x00", 8)], FORWARD, [])
+
+
+def test_failed_calls_change_nothing(sw):
+    route(sw)
+    with pytest.raises(se.DuplicateEntryError):
+        route(sw, port=0)
+    assert [p for p, _ in sw.process_packet(0, udp_frame())] == [1]
+
+
+def test_invalid_pipeline_is_refused_and_the_old_one_kept(sw):
+    route(sw)
+    with pytest.raises(se.PipelineError):
+        sw.load_pipeline('{"header_types": 5}')
+    with pytest.raises(se.PipelineError):
+        sw.verify_pipeline("not json")
+    assert [p for p, _ in sw.process_packet(0, udp_frame())] == [1]
+
+
+def test_calls_before_a_pipeline_raise_runtime_error():
+    sw = se.Switch(ports={})
+    with pytest.raises(RuntimeError):
+        sw.table_clear(TABLE)
+    with pytest.raises(RuntimeError):
+        sw.process_packet(0, udp_frame())
+
+
+def test_load_pipeline_resets_state(sw):
+    route(sw)
+    sw.load_pipeline(iolab.forward_program())
+    assert sw.process_packet(0, udp_frame()) == []
+
+
+def test_configure_port_validates(sw):
+    with pytest.raises(KeyError):
+        sw.configure_port(7, rate_bps=1000)
+    cpu = se.Switch(ports={}, cpu_port=255)
+    cpu.configure_port(255, rate_bps=10_000_000, buffer_packets=10, delay_us=100)
+    with pytest.raises(ValueError):
+        cpu.configure_port(255, buffer_packets=0)
+    with pytest.raises(ValueError):
+        cpu.configure_port(255, prio_queues=9)
+
+
+def test_constructor_rejects_bad_ports():
+    with pytest.raises(OSError):
+        se.Switch(ports={0: "io-no-such-if"})
+    with pytest.raises(ValueError):
+        se.Switch(ports={}, cpu_port=511)
+
+
+def test_packet_out_needs_a_cpu_port(sw):
+    with pytest.raises(RuntimeError):
+        sw.packet_out(udp_frame())
+    assert sw.poll_packet_in(0.01) is None
+    assert sw.poll_digest(0.01) is None
