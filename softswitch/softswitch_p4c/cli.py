@@ -1,0 +1,63 @@
+"""`softswitch-p4c PROG.p4 -o OUTDIR [--p4runtime-files F.p4info.txtpb] [-I DIR] [-D N=V]`."""
+import argparse
+import json
+import os
+import sys
+
+from .errors import CompileError
+from .driver import compile_file
+
+
+def build_argparser():
+    ap = argparse.ArgumentParser(prog="softswitch-p4c",
+                                 description="Compile a P4-16 v1model program to BMv2 JSON "
+                                             "and a P4Info (aqmlab built-in target).")
+    ap.add_argument("program", help="the P4-16 source file")
+    ap.add_argument("-o", "--output", dest="outdir", default=".",
+                    help="output directory for PROG.json (default: current directory)")
+    ap.add_argument("--p4runtime-files", dest="p4info",
+                    help="write the P4Info here (text format, .txtpb/.txt)")
+    ap.add_argument("-I", dest="includes", action="append", default=[],
+                    help="add a directory to the #include search path")
+    ap.add_argument("-D", dest="defines", action="append", default=[],
+                    help="define a preprocessor macro NAME[=VALUE]")
+    return ap
+
+
+def main(argv=None):
+    args = build_argparser().parse_args(argv)
+    try:
+        bmv2_json, p4info_text = compile_file(args.program, args.includes, args.defines)
+        write_outputs(args, bmv2_json, p4info_text)
+    except CompileError as e:
+        print(e.render(), file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"{args.program}:1:1: error: {e.strerror}: {e.filename}", file=sys.stderr)
+        return 1
+    except RecursionError:
+        print(f"{args.program}:1:1: error: program nesting too deep", file=sys.stderr)
+        return 1
+    except Exception as e:  # a compiler bug must still be one clear line, never a traceback
+        print(f"{args.program}:1:1: error: internal compiler error: "
+              f"{type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def write_outputs(args, bmv2_json, p4info_text):
+    os.makedirs(args.outdir, exist_ok=True)
+    base = os.path.splitext(os.path.basename(args.program))[0]
+    with open(os.path.join(args.outdir, base + ".json"), "w") as f:
+        json.dump(bmv2_json, f, indent=2)
+        f.write("\n")
+    if args.p4info:
+        d = os.path.dirname(args.p4info)
+        if d:
+            os.makedirs(d, exist_ok=True)
+        with open(args.p4info, "w") as f:
+            f.write(p4info_text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

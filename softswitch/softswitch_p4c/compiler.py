@@ -1,0 +1,427 @@
+"""The front-end's middle: declarations, types, storage layout and BMv2 JSON assembly.
+
+`Compiler` gathers the global declarations, resolves types, lays out the
+program's headers and metadata as BMv2 header instances, then lowers the
+V1Switch blocks (mixins in exprs/stmts/controls/parsers) into BMv2 JSON.
+"""
+from . import ast as A
+from .controls import ControlMixin
+from .errors import CompileError, unsupported
+from .exprs import ExprMixin
+from .parsers import ParserMixin
+from .stmts import StmtMixin
+from .symbols import (ActionSym, BlockSym, ExternFuncSym, ExternInstance, FuncSym, Scope,
+                      TypeSym)
+from .types import (Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, MatchKindT, StackT,
+                    StringT, StructT, TupleT, TypeVar, VarbitT, VoidT, BlockT, storage_width)
+from .values import FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val, field_val
+
+JSON_VERSION = [2, 23]
+V1SWITCH_BLOCKS = ["parser", "verify_checksum", "ingress", "egress", "compute_checksum",
+                   "deparser"]
+
+
+class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
+    def __init__(self, program, source_name):
+        self.program = program
+        self.source_name = source_name
+        self.globals = Scope()
+        self.errors = {}                 # error name -> value
+        self.match_kinds = set()
+        self.enums = []                  # EnumT, in declaration order
+        self.header_types = {}           # type name -> JSON
+        self.headers = []
+        self.header_stacks = []
+        self.header_union_types = {}
+        self.header_unions = []
+        self.scalar_fields = []
+        self.scalar_names = set()
+        self.json = {k: [] for k in (
+            "parsers", "parse_vsets", "deparsers", "meter_arrays", "counter_arrays",
+            "register_arrays", "calculations", "learn_lists", "actions", "pipelines",
+            "checksums", "field_lists", "extern_instances")}
+        self.instances = []              # ExternInstance, all of them
+        self.tables_info = []            # (TableSym, JSON) for P4Info
+        self.digests = []                # (name, StructT or list of (name, width), learn list id)
+        self.value_sets = []
+        self.controller_headers = []
+        self.name_counters = {}
+        self.action_cache = {}
+        self.action_meta = {}            # JSON action name -> {decl, annos, params}
+
+    # ------------------------------------------------------------ entry point
+    def compile(self):
+        for d in self.program.decls:
+            self.declare_global(d)
+        main = self.globals.lookup("main")
+        if main is None:
+            raise CompileError(self._last_loc(), "program has no 'main' package instance")
+        self.lower_main(main)
+        return self.assemble_json()
+
+    def _last_loc(self):
+        decls = self.program.decls
+        return decls[-1].loc if decls else A.IntLit(None, 0).loc
+
+    # ------------------------------------------------------------ declarations
+    def declare_global(self, d):
+        scope = self.globals
+        if isinstance(d, A.ConstDecl):
+            t = self.resolve_type(d.type)
+            scope.declare(d.name, self.eval_const_decl(d, t, scope), d.loc)
+        elif isinstance(d, A.Typedef):
+            scope.declare(d.name, TypeSym(self.resolve_type(d.type)), d.loc)
+        elif isinstance(d, A.StructLike):
+            scope.declare(d.name, TypeSym(self.struct_type(d)), d.loc)
+        elif isinstance(d, A.EnumDecl):
+            scope.declare(d.name, TypeSym(self.enum_type(d)), d.loc)
+        elif isinstance(d, A.ErrorDecl):
+            self.add_errors(d)
+        elif isinstance(d, A.MatchKindDecl):
+            self.add_match_kinds(d)
+        elif isinstance(d, A.ExternDecl):
+            scope.declare(d.name, TypeSym(ExternT(d.name, d, [TypeVar(p) for p in d.type_params])),
+                          d.loc)
+        elif isinstance(d, A.ExternFunc):
+            self.declare_extern_func(d)
+        elif isinstance(d, (A.ParserDecl, A.ControlDecl, A.PackageDecl)):
+            self.declare_block(d)
+        elif isinstance(d, A.ActionDecl):
+            self.check_params(d.params)
+            scope.declare(d.name, ActionSym(d, None, scope), d.loc)
+        elif isinstance(d, A.FunctionDecl):
+            scope.declare(d.name, FuncSym(d, scope), d.loc)
+        elif isinstance(d, A.Instance):
+            self.declare_instance(d, scope, None)
+        else:
+            raise unsupported(d.loc, type(d).__name__)
+
+    def declare_block(self, d):
+        existing = self.globals.lookup(d.name)
+        is_def = not (isinstance(d, A.PackageDecl) or
+                      (isinstance(d, A.ParserDecl) and d.ctor_params is None and not d.states
+                       and not d.locals) or
+                      (isinstance(d, A.ControlDecl) and d.body is None))
+        if isinstance(existing, BlockSym):
+            raise CompileError(d.loc, f"duplicate declaration of '{d.name}'")
+        self.check_params(d.params)
+        if is_def and d.ctor_params:
+            raise unsupported(d.loc, f"constructor parameters of '{d.name}'")
+        self.globals.declare(d.name, BlockSym(d), d.loc)
+
+    def check_params(self, params):
+        seen = set()
+        for p in params:
+            if p.name in seen:
+                raise CompileError(p.loc, f"duplicate parameter '{p.name}'")
+            seen.add(p.name)
+
+    def declare_extern_func(self, d):
+        existing = self.globals.names.get(d.name)
+        if existing is None:
+            self.globals.declare(d.name, ExternFuncSym(d.name, [d.method]), d.loc)
+        elif isinstance(existing, ExternFuncSym):
+            existing.overloads.append(d.method)
+        else:
+            raise CompileError(d.loc, f"duplicate declaration of '{d.name}'")
+
+    def add_errors(self, d):
+        for loc, name in d.members:
+            if name in self.errors:
+                raise CompileError(loc, f"duplicate error constant '{name}'")
+            self.errors[name] = len(self.errors)
+
+    def add_match_kinds(self, d):
+        for loc, name in d.members:
+            if name in self.match_kinds:
+                raise CompileError(loc, f"duplicate match_kind '{name}'")
+            self.match_kinds.add(name)
+
+    # ------------------------------------------------------------ types
+    def resolve_type(self, tr, scope=None, type_env=None):
+        scope = scope or self.globals
+        if tr.name == "stack":
+            elem = self.resolve_type(tr.inner, scope, type_env)
+            if not (isinstance(elem, StructT) and elem.kind in ("header", "header_union")):
+                raise CompileError(tr.loc, f"header stack element must be a header, not {elem}")
+            if elem.kind == "header_union":
+                raise unsupported(tr.loc, "header union stack")
+            size = self.const_int(tr.stack_size, scope, "header stack size")
+            return StackT(elem, size)
+        simple = {"bool": BoolT(), "error": ErrorT(), "string": StringT(), "void": VoidT(),
+                  "match_kind": MatchKindT(), "_": DontCareT()}
+        if tr.name in simple:
+            return simple[tr.name]
+        if tr.name in ("bit", "int"):
+            width = self.const_int(tr.width, scope, "width") if tr.width is not None else None
+            if width is None:
+                return IntT()
+            if width <= 0 or (tr.name == "int" and width < 2):
+                raise CompileError(tr.loc, f"invalid width {width} for {tr.name}")
+            return Bits(width, tr.name == "int")
+        if tr.name == "varbit":
+            return VarbitT(self.const_int(tr.width, scope, "width"))
+        if tr.name == "tuple":
+            return TupleT([self.resolve_type(a, scope, type_env) for a in tr.args])
+        if type_env and tr.name in type_env:
+            return type_env[tr.name]
+        sym = scope.lookup(tr.name)
+        if isinstance(sym, TypeSym):
+            return self.instantiate_type(sym.type, tr, scope, type_env)
+        if isinstance(sym, BlockSym):
+            return BlockT(type(sym.decl).__name__, sym.decl)
+        raise CompileError(tr.loc, f"undeclared type '{tr.name}'")
+
+    def instantiate_type(self, t, tr, scope, type_env):
+        if isinstance(t, ExternT) and tr.args:
+            args = [self.resolve_type(a, scope, type_env) for a in tr.args]
+            if len(args) > len(t.decl.type_params):
+                raise CompileError(tr.loc, f"too many type arguments for '{t.name}'")
+            args += [TypeVar(p) for p in t.decl.type_params[len(args):]]
+            return ExternT(t.name, t.decl, args)
+        if tr.args:
+            raise CompileError(tr.loc, f"type '{tr.name}' takes no type arguments")
+        return t
+
+    def struct_type(self, d):
+        st = StructT(d.kind, d.name, [], d.annos)
+        st.loc = d.loc
+        seen = set()
+        for f in d.fields:
+            if f.name in seen:
+                raise CompileError(f.loc, f"duplicate field '{f.name}' in {d.kind} {d.name}")
+            seen.add(f.name)
+            ft = self.resolve_type(f.type)
+            self.check_field_type(d, f, ft)
+            st.fields.append((f.name, ft))
+            st.field_annos[f.name] = f.annos
+        return st
+
+    def check_field_type(self, d, f, ft):
+        if d.kind == "header" and not isinstance(ft, (Bits, VarbitT, EnumT)) and not (
+                isinstance(ft, BoolT)):
+            raise CompileError(f.type.loc, f"header field '{f.name}' must be bit<>, int<> or "
+                                           f"varbit<>, not {ft}")
+        if d.kind == "header" and isinstance(ft, EnumT) and ft.base is None:
+            raise CompileError(f.type.loc, f"header field '{f.name}' cannot be a "
+                                           f"non-serializable enum")
+        if d.kind == "header_union" and not (isinstance(ft, StructT) and ft.kind == "header"):
+            raise CompileError(f.type.loc, f"header_union member '{f.name}' must be a header")
+
+    def enum_type(self, d):
+        base = self.resolve_type(d.base) if d.base else None
+        if base is not None and not isinstance(base, Bits):
+            raise CompileError(d.base.loc, "serializable enum base must be bit<> or int<>")
+        members = {}
+        for i, (loc, name, value) in enumerate(d.members):
+            if name in members:
+                raise CompileError(loc, f"duplicate enum member '{name}'")
+            if base is not None:
+                if value is None:
+                    raise CompileError(loc, f"serializable enum member '{name}' needs a value")
+                members[name] = self.const_int(value, self.globals, "enum value")
+            else:
+                members[name] = i
+        et = EnumT(d.name, members, base)
+        self.enums.append(et)
+        return et
+
+    def const_int(self, e, scope, what):
+        v = self.eval_expr(e, self.const_ctx(scope))
+        if v.const is None or isinstance(v.const, bool):
+            raise CompileError(e.loc, f"{what} must be a compile-time integer constant")
+        return int(v.const)
+
+    def eval_const_decl(self, d, t, scope):
+        v = self.eval_expr(d.value, self.const_ctx(scope), t)
+        v = self.coerce(v, t, d.value.loc, f"constant '{d.name}'")
+        if v.const is None and not isinstance(v.type, (EnumT, ErrorT)):
+            raise CompileError(d.value.loc, f"initializer of constant '{d.name}' is not a "
+                                            f"compile-time constant")
+        return Val(t, const=v.const, json=v.json, extra={"is_const": True, "name": d.name})
+
+    # ------------------------------------------------------------ instances
+    def declare_instance(self, d, scope, control):
+        t = self.resolve_type(d.type, scope)
+        if isinstance(t, BlockT):
+            if not isinstance(t.decl, A.PackageDecl):
+                raise unsupported(d.loc, f"top-level instance of {t.decl.name}")
+            if control is not None:
+                raise unsupported(d.loc, f"instantiating {t.kind[:-4].lower()} "
+                                         f"'{t.decl.name}' inside another block")
+            self.check_package_args(d, t, scope)
+            scope.declare(d.name, Val(t, extra={"instance": d}), d.loc)
+            return
+        if not isinstance(t, ExternT):
+            raise CompileError(d.type.loc, f"cannot instantiate {t}")
+        inst = self.make_extern_instance(d, t, scope, control)
+        scope.declare(d.name, inst, d.loc)
+
+    def check_package_args(self, d, t, scope):
+        if not isinstance(t.decl, A.PackageDecl):
+            raise CompileError(d.loc, f"'{t.decl.name}' is not a package")
+        want = len(t.decl.params)
+        if len(d.args) != want:
+            raise CompileError(d.loc, f"wrong number of arguments to package '{t.decl.name}': "
+                                      f"expected {want}, got {len(d.args)}")
+
+    def qualified(self, annos, local_name, control):
+        """The p4c-style fully qualified name, honouring @name."""
+        anno = A.find_annotation(annos, "name")
+        name = local_name
+        if anno and anno.args and isinstance(anno.args[0], A.StrLit):
+            name = anno.args[0].value
+            if name.startswith("."):
+                return name[1:]
+        if control is None:
+            return name
+        return f"{control.name}.{name}"
+
+    # ------------------------------------------------------------ storage layout
+    def add_header_type(self, st, json_name=None):
+        name = json_name or st.name
+        if name in self.header_types:
+            return name
+        fields = []
+        for fname, ft in st.fields:
+            if isinstance(ft, VarbitT):
+                raise unsupported(getattr(st, "loc", None),
+                                  f"varbit field '{fname}' in header '{st.name}'")
+            width = storage_width(ft)
+            fields.append([fname, width, isinstance(ft, Bits) and ft.signed])
+        if st.kind == "struct" and sum(f[1] for f in fields) % 8:
+            fields.append(["_padding", 8 - sum(f[1] for f in fields) % 8, False])
+        self.header_types[name] = {"name": name, "id": len(self.header_types), "fields": fields}
+        return name
+
+    def add_header_instance(self, name, st, metadata=False, json_type=None):
+        htype = self.add_header_type(st, json_type)
+        self.headers.append({"name": name, "id": len(self.headers), "header_type": htype,
+                             "metadata": metadata, "pi_omit": True})
+        return HeaderRef(name, st, metadata)
+
+    def add_stack(self, name, t):
+        elems = []
+        for i in range(t.size):
+            elems.append(self.add_header_instance(f"{name}[{i}]", t.elem))
+        ids = [h["id"] for h in self.headers[-t.size:]]
+        self.header_stacks.append({"name": name, "id": len(self.header_stacks),
+                                   "header_type": t.elem.name, "size": t.size,
+                                   "header_ids": ids})
+        return StackRef(name, t, elems)
+
+    def add_union(self, name, t):
+        if t.name not in self.header_union_types:
+            self.header_union_types[t.name] = {
+                "name": t.name, "id": len(self.header_union_types),
+                "headers": [[m, mt.name] for m, mt in t.fields]}
+        members = {}
+        for m, mt in t.fields:
+            members[m] = self.add_header_instance(f"{name}.{m}", mt)
+        self.header_unions.append({"name": name, "id": len(self.header_unions),
+                                   "union_type": t.name,
+                                   "header_ids": [h.name and self._header_id(h.name)
+                                                  for h in members.values()]})
+        return UnionRef(name, t, members)
+
+    def _header_id(self, name):
+        for h in self.headers:
+            if h["name"] == name:
+                return h["id"]
+        raise KeyError(name)
+
+    def new_scalar(self, hint, t):
+        name = hint
+        n = 0
+        while name in self.scalar_names:
+            name = f"{hint}_{n}"
+            n += 1
+        self.scalar_names.add(name)
+        self.scalar_fields.append([name, storage_width(t), isinstance(t, Bits) and t.signed])
+        return field_val(t, FieldRef("scalars", name))
+
+    def layout(self, t, path, metadata, scalar_prefix):
+        """Storage for a value of type `t` (parameter or local variable)."""
+        if isinstance(t, StructT) and t.kind == "header":
+            return Val(t, ref=self.add_header_instance(path, t, metadata))
+        if isinstance(t, StackT):
+            return Val(t, ref=self.add_stack(path, t))
+        if isinstance(t, StructT) and t.kind == "header_union":
+            return Val(t, ref=self.add_union(path, t))
+        if isinstance(t, StructT):
+            members = {}
+            for fname, ft in t.fields:
+                sub = f"{path}.{fname}" if path else fname
+                members[fname] = self.layout(ft, sub, metadata, f"{scalar_prefix}.{fname}")
+            return Val(t, ref=StructRef(t, members))
+        if t.is_scalar:
+            return self.new_scalar(scalar_prefix, t)
+        raise CompileError(None, f"cannot store a value of type {t}")
+
+    def unique_name(self, base):
+        n = self.name_counters.get(base)
+        self.name_counters[base] = 0 if n is None else n + 1
+        return base if n is None else f"{base}_{n}"
+
+    # ------------------------------------------------------------ JSON assembly
+    def assemble_json(self):
+        scalars = {"name": "scalars_0", "id": len(self.header_types), "fields": self.scalar_fields}
+        pad = sum(f[1] for f in self.scalar_fields) % 8
+        if pad:
+            scalars["fields"] = self.scalar_fields + [["_padding_0", 8 - pad, False]]
+        header_types = [scalars] + list(self.header_types.values())
+        for i, h in enumerate(header_types):
+            h["id"] = i
+        headers = [{"name": "scalars", "id": 0, "header_type": "scalars_0", "metadata": True,
+                    "pi_omit": True}] + self.headers
+        for i, h in enumerate(headers):
+            h["id"] = i
+        self._renumber_stack_ids(headers)
+        j = self.json
+        return {
+            "header_types": header_types,
+            "headers": headers,
+            "header_stacks": self.header_stacks,
+            "header_union_types": list(self.header_union_types.values()),
+            "header_unions": self.header_unions,
+            "header_union_stacks": [],
+            "field_lists": j["field_lists"],
+            "errors": [[n, v] for n, v in self.errors.items()],
+            "enums": [{"name": e.name, "entries": sorted(e.members.items(), key=lambda x: x[1])}
+                      for e in self.enums if e.base is None],
+            "parsers": j["parsers"],
+            "parse_vsets": j["parse_vsets"],
+            "deparsers": j["deparsers"],
+            "meter_arrays": j["meter_arrays"],
+            "counter_arrays": j["counter_arrays"],
+            "register_arrays": j["register_arrays"],
+            "calculations": j["calculations"],
+            "learn_lists": j["learn_lists"],
+            "actions": j["actions"],
+            "pipelines": j["pipelines"],
+            "checksums": j["checksums"],
+            "force_arith": [],
+            "extern_instances": j["extern_instances"],
+            "field_aliases": self.field_aliases(),
+            "program": self.source_name,
+            "__meta__": {"version": JSON_VERSION, "compiler": "aqmlab softswitch-p4c"},
+        }
+
+    def _renumber_stack_ids(self, headers):
+        by_name = {h["name"]: h["id"] for h in headers}
+        for s in self.header_stacks:
+            s["header_ids"] = [by_name[f"{s['name']}[{i}]"] for i in range(s["size"])]
+        for u in self.header_unions:
+            ut = self.header_union_types[u["union_type"]]
+            u["header_ids"] = [by_name[f"{u['name']}.{m}"] for m, _ in ut["headers"]]
+
+    def field_aliases(self):
+        aliases = []
+        sm = self.globals.lookup("standard_metadata_t")
+        if not isinstance(sm, TypeSym):
+            return aliases
+        for fname, annos in sm.type.field_annos.items():
+            a = A.find_annotation(annos, "alias")
+            if a and a.args and isinstance(a.args[0], A.StrLit):
+                aliases.append([a.args[0].value, ["standard_metadata", fname]])
+        return aliases

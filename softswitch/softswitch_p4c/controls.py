@@ -1,0 +1,810 @@
+"""Controls: V1Switch binding, actions, tables, and the pipeline graph.
+
+Control flow becomes BMv2's graph of tables and conditionals: statements
+outside tables are grouped into synthetic actions applied by keyless
+`tbl_*` tables, `if` becomes a conditional node, `t.apply().hit` and
+`switch (t.apply().action_run)` become `next_tables` by `__HIT__`/`__MISS__`
+or by action.
+"""
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import ast as A
+from .errors import CompileError, unsupported
+from .exprs import Ctx
+from .stmts import source_info
+from .symbols import ActionSym, BlockSym, ExternInstance, Scope, TableSym
+from .types import Bits, BoolT, EnumT, ExternT, IntT, StructT, storage_width
+from .values import FieldRef, HeaderRef, Val, as_bool, as_data, hexstr, mask_of
+
+END = "__END__"
+DEFAULT_TABLE_SIZE = 1024
+
+
+@dataclass
+class ControlInfo:
+    name: str
+    decl: Any
+    scope: Any
+    tables: list = field(default_factory=list)
+    conditionals: list = field(default_factory=list)
+    applied: set = field(default_factory=set)
+
+
+class _Seq:
+    """Chains graph fragments: `entry` is the first node, `exits` the open next-slots."""
+
+    def __init__(self):
+        self.entry = None
+        self.exits = None
+
+    def add(self, entry, exits):
+        if entry is None:
+            return
+        if self.entry is None:
+            self.entry = entry
+        else:
+            _patch(self.exits, entry)
+        self.exits = exits
+
+    @property
+    def terminated(self):
+        return self.exits == [] and self.entry is not None
+
+
+def _patch(exits, target):
+    for slot in exits or ():
+        slot(None if target == END else target)
+
+
+class ControlMixin:
+    # ------------------------------------------------------------ V1Switch
+    def lower_main(self, main):
+        if not isinstance(main, Val) or "instance" not in main.extra:
+            raise CompileError(None, "'main' must be a package instance")
+        inst = main.extra["instance"]
+        pkg = main.type.decl
+        if pkg.name != "V1Switch":
+            raise unsupported(inst.loc, f"package '{pkg.name}' (only V1Switch is supported)")
+        blocks = [self.block_arg(a, inst) for a in inst.args]
+        self.bind_storage(blocks[0])
+        kinds = [A.ParserDecl] + [A.ControlDecl] * 5
+        for block, kind, role, arg in zip(blocks, kinds, V1SWITCH_ROLES, inst.args):
+            if not isinstance(block, kind):
+                raise CompileError(arg.loc, f"argument '{role}' of V1Switch must be a "
+                                            f"{kind.__name__[:-4].lower()}")
+        self.lower_parser(blocks[0])
+        self.lower_checksums(blocks[1], verify=True)
+        self.lower_pipeline("ingress", blocks[2])
+        self.lower_pipeline("egress", blocks[3])
+        self.lower_checksums(blocks[4], verify=False)
+        self.lower_deparser(blocks[5])
+
+    def block_arg(self, arg, inst):
+        if not (isinstance(arg, A.Call) and isinstance(arg.func, A.Name) and not arg.args):
+            raise unsupported(arg.loc, "V1Switch arguments other than `Block()` instantiations")
+        sym = self.globals.lookup(arg.func.name)
+        if not isinstance(sym, BlockSym):
+            raise CompileError(arg.loc, f"undeclared parser or control '{arg.func.name}'")
+        d = sym.decl
+        if isinstance(d, A.ParserDecl) and not d.states or \
+                isinstance(d, A.ControlDecl) and d.body is None:
+            raise CompileError(arg.loc, f"'{d.name}' is only a type declaration, not a "
+                                        f"{'parser' if isinstance(d, A.ParserDecl) else 'control'}")
+        return d
+
+    def bind_storage(self, parser):
+        if len(parser.params) != 4:
+            raise CompileError(parser.loc, "the V1Switch parser needs 4 parameters "
+                                           "(packet_in, headers, metadata, standard_metadata)")
+        self.hdr_type = self.resolve_type(parser.params[1].type)
+        self.meta_type = self.resolve_type(parser.params[2].type)
+        for p, t in ((parser.params[1], self.hdr_type), (parser.params[2], self.meta_type)):
+            if not (isinstance(t, StructT) and t.kind == "struct"):
+                raise CompileError(p.type.loc, f"parser parameter '{p.name}' must be a struct, "
+                                               f"not {t}")
+        sm_type = self.resolve_type(A.TypeRef(parser.loc, "standard_metadata_t"))
+        self.sm_type = sm_type
+        self.hdr_val = self.layout(self.hdr_type, "", False, "hdr")
+        self.user_meta = self.layout(self.meta_type, "userMetadata", False, "userMetadata")
+        self.sm_val = Val(sm_type, ref=self.add_header_instance(
+            "standard_metadata", sm_type, True, "standard_metadata"))
+
+    def bind_params(self, decl, scope):
+        """Bind a block's parameters to the program-wide storage by type."""
+        for p in decl.params:
+            t = self.resolve_type(p.type, scope)
+            if t is self.hdr_type:
+                v = self.hdr_val
+            elif t is self.meta_type:
+                v = self.user_meta
+            elif t is self.sm_type:
+                v = self.sm_val
+            elif isinstance(t, ExternT) and t.name in ("packet_in", "packet_out"):
+                v = Val(t, extra={"packet": t.name})
+            else:
+                raise CompileError(p.type.loc, f"parameter '{p.name}' of '{decl.name}' has type "
+                                               f"{t}, which does not match the V1Switch "
+                                               f"architecture")
+            if p.direction == "in" and v.ref is not None:
+                v = Val(v.type, ref=v.ref, extra={"readonly": True})
+                v = self.readonly_view(v)
+            scope.declare(p.name, v, p.loc)
+
+    def readonly_view(self, v):
+        from .values import StructRef
+        if isinstance(v.ref, StructRef):
+            members = {k: self.readonly_view(m) for k, m in v.ref.members.items()}
+            return Val(v.type, ref=StructRef(v.type, members), extra={"readonly": True})
+        return Val(v.type, const=v.const, json=v.json, ref=v.ref, extra=dict(v.extra,
+                                                                             readonly=True))
+
+    # ------------------------------------------------------------ control scope
+    def control_scope(self, decl):
+        scope = Scope(self.globals)
+        self.bind_params(decl, scope)
+        info = ControlInfo(decl.name, decl, scope)
+        ctx = Ctx(scope, None, "control", info)
+        for d in decl.locals:
+            self.declare_control_local(d, info, ctx)
+        return info
+
+    def declare_control_local(self, d, info, ctx):
+        scope = info.scope
+        if isinstance(d, A.ActionDecl):
+            self.check_params(d.params)
+            scope.declare(d.name, ActionSym(d, info, scope), d.loc)
+        elif isinstance(d, A.TableDecl):
+            scope.declare(d.name, TableSym(d, self.qualified(d.annos, d.name, info), info, scope),
+                          d.loc)
+        elif isinstance(d, A.ConstDecl):
+            t = self.resolve_type(d.type, scope)
+            scope.declare(d.name, self.eval_const_decl(d, t, scope), d.loc)
+        elif isinstance(d, A.Instance):
+            self.declare_instance(d, scope, info)
+        elif isinstance(d, A.VarDecl):
+            if d.init is not None:
+                raise unsupported(d.loc, "initialized variable declared outside 'apply'")
+            t = self.resolve_type(d.type, scope)
+            scope.declare(d.name, self.declare_local(d, t, ctx), d.loc)
+        else:
+            raise unsupported(d.loc, f"{type(d).__name__} in a control")
+
+    # ------------------------------------------------------------ pipelines
+    def lower_pipeline(self, name, decl):
+        info = self.control_scope(decl)
+        ctx = Ctx(Scope(info.scope), None, "control", info)
+        seq = self.g_stmts(decl.body.stmts, ctx)
+        _patch(seq.exits, END)
+        init = None if seq.entry in (None, END) else seq.entry
+        self.json["pipelines"].append({
+            "name": name, "id": len(self.json["pipelines"]),
+            "source_info": source_info(decl.loc), "init_table": init,
+            "tables": info.tables, "action_profiles": [], "conditionals": info.conditionals})
+
+    def g_stmts(self, stmts, ctx):
+        seq, run = _Seq(), []
+        for s in stmts:
+            if self.is_simple(s, ctx):
+                run.append(s)
+                continue
+            self.flush_run(run, ctx, seq)
+            run = []
+            if seq.terminated:
+                break
+            entry, exits = self.g_stmt(s, ctx)
+            seq.add(entry, exits)
+            if seq.terminated:
+                break
+        if not seq.terminated:
+            self.flush_run(run, ctx, seq)
+        return seq
+
+    def is_simple(self, s, ctx):
+        if isinstance(s, (A.Assign, A.VarDecl, A.Empty)):
+            return True
+        if isinstance(s, A.CallStmt):
+            return not (self.table_of_apply(s.call, ctx) or self.const_action_call(s.call, ctx))
+        return False
+
+    def flush_run(self, run, ctx, seq):
+        if not run or all(isinstance(s, A.Empty) for s in run):
+            return
+        prims = []
+        actx = Ctx(ctx.scope, prims, "control", ctx.control)
+        for s in run:
+            self.lower_stmt(s, actx)
+        if not prims:
+            return
+        seq.add(*self.synthetic_table(ctx.control, "act", prims, run[0].loc))
+
+    def synthetic_table(self, info, base, prims, loc, action=None, action_data=()):
+        if action is None:
+            action = self.add_action_json(self.unique_name(base), [], prims, loc)
+        name = self.unique_name(f"tbl_{action['name'].split('.')[-1]}")
+        table = self.table_json(name, loc, [], "exact", [action], DEFAULT_TABLE_SIZE)
+        table["default_entry"] = {"action_id": action["id"], "action_const": True,
+                                  "action_data": list(action_data), "action_entry_const": True}
+        info.tables.append(table)
+        return name, [self.all_next_slot(table)]
+
+    def add_action_json(self, name, runtime_data, prims, loc):
+        action = {"name": name, "id": len(self.json["actions"]), "runtime_data": runtime_data,
+                  "primitives": prims, "source_info": source_info(loc)}
+        self.json["actions"].append(action)
+        return action
+
+    def table_json(self, name, loc, keys, match_type, actions, size):
+        return {"name": name, "id": self.next_table_id(), "source_info": source_info(loc),
+                "key": keys, "match_type": match_type, "type": "simple", "max_size": size,
+                "with_counters": False, "support_timeout": False, "direct_meters": None,
+                "action_ids": [a["id"] for a in actions], "actions": [a["name"] for a in actions],
+                "base_default_next": None, "next_tables": {a["name"]: None for a in actions},
+                "default_entry": None}
+
+    def next_table_id(self):
+        self.table_count = getattr(self, "table_count", 0) + 1
+        return self.table_count - 1
+
+    def all_next_slot(self, table):
+        def slot(target):
+            table["base_default_next"] = target
+            for k in table["next_tables"]:
+                table["next_tables"][k] = target
+        return slot
+
+    def key_slot(self, table, key):
+        def slot(target):
+            table["next_tables"][key] = target
+        return slot
+
+    # ------------------------------------------------------------ graph statements
+    def g_stmt(self, s, ctx):
+        if isinstance(s, A.Block):
+            inner = Ctx(Scope(ctx.scope), None, "control", ctx.control)
+            seq = self.g_stmts(s.stmts, inner)
+            return seq.entry, seq.exits
+        if isinstance(s, A.If):
+            return self.g_if(s, ctx)
+        if isinstance(s, A.Switch):
+            return self.g_switch(s, ctx)
+        if isinstance(s, A.Return):
+            if s.value is not None:
+                raise CompileError(s.loc, "a control's apply block cannot return a value")
+            return END, []
+        if isinstance(s, A.Exit):
+            prims = [{"op": "exit", "parameters": [], "source_info": source_info(s.loc)}]
+            name, _ = self.synthetic_table(ctx.control, "act", prims, s.loc)
+            return name, []
+        if isinstance(s, A.CallStmt):
+            tsym = self.table_of_apply(s.call, ctx)
+            if tsym:
+                table = self.apply_table(tsym, s.call)
+                return table["name"], [self.all_next_slot(table)]
+            return self.g_action_call(s.call, ctx)
+        raise unsupported(s.loc, f"statement {type(s).__name__} in a control")
+
+    def table_of_apply(self, call, ctx):
+        f = call.func
+        if isinstance(f, A.Member) and f.name == "apply" and isinstance(f.expr, A.Name):
+            sym = ctx.scope.lookup(f.expr.name)
+            if isinstance(sym, TableSym):
+                if call.args:
+                    raise CompileError(call.loc, "table apply() takes no arguments")
+                return sym
+        return None
+
+    def const_action_call(self, call, ctx):
+        """An action called with constant arguments gets its own `tbl_<action>` (p4c style)."""
+        if not isinstance(call.func, A.Name):
+            return None
+        sym = ctx.scope.lookup(call.func.name)
+        if not isinstance(sym, ActionSym):
+            return None
+        try:
+            vals = [self.eval_value(a, Ctx(ctx.scope)) for a in call.args]
+        except CompileError:
+            return None
+        if all(v.const is not None for v in vals):
+            return sym
+        return None
+
+    def g_action_call(self, call, ctx):
+        sym = self.const_action_call(call, ctx)
+        d = sym.decl
+        bound = self.bind_args(call, d.params, d.name, Ctx(ctx.scope))
+        if any(p.direction for p in d.params):
+            prims = []
+            self.inline_action(sym, call.args, Ctx(ctx.scope, prims, "control", ctx.control),
+                               call.loc)
+            return self.synthetic_table(ctx.control, "act", prims, call.loc)
+        action = self.action_json(sym)
+        data = [hexstr(int(bound[p.name].const), action["runtime_data"][i]["bitwidth"])["value"]
+                for i, p in enumerate(d.params)]
+        return self.synthetic_table(ctx.control, None, None, call.loc, action, data)
+
+    def g_if(self, s, ctx):
+        hit = self.hit_condition(s.cond, ctx)
+        if hit is not None:
+            tsym, want_hit = hit
+            table = self.apply_table(tsym, s.cond)
+            table["next_tables"] = {"__HIT__": None, "__MISS__": None}
+            t_entry, t_exits = self.g_branch(s.then, ctx)
+            f_entry, f_exits = self.g_branch(s.other, ctx)
+            hit_key, miss_key = ("__HIT__", "__MISS__") if want_hit else ("__MISS__", "__HIT__")
+            return table["name"], self.branch_exits(
+                table, [(hit_key, t_entry, t_exits), (miss_key, f_entry, f_exits)])
+        cond = self.eval_value(s.cond, Ctx(ctx.scope, None, "control", ctx.control))
+        self.require_bool(cond, s.cond.loc, "condition of 'if'")
+        if cond.const is not None:
+            branch = s.then if cond.const else s.other
+            return self.g_branch(branch, ctx) if branch is not None else (None, None)
+        node = {"name": self.unique_name("node"), "id": self.next_cond_id(),
+                "source_info": source_info(s.cond.loc), "expression": as_bool(cond),
+                "true_next": None, "false_next": None}
+        ctx.control.conditionals.append(node)
+        t_entry, t_exits = self.g_branch(s.then, ctx)
+        f_entry, f_exits = self.g_branch(s.other, ctx)
+        return node["name"], self.branch_exits_cond(node, t_entry, t_exits, f_entry, f_exits)
+
+    def next_cond_id(self):
+        self.cond_count = getattr(self, "cond_count", 0) + 1
+        return self.cond_count - 1
+
+    def g_branch(self, stmt, ctx):
+        if stmt is None:
+            return None, None
+        stmts = stmt.stmts if isinstance(stmt, A.Block) else [stmt]
+        seq = self.g_stmts(stmts, Ctx(Scope(ctx.scope), None, "control", ctx.control))
+        return seq.entry, seq.exits
+
+    def branch_exits_cond(self, node, t_entry, t_exits, f_entry, f_exits):
+        exits = []
+        for key, entry, ex in (("true_next", t_entry, t_exits), ("false_next", f_entry, f_exits)):
+            if entry is None:
+                exits.append(lambda target, key=key: node.__setitem__(key, target))
+            else:
+                node[key] = None if entry == END else entry
+                exits += ex or []
+        return exits
+
+    def branch_exits(self, table, branches):
+        exits = []
+        for key, entry, ex in branches:
+            if entry is None:
+                exits.append(self.key_slot(table, key))
+            else:
+                table["next_tables"][key] = None if entry == END else entry
+                exits += ex or []
+        return exits
+
+    def hit_condition(self, cond, ctx):
+        negate = False
+        while isinstance(cond, A.Unary) and cond.op == "!":
+            negate, cond = not negate, cond.expr
+        if isinstance(cond, A.Member) and cond.name in ("hit", "miss") and \
+                isinstance(cond.expr, A.Call):
+            tsym = self.table_of_apply(cond.expr, ctx)
+            if tsym:
+                return tsym, (cond.name == "hit") != negate
+        if self.contains_apply(cond):
+            raise unsupported(cond.loc, "table apply inside a complex condition "
+                                        "(use `if (t.apply().hit)` alone)")
+        return None
+
+    def contains_apply(self, e):
+        if isinstance(e, A.Member) and e.name == "apply":
+            return True
+        for v in getattr(e, "__dict__", {}).values():
+            if isinstance(v, A.Expr) and self.contains_apply(v):
+                return True
+        return False
+
+    def g_switch(self, s, ctx):
+        e = s.expr
+        if not (isinstance(e, A.Member) and e.name == "action_run" and
+                isinstance(e.expr, A.Call) and self.table_of_apply(e.expr, ctx)):
+            raise unsupported(s.loc, "switch on an expression other than "
+                                     "`table.apply().action_run`")
+        tsym = self.table_of_apply(e.expr, ctx)
+        table = self.apply_table(tsym, e.expr)
+        branches, pending_labels, default = [], [], None
+        for case in s.cases:
+            pending_labels.append(case)
+            if case.body is None:
+                continue
+            entry, exits = self.g_branch(case.body, ctx)
+            for c in pending_labels:
+                if isinstance(c.label, A.DefaultExpr):
+                    default = (entry, exits)
+                else:
+                    branches.append((self.switch_label(c, tsym, table), entry, exits))
+            pending_labels = []
+        if pending_labels:
+            for c in pending_labels:
+                if not isinstance(c.label, A.DefaultExpr):
+                    branches.append((self.switch_label(c, tsym, table), None, None))
+        return table["name"], self.switch_exits(table, branches, default)
+
+    def switch_label(self, case, tsym, table):
+        if not isinstance(case.label, A.Name):
+            raise CompileError(case.loc, "switch labels must be action names")
+        sym = tsym.scope.lookup(case.label.name)
+        if not isinstance(sym, ActionSym):
+            raise CompileError(case.label.loc, f"undeclared action '{case.label.name}'")
+        name = self.action_json(sym)["name"]
+        if name not in table["next_tables"]:
+            raise CompileError(case.label.loc, f"action '{case.label.name}' is not an action "
+                                               f"of table '{tsym.decl.name}'")
+        return name
+
+    def switch_exits(self, table, branches, default):
+        listed = {key for key, _, _ in branches}
+        exits = self.branch_exits(table, branches)
+        rest = [k for k in table["next_tables"] if k not in listed]
+
+        def rest_slot(target):
+            table["base_default_next"] = target
+            for k in rest:
+                table["next_tables"][k] = target
+        if default is None or default[0] is None:
+            exits.append(rest_slot)
+        else:
+            rest_slot(None if default[0] == END else default[0])
+            exits += default[1] or []
+        return exits
+
+    # ------------------------------------------------------------ tables
+    def apply_table(self, tsym, at):
+        info = tsym.control
+        if tsym.name in info.applied:
+            raise unsupported(at.loc, f"applying table '{tsym.decl.name}' more than once")
+        info.applied.add(tsym.name)
+        table = self.lower_table(tsym)
+        info.tables.append(table)
+        return table
+
+    def lower_table(self, tsym):
+        d = tsym.decl
+        props = self.table_properties(d)
+        if "actions" not in props:
+            raise CompileError(d.loc, f"table '{d.name}' has no actions property")
+        keys, p4keys = self.table_keys(tsym, props.get("key"))
+        actions, refs = self.table_actions(tsym, props["actions"])
+        match_type = self.table_match_type(d, keys, props.get("key"))
+        size = self.table_size(tsym, props.get("size"))
+        table = self.table_json(tsym.name, d.loc, keys, match_type, actions, size)
+        p4 = {"sym": tsym, "keys": p4keys, "actions": refs, "size": size, "is_const": False,
+              "const_default": None, "direct": [], "json": table}
+        self.table_default(tsym, props.get("default_action"), table, refs, p4)
+        if "entries" in props:
+            table["entries"] = self.table_entries(tsym, props["entries"], keys, refs, match_type)
+            p4["is_const"] = props["entries"].is_const
+        self.table_extras(tsym, props, table, p4)
+        if not A.find_annotation(d.annos, "hidden"):
+            self.tables_info.append(p4)
+        return table
+
+    def table_properties(self, d):
+        props = {}
+        for p in d.properties:
+            if p.name in props:
+                raise CompileError(p.loc, f"duplicate table property '{p.name}'")
+            props[p.name] = p
+        return props
+
+    def table_keys(self, tsym, prop):
+        keys, p4 = [], []
+        ctx = Ctx(tsym.scope, None, "control", tsym.control)
+        lpm_seen = False
+        for k in prop.value if prop else []:
+            if k.match_kind not in self.match_kinds:
+                raise CompileError(k.match_loc, f"undeclared match kind '{k.match_kind}'")
+            if k.match_kind == "selector":
+                raise unsupported(k.match_loc, "selector match kind (action selectors)")
+            if k.match_kind == "lpm":
+                if lpm_seen:
+                    raise CompileError(k.match_loc, f"table '{tsym.decl.name}' has more than one "
+                                                    f"lpm key")
+                lpm_seen = True
+            v = self.eval_value(k.expr, ctx)
+            target, mask, width = self.key_target(v, k)
+            name = self.key_name(k)
+            kind = "ternary" if k.match_kind == "optional" else k.match_kind
+            keys.append({"match_type": kind, "name": name, "target": target, "mask": mask})
+            p4.append({"name": name, "bitwidth": width, "match_type": k.match_kind,
+                       "annos": k.annos, "type": v.type})
+        return keys, p4
+
+    def key_name(self, k):
+        a = A.find_annotation(k.annos, "name")
+        if a and a.args and isinstance(a.args[0], A.StrLit):
+            return a.args[0].value
+        if isinstance(k.expr, A.Call) and isinstance(k.expr.func, A.Member) and \
+                k.expr.func.name == "isValid":
+            return f"{self.describe(k.expr.func.expr)}.$valid$"
+        return self.describe(k.expr)
+
+    def key_target(self, v, k):
+        if isinstance(v.ref, FieldRef):
+            return [v.ref.header, v.ref.field], None, storage_width(v.type)
+        if "slice" in v.extra and isinstance(v.extra["slice"][0].ref, FieldRef):
+            base, hi, lo = v.extra["slice"]
+            width = base.type.width
+            mask = ((1 << (hi - lo + 1)) - 1) << lo
+            return [base.ref.header, base.ref.field], hexstr(mask, width)["value"], hi - lo + 1
+        j = v.json
+        if v.is_boolexpr and j["value"]["op"] == "d2b" and j["value"]["right"]["type"] == "field":
+            return list(j["value"]["right"]["value"]), None, 1
+        raise unsupported(k.loc, f"table key expression '{self.describe(k.expr)}' (keys must be "
+                                 f"fields, slices of fields or isValid())")
+
+    def table_match_type(self, d, keys, prop):
+        kinds = {k["match_type"] for k in keys}
+        if "range" in kinds:
+            return "range"
+        if "ternary" in kinds:
+            return "ternary"
+        if "lpm" in kinds:
+            return "lpm"
+        return "exact"
+
+    def table_size(self, tsym, prop):
+        if prop is None:
+            return DEFAULT_TABLE_SIZE
+        v = self.eval_value(prop.value, Ctx(tsym.scope))
+        if v.const is None or int(v.const) <= 0:
+            raise CompileError(prop.value.loc, "table size must be a positive constant")
+        return int(v.const)
+
+    def table_actions(self, tsym, prop):
+        actions, refs = [], []
+        for ref in prop.value:
+            sym = self.resolve_action_ref(tsym, ref)
+            if ref.args:
+                raise unsupported(ref.loc, "action arguments bound in a table's actions list")
+            action = self.action_json(sym)
+            if action["name"] in [a["name"] for a in actions]:
+                raise CompileError(ref.loc, f"action '{ref.name.name}' listed twice")
+            actions.append(action)
+            scope = "DEFAULT_ONLY" if A.find_annotation(ref.annos, "defaultonly") else \
+                "TABLE_ONLY" if A.find_annotation(ref.annos, "tableonly") else "TABLE_AND_DEFAULT"
+            refs.append({"name": action["name"], "scope": scope, "annos": ref.annos, "sym": sym})
+        return actions, refs
+
+    def resolve_action_ref(self, tsym, ref):
+        scope = tsym.scope.root() if ref.name.absolute else tsym.scope
+        sym = scope.lookup(ref.name.name)
+        if not isinstance(sym, ActionSym):
+            raise CompileError(ref.loc, f"undeclared action '{ref.name.name}'")
+        return sym
+
+    def table_default(self, tsym, prop, table, refs, p4):
+        if prop is None:
+            sym = self.globals.lookup("NoAction")
+            action = self.action_json(sym)
+            if action["name"] not in table["next_tables"]:
+                table["actions"].append(action["name"])
+                table["action_ids"].append(action["id"])
+                table["next_tables"][action["name"]] = None
+                refs.append({"name": action["name"], "scope": "DEFAULT_ONLY", "annos": [],
+                             "sym": sym})
+            table["default_entry"] = {"action_id": action["id"], "action_const": False,
+                                      "action_data": [], "action_entry_const": False}
+            return
+        ref = prop.value
+        if not isinstance(ref, (A.Call, A.Name)):
+            raise CompileError(prop.loc, "default_action must be an action call")
+        call = ref if isinstance(ref, A.Call) else A.Call(ref.loc, ref, [], [])
+        if not isinstance(call.func, A.Name):
+            raise CompileError(call.loc, "default_action must name an action")
+        sym = self.resolve_action_ref(tsym, A.ActionRef(call.func.loc, [], call.func, None))
+        action = self.action_json(sym)
+        if action["name"] not in table["next_tables"]:
+            raise CompileError(call.func.loc, f"default action '{call.func.name}' is not in the "
+                                              f"actions list of table '{tsym.decl.name}'")
+        data = self.const_action_data(sym, call, tsym)
+        table["default_entry"] = {"action_id": action["id"], "action_const": prop.is_const,
+                                  "action_data": data, "action_entry_const": prop.is_const}
+        if prop.is_const:
+            p4["const_default"] = action["name"]
+        p4["default_action"] = (action["name"], data)
+
+    def const_action_data(self, sym, call, tsym):
+        d = sym.decl
+        bound = self.bind_args(call, d.params, d.name, Ctx(tsym.scope))
+        data = []
+        for p in d.params:
+            v = bound[p.name]
+            if v.const is None:
+                raise CompileError(call.loc, f"argument '{p.name}' of '{d.name}' must be a "
+                                             f"compile-time constant here")
+            data.append(hexstr(int(v.const), storage_width(v.type))["value"])
+        return data
+
+    def table_extras(self, tsym, props, table, p4):
+        for name, prop in props.items():
+            if name in ("key", "actions", "default_action", "entries", "size"):
+                continue
+            if name == "counters":
+                self.bind_direct(tsym, prop, "direct_counter", table, p4)
+            elif name == "meters":
+                self.bind_direct(tsym, prop, "direct_meter", table, p4)
+            elif name == "support_timeout":
+                v = self.eval_value(prop.value, Ctx(tsym.scope))
+                table["support_timeout"] = bool(v.const)
+            elif name == "implementation":
+                raise unsupported(prop.loc, f"table implementation "
+                                            f"'{self.describe(prop.value)}' (action profiles/"
+                                            f"action_selector)")
+            else:
+                raise unsupported(prop.loc, f"table property '{name}'")
+
+    def bind_direct(self, tsym, prop, kind, table, p4):
+        v = self.eval_expr(prop.value, Ctx(tsym.scope))
+        inst = v.extra.get("extern")
+        if inst is None or inst.type.name != kind:
+            raise CompileError(prop.value.loc, f"table property '{prop.name}' needs a {kind} "
+                                               f"instance")
+        if inst.info.get("table"):
+            raise CompileError(prop.value.loc, f"{kind} '{inst.name}' is already attached to "
+                                               f"table '{inst.info['table']}'")
+        inst.info["table"] = table["name"]
+        entry = {"name": inst.name, "id": 0, "source_info": source_info(inst.loc),
+                 "is_direct": True, "binding": table["name"]}
+        if kind == "direct_counter":
+            table["with_counters"] = True
+            entry.update({"size": table["max_size"]})
+            entry["id"] = len(self.json["counter_arrays"])
+            self.json["counter_arrays"].append(entry)
+        else:
+            table["direct_meters"] = inst.name
+            entry.update({"size": table["max_size"], "rate_count": 2,
+                          "type": inst.info["unit"]})
+            if inst.info.get("result_target"):
+                entry["result_target"] = inst.info["result_target"]
+            entry["id"] = len(self.json["meter_arrays"])
+            self.json["meter_arrays"].append(entry)
+        p4["direct"].append(inst)
+
+    # ------------------------------------------------------------ const entries
+    def table_entries(self, tsym, prop, keys, refs, match_type):
+        entries, prios = [], []
+        ctx = Ctx(tsym.scope)
+        for i, e in enumerate(prop.value):
+            if len(e.keys) != len(keys):
+                raise CompileError(e.loc, f"entry has {len(e.keys)} key values, table "
+                                          f"'{tsym.decl.name}' has {len(keys)} keys")
+            match_key = [self.entry_key(k, kv, ctx) for k, kv in zip(keys, e.keys)]
+            sym = self.resolve_action_ref(tsym, e.action)
+            action = self.action_json(sym)
+            if action["name"] not in [r["name"] for r in refs]:
+                raise CompileError(e.action.loc, f"action '{e.action.name.name}' is not in the "
+                                                 f"actions list of table '{tsym.decl.name}'")
+            call = A.Call(e.action.loc, e.action.name, [], e.action.args or [])
+            data = self.const_action_data(sym, call, tsym)
+            entry = {"source_info": source_info(e.loc), "match_key": match_key,
+                     "action_entry": {"action_id": action["id"], "action_data": data}}
+            prio = None
+            if e.priority is not None:
+                prio = self.const_int(e.priority, tsym.scope, "entry priority")
+            entries.append(entry)
+            prios.append(prio)
+        self.assign_priorities(entries, prios)
+        return entries
+
+    def assign_priorities(self, entries, prios):
+        """P4: larger priority wins, unset ones follow source order; BMv2: smaller wins."""
+        n = len(entries)
+        effective = [p if p is not None else n - i for i, p in enumerate(prios)]
+        order = sorted(range(n), key=lambda i: (-effective[i], i))
+        for rank, i in enumerate(order):
+            entries[i]["priority"] = rank + 1
+
+    def entry_key(self, key, kv, ctx):
+        kind = key["match_type"]
+        width = self.key_width(key)
+        full = mask_of(width)
+        if isinstance(kv, A.DefaultExpr):
+            return self.wildcard_key(kind, width, kv)
+        if isinstance(kv, A.Mask):
+            value, mask = self.key_const(kv.value, ctx, width), self.key_const(kv.mask, ctx, width)
+            if kind == "lpm":
+                plen = bin(mask).count("1")
+                if mask != (full >> (width - plen) << (width - plen) if plen else 0):
+                    raise CompileError(kv.loc, "lpm mask must be a prefix")
+                return {"match_type": "lpm", "key": hexstr(value & mask, width)["value"],
+                        "prefix_length": plen}
+            if kind != "ternary":
+                raise CompileError(kv.loc, f"a mask (&&&) is not allowed for a {kind} key")
+            return {"match_type": "ternary", "key": hexstr(value & mask, width)["value"],
+                    "mask": hexstr(mask, width)["value"]}
+        if isinstance(kv, A.Range):
+            if kind != "range":
+                raise CompileError(kv.loc, f"a range (..) is not allowed for a {kind} key")
+            lo, hi = self.key_const(kv.lo, ctx, width), self.key_const(kv.hi, ctx, width)
+            return {"match_type": "range", "start": hexstr(lo, width)["value"],
+                    "end": hexstr(hi, width)["value"]}
+        value = self.key_const(kv, ctx, width)
+        h = hexstr(value, width)["value"]
+        if kind == "lpm":
+            return {"match_type": "lpm", "key": h, "prefix_length": width}
+        if kind == "ternary":
+            return {"match_type": "ternary", "key": h, "mask": hexstr(full, width)["value"]}
+        if kind == "range":
+            return {"match_type": "range", "start": h, "end": h}
+        return {"match_type": "exact", "key": h}
+
+    def wildcard_key(self, kind, width, kv):
+        zero = hexstr(0, width)["value"]
+        if kind == "ternary":
+            return {"match_type": "ternary", "key": zero, "mask": zero}
+        if kind == "lpm":
+            return {"match_type": "lpm", "key": zero, "prefix_length": 0}
+        if kind == "range":
+            return {"match_type": "range", "start": zero,
+                    "end": hexstr(mask_of(width), width)["value"]}
+        raise CompileError(kv.loc, "a wildcard (_ or default) is not allowed for an exact key")
+
+    def key_width(self, key):
+        if key["mask"] is not None:
+            return (len(key["mask"]) - 2) * 4
+        header, fname = key["target"]
+        if fname == "$valid$":
+            return 1
+        for h in [self.sm_val.ref] if header == "standard_metadata" else []:
+            pass
+        return self.field_width(header, fname)
+
+    def field_width(self, header, fname):
+        if header == "scalars":
+            for n, w, _ in self.scalar_fields:
+                if n == fname:
+                    return w
+        for h in self.headers:
+            if h["name"] == header:
+                for n, w, _ in self.header_types[h["header_type"]]["fields"]:
+                    if n == fname:
+                        return w
+        raise KeyError((header, fname))
+
+    def key_const(self, e, ctx, width):
+        v = self.eval_value(e, ctx)
+        if v.const is None:
+            raise CompileError(e.loc, "table entry keys must be compile-time constants")
+        value = int(v.const)
+        if value < 0 or value > mask_of(width):
+            raise CompileError(e.loc, f"value {value} does not fit the {width}-bit key")
+        return value
+
+    # ------------------------------------------------------------ actions
+    def action_json(self, sym):
+        key = id(sym.decl)
+        if key in self.action_cache:
+            return self.action_cache[key]
+        d = sym.decl
+        name = self.qualified(d.annos, d.name, sym.control)
+        scope = Scope(sym.scope)
+        runtime_data = []
+        for i, p in enumerate(d.params):
+            t = self.resolve_type(p.type, sym.scope)
+            if p.direction:
+                ctrl = sym.control
+                raise unsupported(p.loc, f"directional parameter '{p.name}' of action "
+                                         f"'{d.name}' used from a table or apply block")
+            if not t.is_scalar or isinstance(t, IntT):
+                raise CompileError(p.type.loc, f"action parameter '{p.name}' must have a "
+                                               f"fixed-width type, not {t}")
+            runtime_data.append({"name": p.name, "bitwidth": storage_width(t)})
+            scope.declare(p.name, Val(t, json={"type": "runtime_data", "value": i},
+                                      extra={"readonly": True}), p.loc)
+        prims = []
+        ctx = Ctx(scope, prims, "action", sym.control)
+        self.inline_body(d.body, ctx, scope, None)
+        action = self.add_action_json(name, runtime_data, prims, d.loc)
+        self.action_meta[name] = {"decl": d, "annos": d.annos, "params": runtime_data}
+        self.action_cache[key] = action
+        return action
+
+
+V1SWITCH_ROLES = ["p", "vr", "ig", "eg", "ck", "dep"]

@@ -1,0 +1,480 @@
+"""Expression evaluation: name resolution, type checking, constant folding and
+lowering to BMv2 JSON expressions (the way p4c's BMv2 back end writes them)."""
+from dataclasses import dataclass
+from typing import Any
+
+from . import ast as A
+from .errors import CompileError, unsupported
+from .symbols import (ActionSym, ExternFuncSym, ExternInstance, FuncSym, StateSym, TableSym,
+                      TypeSym, ValueSetSym)
+from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StackT, StringT, StructT, TupleT,
+                    TypeVar, DontCareT, same_type, storage_width)
+from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
+                     as_bool, as_data, bool_expr, data_expr, expr, field_val, hexstr, mask_of)
+
+_ARITH = {"+", "-", "*"}
+_CMP = {"==", "!=", "<", ">", "<=", ">="}
+_BITWISE = {"&", "|", "^"}
+
+
+class Ctx:
+    """Where an expression or statement is being lowered.
+
+    prims: the primitive list of the action being built (None: no side effects
+    allowed, e.g. constants, table keys, graph conditions)."""
+
+    def __init__(self, scope, prims=None, kind="const", control=None):
+        self.scope = scope
+        self.prims = prims
+        self.kind = kind                # const | action | control | parser
+        self.control = control
+        self.return_jumps = None        # list of jump primitives to patch at inline end
+        self.return_target = None       # Val receiving a function's return value
+
+    def child(self, scope):
+        c = Ctx(scope, self.prims, self.kind, self.control)
+        c.return_jumps, c.return_target = self.return_jumps, self.return_target
+        return c
+
+
+@dataclass
+class StackLastRef:
+    stack: Any
+
+
+class ExprMixin:
+    def const_ctx(self, scope):
+        return Ctx(scope)
+
+    def eval_expr(self, e, ctx, expected=None):
+        method = getattr(self, "ev_" + type(e).__name__, None)
+        if method is None:
+            raise unsupported(e.loc, f"expression {type(e).__name__}")
+        return method(e, ctx, expected)
+
+    def eval_value(self, e, ctx, expected=None):
+        """Evaluate and require a scalar or aggregate value (not a type or method)."""
+        v = self.eval_expr(e, ctx, expected)
+        if v.type is None:
+            what = self.describe(e)
+            raise CompileError(e.loc, f"'{what}' is not a value")
+        return v
+
+    def describe(self, e):
+        if isinstance(e, A.Name):
+            return e.name
+        if isinstance(e, A.Member):
+            return f"{self.describe(e.expr)}.{e.name}"
+        if isinstance(e, A.Index):
+            return f"{self.describe(e.expr)}[{self.describe(e.index)}]"
+        if isinstance(e, A.IntLit):
+            return str(e.value)
+        if isinstance(e, A.Call):
+            return f"{self.describe(e.func)}()"
+        if isinstance(e, A.Slice):
+            return f"{self.describe(e.expr)}[{self.describe(e.hi)}:{self.describe(e.lo)}]"
+        return type(e).__name__.lower()
+
+    # ------------------------------------------------------------ leaves
+    def ev_IntLit(self, e, ctx, expected):
+        if e.width is None:
+            return Val(IntT(), const=e.value)
+        t = Bits(e.width, e.signed)
+        return Val(t, const=self.wrap(e.value, t))
+
+    def ev_BoolLit(self, e, ctx, expected):
+        return Val(BoolT(), const=e.value)
+
+    def ev_StrLit(self, e, ctx, expected):
+        return Val(StringT(), json={"type": "string", "value": e.value}, extra={"str": e.value})
+
+    def ev_DefaultExpr(self, e, ctx, expected):
+        return Val(DontCareT(), extra={"dontcare": True})
+
+    def ev_TypeExpr(self, e, ctx, expected):
+        return Val(None, extra={"typesym": self.resolve_type(e.type, ctx.scope)})
+
+    def ev_Name(self, e, ctx, expected):
+        scope = ctx.scope.root() if e.absolute else ctx.scope
+        if e.name == "error" and scope.lookup("error") is None:
+            return Val(None, extra={"typesym": ErrorT()})
+        sym = scope.lookup(e.name)
+        if sym is None:
+            raise CompileError(e.loc, f"undeclared identifier '{e.name}'")
+        return self.symbol_value(sym, e)
+
+    def symbol_value(self, sym, e):
+        if isinstance(sym, Val):
+            return sym
+        if isinstance(sym, TypeSym):
+            return Val(None, extra={"typesym": sym.type})
+        if isinstance(sym, ExternInstance):
+            return Val(sym.type, extra={"extern": sym})
+        if isinstance(sym, (ActionSym, FuncSym, ExternFuncSym)):
+            return Val(None, extra={"callable": sym})
+        if isinstance(sym, TableSym):
+            return Val(None, extra={"table": sym})
+        if isinstance(sym, ValueSetSym):
+            return Val(None, extra={"vset": sym})
+        if isinstance(sym, StateSym):
+            return Val(None, extra={"state": sym})
+        raise CompileError(e.loc, f"'{e.name}' cannot be used here")
+
+    # ------------------------------------------------------------ member access
+    def ev_Member(self, e, ctx, expected):
+        base = self.eval_expr(e.expr, ctx)
+        x = base.extra
+        if "typesym" in x:
+            return self.type_member(x["typesym"], e)
+        if "apply_result" in x:
+            return self.apply_result_member(base, e)
+        if "lookahead_header" in x:
+            return self.lookahead_member(x["lookahead_header"], e)
+        if "extern" in x or "table" in x or isinstance(base.type, ExternT):
+            return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})
+        ref = base.ref
+        if isinstance(ref, StructRef):
+            if e.name not in ref.members:
+                raise CompileError(e.loc, f"no field '{e.name}' in {base.type}")
+            return ref.members[e.name]
+        if isinstance(ref, (HeaderRef, DynHeaderRef, StackLastRef)):
+            return self.header_member(base, e)
+        if isinstance(ref, UnionRef):
+            if e.name in ref.members:
+                h = ref.members[e.name]
+                return Val(h.type, ref=h)
+            if e.name == "isValid":
+                return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})
+            raise CompileError(e.loc, f"no member '{e.name}' in {base.type}")
+        if isinstance(ref, StackRef):
+            return self.stack_member(base, e)
+        raise CompileError(e.loc, f"{base.type} has no member '{e.name}'")
+
+    def type_member(self, t, e):
+        if isinstance(t, EnumT):
+            if e.name not in t.members:
+                raise CompileError(e.loc, f"enum {t.name} has no member '{e.name}'")
+            return Val(t, const=t.members[e.name], extra={"enum_member": e.name})
+        if isinstance(t, ErrorT):
+            if e.name not in self.errors:
+                raise CompileError(e.loc, f"undeclared error 'error.{e.name}'")
+            return Val(ErrorT(), const=self.errors[e.name], extra={"error_member": e.name})
+        raise CompileError(e.loc, f"type {t} has no member '{e.name}'")
+
+    def lookahead_member(self, ht, e):
+        offset = 0
+        for fname, ft in ht.fields:
+            if fname == e.name:
+                return Val(ft, json={"type": "lookahead", "value": [offset, storage_width(ft)]})
+            offset += storage_width(ft)
+        raise CompileError(e.loc, f"no field '{e.name}' in {ht}")
+
+    def header_member(self, base, e):
+        ht = base.type
+        ft = ht.field_type(e.name)
+        if ft is None:
+            if e.name in ("isValid", "setValid", "setInvalid", "minSizeInBits",
+                          "minSizeInBytes"):
+                return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})
+            raise CompileError(e.loc, f"no field '{e.name}' in {ht}")
+        ref = base.ref
+        if isinstance(ref, HeaderRef):
+            return field_val(ft, ref.member(e.name))
+        if isinstance(ref, StackLastRef):
+            return Val(ft, json={"type": "stack_field", "value": [ref.stack.name, e.name]})
+        offset = [n for n, _ in ht.fields].index(e.name)
+        return Val(ft, json=expr("access_field", ref.json(), offset), extra={"lvalue": True})
+
+    def stack_member(self, base, e):
+        st, ref = base.type, base.ref
+        if e.name == "next":
+            return Val(st.elem, extra={"stack_next": ref, "loc": e.loc})
+        if e.name == "last":
+            return Val(st.elem, ref=StackLastRef(ref))
+        if e.name == "lastIndex":
+            return data_expr(Bits(32), expr("last_stack_index", None, ref.json()))
+        if e.name == "size":
+            return Val(Bits(32), const=st.size)
+        if e.name in ("push_front", "pop_front"):
+            return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})
+        raise CompileError(e.loc, f"header stack has no member '{e.name}'")
+
+    def apply_result_member(self, base, e):
+        table = base.extra["apply_result"]
+        if e.name in ("hit", "miss"):
+            return Val(BoolT(), extra={"hit_test": (table, e.name == "hit")})
+        if e.name == "action_run":
+            return Val(None, extra={"action_run": table})
+        raise CompileError(e.loc, f"table apply result has no member '{e.name}'")
+
+    def ev_Index(self, e, ctx, expected):
+        base = self.eval_value(e.expr, ctx)
+        if not isinstance(base.ref, StackRef):
+            raise CompileError(e.loc, f"cannot index a value of type {base.type}")
+        idx = self.eval_value(e.index, ctx)
+        if idx.const is not None:
+            i = int(idx.const)
+            if not 0 <= i < base.type.size:
+                raise CompileError(e.index.loc, f"index {i} out of bounds for stack of size "
+                                                f"{base.type.size}")
+            return Val(base.type.elem, ref=base.ref.elems[i])
+        return Val(base.type.elem, ref=DynHeaderRef(base.ref, as_data(idx), base.type.elem))
+
+    def ev_Slice(self, e, ctx, expected):
+        base = self.eval_value(e.expr, ctx)
+        if not isinstance(base.type, Bits):
+            raise CompileError(e.loc, f"cannot slice a value of type {base.type}")
+        hi = self.const_int(e.hi, ctx.scope, "slice bound")
+        lo = self.const_int(e.lo, ctx.scope, "slice bound")
+        if not (0 <= lo <= hi < base.type.width):
+            raise CompileError(e.loc, f"slice [{hi}:{lo}] out of range for {base.type}")
+        t = Bits(hi - lo + 1)
+        extra = {"slice": (base, hi, lo)}
+        if base.const is not None:
+            return Val(t, const=(base.const >> lo) & mask_of(t.width), extra=extra)
+        shifted = expr(">>", as_data(base), hexstr(lo)) if lo else as_data(base)
+        return Val(t, json=expr("&", shifted, hexstr(mask_of(t.width), t.width)), extra=extra)
+
+    def ev_ListExpr(self, e, ctx, expected):
+        items = []
+        for i, item in enumerate(e.items):
+            sub = None
+            if isinstance(expected, StructT) and i < len(expected.fields):
+                sub = expected.fields[i][1]
+            items.append(self.eval_value(item, ctx, sub))
+        return Val(TupleT([v.type for v in items]), extra={"items": items})
+
+    # ------------------------------------------------------------ operators
+    def ev_Unary(self, e, ctx, expected):
+        v = self.eval_value(e.expr, ctx, expected)
+        if e.op == "!":
+            self.require_bool(v, e.expr.loc, "operand of '!'")
+            if v.const is not None:
+                return Val(BoolT(), const=not v.const)
+            return bool_expr(expr("not", None, as_bool(v)))
+        if not isinstance(v.type, (Bits, IntT)):
+            raise CompileError(e.loc, f"operator '{e.op}' cannot be applied to {v.type}")
+        if e.op == "+":
+            return v
+        if v.const is not None:
+            value = -v.const if e.op == "-" else ~v.const
+            return Val(v.type, const=self.wrap(value, v.type))
+        if e.op == "-":
+            return self.fit(v.type, expr("-", hexstr(0), as_data(v)))
+        return self.fit(v.type, expr("~", None, as_data(v)))
+
+    def ev_Binary(self, e, ctx, expected):
+        op = e.op
+        if op in ("&&", "||"):
+            return self.logical(e, ctx)
+        left = self.eval_value(e.left, ctx, expected if op not in _CMP else None)
+        right = self.eval_value(e.right, ctx, left.type if op not in ("<<", ">>", "++") else None)
+        if op in ("<<", ">>"):
+            return self.shift(op, left, right, e)
+        if op == "++":
+            return self.concat(left, right, e)
+        if op in _CMP:
+            return self.compare(op, left, right, e)
+        t = self.unify(left, right, e, op)
+        if op in ("/", "%"):
+            return self.divide(op, left, right, t, e)
+        if op in ("|+|", "|-|"):
+            return self.saturating(op, left, right, t, e)
+        if left.const is not None and right.const is not None:
+            return Val(t, const=self.wrap(_fold(op, left.const, right.const), t))
+        j = expr(op, as_data(left), as_data(right))
+        return self.fit(t, j) if op in _ARITH else data_expr(t, j)
+
+    def logical(self, e, ctx):
+        left = self.eval_value(e.left, ctx)
+        right = self.eval_value(e.right, ctx)
+        self.require_bool(left, e.left.loc, f"left operand of '{e.op}'")
+        self.require_bool(right, e.right.loc, f"right operand of '{e.op}'")
+        if left.const is not None and right.const is not None:
+            value = (left.const and right.const) if e.op == "&&" else (left.const or right.const)
+            return Val(BoolT(), const=bool(value))
+        return bool_expr(expr("and" if e.op == "&&" else "or", as_bool(left), as_bool(right)))
+
+    def require_bool(self, v, loc, what):
+        if not isinstance(v.type, BoolT):
+            raise CompileError(loc, f"{what} must be bool, not {v.type}")
+
+    def unify(self, left, right, e, op):
+        lt, rt = left.type, right.type
+        for side, t in (("left", lt), ("right", rt)):
+            if not isinstance(t, (Bits, IntT)) and not (isinstance(t, EnumT) and t.base
+                                                       and op in _CMP):
+                raise CompileError(e.loc, f"operator '{op}' cannot be applied to {t}")
+        if isinstance(lt, IntT):
+            return rt
+        if isinstance(rt, IntT) or lt == rt:
+            return lt
+        raise CompileError(e.right.loc, f"operands of '{op}' have different types: {lt} and {rt}")
+
+    def compare(self, op, left, right, e):
+        lt, rt = left.type, right.type
+        if isinstance(lt, BoolT) or isinstance(rt, BoolT):
+            if not (isinstance(lt, BoolT) and isinstance(rt, BoolT)) or op not in ("==", "!="):
+                raise CompileError(e.right.loc, f"cannot compare {lt} with {rt} using '{op}'")
+        elif isinstance(lt, (EnumT, ErrorT)) or isinstance(rt, (EnumT, ErrorT)):
+            ok = same_type(lt, rt) or (isinstance(lt, EnumT) and lt.base and isinstance(rt, IntT))
+            if not ok or (op not in ("==", "!=") and not (isinstance(lt, EnumT) and lt.base)):
+                raise CompileError(e.right.loc, f"cannot compare {lt} with {rt} using '{op}'")
+        elif isinstance(lt, (StructT, StackT)) or isinstance(rt, (StructT, StackT)):
+            raise unsupported(e.loc, f"comparison of {lt} values")
+        else:
+            self.unify(left, right, e, op)
+        if left.const is not None and right.const is not None:
+            return Val(BoolT(), const=_fold(op, left.const, right.const))
+        return bool_expr(expr(op, as_data(left), as_data(right)))
+
+    def shift(self, op, left, right, e):
+        if not isinstance(left.type, (Bits, IntT)):
+            raise CompileError(e.left.loc, f"cannot shift a value of type {left.type}")
+        if not isinstance(right.type, (Bits, IntT)) or (isinstance(right.type, Bits)
+                                                        and right.type.signed):
+            raise CompileError(e.right.loc, f"shift amount must be unsigned, not {right.type}")
+        t = left.type
+        if isinstance(t, IntT) and right.const is None:
+            raise CompileError(e.left.loc, "the left operand of a shift by a run-time amount "
+                                           "needs a width")
+        if left.const is not None and right.const is not None:
+            value = left.const << right.const if op == "<<" else left.const >> right.const
+            return Val(t, const=self.wrap(value, t))
+        j = expr(op, as_data(left), as_data(right))
+        return self.fit(t, j) if op == "<<" else data_expr(t, j)
+
+    def concat(self, left, right, e):
+        for v, sub in ((left, e.left), (right, e.right)):
+            if not isinstance(v.type, Bits):
+                raise CompileError(sub.loc, f"operands of '++' need a width, not {v.type}")
+        t = Bits(left.type.width + right.type.width, left.type.signed)
+        if left.const is not None and right.const is not None:
+            return Val(t, const=(left.const << right.type.width) | right.const)
+        shifted = expr("<<", as_data(left), hexstr(right.type.width))
+        return self.fit(t, expr("|", shifted, as_data(right)))
+
+    def divide(self, op, left, right, t, e):
+        if right.const == 0:
+            raise CompileError(e.right.loc, "division by zero")
+        if left.const is None or right.const is None:
+            raise unsupported(e.loc, f"'{op}' on run-time values (BMv2 has no division)")
+        if left.const < 0 or right.const < 0:
+            raise CompileError(e.loc, f"'{op}' needs non-negative operands")
+        value = left.const // right.const if op == "/" else left.const % right.const
+        return Val(t, const=self.wrap(value, t))
+
+    def saturating(self, op, left, right, t, e):
+        if not isinstance(t, Bits):
+            raise CompileError(e.loc, f"saturating '{op}' needs operands with a width")
+        lo, hi = ((-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed
+                  else (0, mask_of(t.width)))
+        if left.const is not None and right.const is not None:
+            raw = left.const + right.const if op == "|+|" else left.const - right.const
+            return Val(t, const=min(hi, max(lo, raw)))
+        raw = expr("+" if op == "|+|" else "-", as_data(left), as_data(right))
+        clamp_hi = expr("?", hexstr(hi, t.width), raw, cond=expr(">", raw, hexstr(hi, t.width)))
+        clamped = expr("?", hexstr(lo, t.width), clamp_hi, cond=expr("<", raw, hexstr(lo)))
+        return self.fit(t, clamped)
+
+    def ev_Ternary(self, e, ctx, expected):
+        cond = self.eval_value(e.cond, ctx)
+        self.require_bool(cond, e.cond.loc, "condition of '?:'")
+        then = self.eval_value(e.then, ctx, expected)
+        other = self.eval_value(e.other, ctx, then.type)
+        t = then.type if not isinstance(then.type, IntT) else other.type
+        then, other = self.coerce(then, t, e.then.loc, "'?:'"), self.coerce(other, t, e.other.loc,
+                                                                            "'?:'")
+        if cond.const is not None:
+            return then if cond.const else other
+        if isinstance(t, BoolT):
+            return bool_expr(expr("?", as_bool(then), as_bool(other), cond=as_bool(cond)))
+        if not t.is_scalar:
+            raise unsupported(e.loc, f"'?:' on {t} values")
+        return data_expr(t, expr("?", as_data(then), as_data(other), cond=as_bool(cond)))
+
+    def ev_Cast(self, e, ctx, expected):
+        t = self.resolve_type(e.type, ctx.scope)
+        v = self.eval_value(e.expr, ctx, t)
+        return self.cast(v, t, e)
+
+    def cast(self, v, t, e):
+        src = v.type
+        if isinstance(t, BoolT):
+            if isinstance(src, BoolT):
+                return v
+            if isinstance(src, Bits) and src.width == 1 or isinstance(src, IntT):
+                if v.const is not None:
+                    return Val(BoolT(), const=bool(v.const))
+                return bool_expr(expr("d2b", None, as_data(v)))
+        elif isinstance(t, Bits):
+            if isinstance(src, BoolT):
+                if t.width != 1:
+                    raise CompileError(e.loc, f"cannot cast bool to {t}")
+                if v.const is not None:
+                    return Val(t, const=int(v.const))
+                return data_expr(t, expr("b2d", None, as_bool(v)))
+            if isinstance(src, (Bits, IntT)) or (isinstance(src, EnumT) and src.base):
+                return self.cast_bits(v, src, t)
+        elif isinstance(t, EnumT) and t.base:
+            if isinstance(src, (Bits, IntT)) or same_type(src, t):
+                return Val(t, const=v.const, json=None if v.const is not None else as_data(v),
+                           ref=v.ref)
+        elif same_type(src, t):
+            return v
+        raise CompileError(e.loc, f"cannot cast {src} to {t}")
+
+    def cast_bits(self, v, src, t):
+        if v.const is not None:
+            return Val(t, const=self.wrap(int(v.const), t))
+        src_bits = src.base if isinstance(src, EnumT) else src
+        if isinstance(src_bits, Bits) and not src_bits.signed and not t.signed \
+                and src_bits.width <= t.width:
+            return Val(t, json=as_data(v), ref=None)
+        return self.fit(t, as_data(v))
+
+    # ------------------------------------------------------------ helpers
+    def wrap(self, value, t):
+        """Truncate a constant to type t (two's complement for int<W>)."""
+        if isinstance(value, bool) or not isinstance(t, Bits):
+            return value
+        value &= mask_of(t.width)
+        if t.signed and value >> (t.width - 1):
+            value -= 1 << t.width
+        return value
+
+    def fit(self, t, j):
+        """Wrap a run-time result to its width: `& mask` (bit<W>) or two_comp_mod (int<W>)."""
+        if isinstance(t, Bits) and t.signed:
+            return data_expr(t, expr("two_comp_mod", j, hexstr(t.width)))
+        if isinstance(t, Bits):
+            return data_expr(t, expr("&", j, hexstr(mask_of(t.width), t.width)))
+        return data_expr(t, j)
+
+    def coerce(self, v, t, loc, what):
+        """Implicit conversion of `v` to type `t` (only untyped integer literals convert)."""
+        src = v.type
+        if isinstance(t, (TypeVar, DontCareT)) or t is None:
+            return v
+        if isinstance(src, IntT) and isinstance(t, Bits):
+            return Val(t, const=self.wrap(v.const, t)) if v.const is not None else v
+        if isinstance(src, IntT) and isinstance(t, EnumT) and t.base:
+            return Val(t, const=v.const)
+        if isinstance(src, IntT) and isinstance(t, IntT):
+            return v
+        if isinstance(src, TupleT) and isinstance(t, StructT):
+            return v
+        if isinstance(t, StructT) and isinstance(src, StructT) and t.name == src.name:
+            return v
+        if src is None or not same_type(src, t):
+            raise CompileError(loc, f"type mismatch in {what}: expected {t}, got "
+                                    f"{src if src is not None else 'a non-value'}")
+        return v
+
+
+def _fold(op, a, b):
+    import operator
+    table = {"+": operator.add, "-": operator.sub, "*": operator.mul, "&": operator.and_,
+             "|": operator.or_, "^": operator.xor, "==": operator.eq, "!=": operator.ne,
+             "<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge}
+    return table[op](a, b)

@@ -1,0 +1,373 @@
+"""Parsers, deparsers and checksum controls.
+
+Parser states become BMv2 `parse_states` (extract/set/verify/advance/primitive
+ops, `transition_key` and hexstr/mask/parse_vset/default transitions); select
+ranges are expanded to value/mask pairs; the deparser becomes the emit order;
+verify_checksum/update_checksum become `calculations` + `checksums`.
+"""
+import itertools
+
+from . import ast as A
+from .controls import ControlInfo
+from .errors import CompileError, unsupported
+from .exprs import Ctx
+from .stmts import source_info
+from .symbols import ExternFuncSym, Scope, StateSym, ValueSetSym
+from .types import Bits, BoolT, EnumT, IntT, StackT, StructT, storage_width
+from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
+                     as_bool, as_data, hexstr, mask_of)
+
+_FINAL_STATES = ("accept", "reject")
+
+
+class ParserMixin:
+    # ------------------------------------------------------------ parser
+    def lower_parser(self, decl):
+        scope = Scope(self.globals)
+        self.bind_params(decl, scope)
+        info = ControlInfo(decl.name, decl, scope)
+        init_ops = self.parser_locals(decl, info)
+        states = self.declare_states(decl, scope)
+        if "start" not in states:
+            raise CompileError(decl.loc, f"parser '{decl.name}' has no 'start' state")
+        parse_states = []
+        for st in decl.states:
+            ops = list(init_ops) if st.name == "start" else []
+            parse_states.append(self.lower_state(st, Ctx(Scope(scope), ops, "parser", info), states))
+        self.json["parsers"].append({"name": "parser", "id": 0, "init_state": "start",
+                                     "parse_states": parse_states})
+
+    def parser_locals(self, decl, info):
+        ops = []
+        ctx = Ctx(info.scope, ops, "parser", info)
+        for d in decl.locals:
+            if isinstance(d, A.ValueSetDecl):
+                self.declare_value_set(d, info)
+            elif isinstance(d, A.VarDecl):
+                self.lower_stmt(d, ctx)
+            elif isinstance(d, A.ConstDecl):
+                t = self.resolve_type(d.type, info.scope)
+                info.scope.declare(d.name, self.eval_const_decl(d, t, info.scope), d.loc)
+            elif isinstance(d, A.Instance):
+                raise unsupported(d.loc, f"instance '{d.name}' inside a parser (sub-parsers and "
+                                         f"parser externs)")
+            else:
+                raise unsupported(d.loc, f"{type(d).__name__} in a parser")
+        return ops
+
+    def declare_value_set(self, d, info):
+        t = self.resolve_type(d.type, info.scope)
+        size = self.const_int(d.size, info.scope, "value_set size")
+        if isinstance(t, StructT):
+            width = sum(storage_width(ft) for _, ft in t.fields)
+        elif isinstance(t, Bits):
+            width = t.width
+        else:
+            raise CompileError(d.type.loc, f"value_set element type must be bit<> or a struct")
+        name = self.qualified(d.annos, d.name, info)
+        sym = ValueSetSym(name, t, size, d.loc, d.annos)
+        sym.width = width
+        info.scope.declare(d.name, sym, d.loc)
+        self.value_sets.append(sym)
+        self.json["parse_vsets"].append({"name": name, "id": len(self.json["parse_vsets"]),
+                                         "source_info": source_info(d.loc),
+                                         "compressed_bitwidth": width})
+
+    def declare_states(self, decl, scope):
+        states = {}
+        for st in decl.states:
+            if st.name in states or st.name in _FINAL_STATES:
+                raise CompileError(st.loc, f"duplicate parser state '{st.name}'")
+            states[st.name] = st
+        return states
+
+    def next_state_id(self):
+        self.state_count = getattr(self, "state_count", 0) + 1
+        return self.state_count - 1
+
+    def lower_state(self, st, ctx, states):
+        for s in st.stmts:
+            self.parser_stmt(s, ctx)
+        tr = st.transition
+        if tr is None:
+            raise CompileError(st.loc, f"state '{st.name}' has no transition statement")
+        state = {"name": st.name, "id": self.next_state_id(), "parser_ops": ctx.prims,
+                 "transition_key": [], "transitions": []}
+        if tr.select is None:
+            nxt = self.state_target(tr.next, getattr(tr, "next_loc", tr.loc), states)
+            state["transitions"] = [{"type": "default", "value": None, "mask": None,
+                                     "next_state": nxt}]
+        else:
+            self.lower_select(tr, ctx, states, state)
+        return state
+
+    def state_target(self, name, loc, states):
+        if name in _FINAL_STATES:
+            return None
+        if name not in states:
+            raise CompileError(loc, f"undeclared parser state '{name}'")
+        return name
+
+    def parser_stmt(self, s, ctx):
+        if isinstance(s, A.Block):
+            inner = ctx.child(Scope(ctx.scope))
+            for x in s.stmts:
+                self.parser_stmt(x, inner)
+        elif isinstance(s, (A.Assign, A.VarDecl, A.CallStmt, A.Empty)):
+            self.lower_stmt(s, ctx)
+        elif isinstance(s, A.If):
+            cond = self.eval_value(s.cond, Ctx(ctx.scope))
+            if cond.const is None:
+                raise unsupported(s.loc, "'if' statement in a parser state")
+            self.lower_stmt(s, ctx)
+        else:
+            raise unsupported(s.loc, f"{type(s).__name__} statement in a parser state")
+
+    # packet_in methods (called through StmtMixin.method_call)
+    def packet_method(self, obj, name, call, ctx, dest):
+        kind = obj.extra.get("packet")
+        if kind == "packet_in" and ctx.kind == "parser":
+            if name == "extract":
+                return self.parser_extract(call, ctx)
+            if name == "advance":
+                n = self.eval_value(call.args[0], ctx, Bits(32)) if len(call.args) == 1 else None
+                if n is None:
+                    raise CompileError(call.loc, "wrong number of arguments to 'advance': "
+                                                 "expected 1")
+                ctx.prims.append({"op": "advance", "parameters": [as_data(n)]})
+                return None
+            if name == "lookahead":
+                return self.lookahead_value(call, ctx)
+            raise unsupported(call.loc, f"packet_in.{name}()")
+        where = "deparser" if name == "emit" else "parser"
+        raise CompileError(call.loc, f"packet method '{name}' can only be used in a {where}")
+
+    def parser_extract(self, call, ctx):
+        if len(call.args) == 2:
+            raise unsupported(call.loc, "two-argument extract (varbit headers)")
+        if len(call.args) != 1:
+            raise CompileError(call.loc, f"wrong number of arguments to 'extract': expected 1, "
+                                         f"got {len(call.args)}")
+        v = self.eval_value(call.args[0], ctx)
+        if "stack_next" in v.extra:
+            param = {"type": "stack", "value": v.extra["stack_next"].name}
+        elif isinstance(v.ref, HeaderRef):
+            param = {"type": "regular", "value": v.ref.name}
+        elif isinstance(v.ref, DynHeaderRef):
+            raise unsupported(call.args[0].loc, "extract into a stack element with a run-time "
+                                                "index")
+        else:
+            raise CompileError(call.args[0].loc, f"extract needs a header, not {v.type}")
+        ctx.prims.append({"op": "extract", "parameters": [param]})
+        return None
+
+    def lookahead_value(self, e, ctx):
+        if ctx.kind != "parser":
+            raise CompileError(e.loc, "lookahead() can only be used in a parser")
+        if len(e.type_args) != 1 or e.args:
+            raise CompileError(e.loc, "lookahead needs one type argument and no arguments")
+        t = self.resolve_type(e.type_args[0], ctx.scope)
+        if isinstance(t, StructT) and t.kind == "header":
+            return Val(t, extra={"lookahead_header": t})
+        if not isinstance(t, Bits):
+            raise unsupported(e.loc, f"lookahead of {t} (only bit<W> is supported)")
+        return Val(t, json={"type": "lookahead", "value": [0, t.width]}, extra={"lookahead": True})
+
+    # ------------------------------------------------------------ select
+    def lower_select(self, tr, ctx, states, state):
+        keys = []
+        for k in tr.select:
+            v = self.eval_value(k, ctx)
+            keys.append((self.select_key_json(v, k, ctx), self.select_width(v, k)))
+        state["transition_key"] = [j for j, _ in keys]
+        widths = [w for _, w in keys]
+        for case in tr.cases:
+            cloc, ks, target, target_loc = case
+            nxt = self.state_target(target, target_loc, states)
+            for t in self.select_case(ks, widths, ctx, cloc):
+                t["next_state"] = nxt
+                state["transitions"].append(t)
+
+    def select_width(self, v, k):
+        if isinstance(v.type, (Bits, BoolT, EnumT)) or (isinstance(v.type, EnumT)):
+            return storage_width(v.type)
+        raise CompileError(k.loc, f"cannot select on a value of type {v.type}")
+
+    def select_key_json(self, v, k, ctx):
+        if isinstance(v.ref, FieldRef):
+            return v.ref.json()
+        if v.json is not None and v.json.get("type") in ("stack_field", "lookahead"):
+            return v.json
+        if v.is_boolexpr and v.json["value"]["op"] == "d2b":
+            return v.json["value"]["right"]
+        tmp = self.new_scalar(self.unique_name("tmp"), v.type if not isinstance(v.type, BoolT)
+                              else Bits(1))
+        ctx.prims.append({"op": "set", "parameters": [tmp.ref.json(), as_data(v)]})
+        return tmp.ref.json()
+
+    def select_case(self, ks, widths, ctx, loc):
+        items = ks.items if isinstance(ks, A.ListExpr) else [ks]
+        if isinstance(ks, A.DefaultExpr):
+            return [{"type": "default", "value": None, "mask": None}]
+        if len(items) == 1 and len(widths) == 1 and self.is_value_set(items[0], ctx):
+            sym = ctx.scope.lookup(items[0].name)
+            return [{"type": "parse_vset", "value": sym.name, "mask": None}]
+        if len(items) != len(widths):
+            raise CompileError(loc, f"select case has {len(items)} values for {len(widths)} keys")
+        if all(isinstance(i, A.DefaultExpr) for i in items):
+            return [{"type": "default", "value": None, "mask": None}]
+        per_item = [self.keyset_pairs(i, w, ctx) for i, w in zip(items, widths)]
+        out = []
+        for combo in itertools.product(*per_item):
+            value = "".join(_pad_hex(v, w) for (v, _), w in zip(combo, widths))
+            mask = "".join(_pad_hex(m, w) for (_, m), w in zip(combo, widths))
+            full = all(m == mask_of(w) for (_, m), w in zip(combo, widths))
+            out.append({"type": "hexstr", "value": "0x" + value,
+                        "mask": None if full else "0x" + mask})
+        return out
+
+    def is_value_set(self, e, ctx):
+        return isinstance(e, A.Name) and isinstance(ctx.scope.lookup(e.name), ValueSetSym)
+
+    def keyset_pairs(self, e, width, ctx):
+        """(value, mask) pairs matching one keyset element."""
+        if isinstance(e, A.DefaultExpr):
+            return [(0, 0)]
+        if self.is_value_set(e, ctx):
+            raise unsupported(e.loc, "value_set inside a tuple keyset")
+        if isinstance(e, A.Mask):
+            v, m = self.select_const(e.value, ctx, width), self.select_const(e.mask, ctx, width)
+            return [(v & m, m)]
+        if isinstance(e, A.Range):
+            lo, hi = self.select_const(e.lo, ctx, width), self.select_const(e.hi, ctx, width)
+            if lo > hi:
+                raise CompileError(e.loc, f"empty range {lo}..{hi}")
+            return _range_to_masks(lo, hi, width)
+        return [(self.select_const(e, ctx, width), mask_of(width))]
+
+    def select_const(self, e, ctx, width):
+        v = self.eval_value(e, Ctx(ctx.scope))
+        if v.const is None:
+            raise CompileError(e.loc, "select case values must be compile-time constants")
+        value = int(v.const)
+        if value < 0:
+            value &= mask_of(width)
+        if value > mask_of(width):
+            raise CompileError(e.loc, f"value {value} does not fit the {width}-bit select key")
+        return value
+
+    # ------------------------------------------------------------ deparser
+    def lower_deparser(self, decl):
+        scope = Scope(self.globals)
+        self.bind_params(decl, scope)
+        order = []
+        self.deparser_stmts(decl.body.stmts, Ctx(scope, None, "deparser"), order)
+        self.json["deparsers"].append({"name": "deparser", "id": 0,
+                                       "source_info": source_info(decl.loc), "order": order,
+                                       "primitives": []})
+
+    def deparser_stmts(self, stmts, ctx, order):
+        for s in stmts:
+            if isinstance(s, A.Block):
+                self.deparser_stmts(s.stmts, ctx, order)
+            elif isinstance(s, A.Empty):
+                continue
+            elif isinstance(s, A.CallStmt) and isinstance(s.call.func, A.Member) and \
+                    s.call.func.name == "emit":
+                self.deparser_emit(s.call, ctx, order)
+            else:
+                raise unsupported(s.loc, "deparser statements other than packet.emit()")
+
+    def deparser_emit(self, call, ctx, order):
+        obj = self.eval_value(call.func.expr, ctx)
+        if obj.extra.get("packet") != "packet_out":
+            raise CompileError(call.loc, "emit() must be called on the packet_out parameter")
+        if len(call.args) != 1:
+            raise CompileError(call.loc, f"wrong number of arguments to 'emit': expected 1, "
+                                         f"got {len(call.args)}")
+        v = self.eval_value(call.args[0], ctx)
+        names = self.emit_order(v, call.args[0])
+        for n in names:
+            if n not in order:
+                order.append(n)
+
+    def emit_order(self, v, e):
+        ref = v.ref
+        if isinstance(ref, HeaderRef):
+            return [ref.name]
+        if isinstance(ref, StackRef):
+            return [h.name for h in ref.elems]
+        if isinstance(ref, UnionRef):
+            return [h.name for h in ref.members.values()]
+        if isinstance(ref, StructRef):
+            out = []
+            for m in ref.members.values():
+                if m.ref is not None and not isinstance(m.ref, FieldRef):
+                    out += self.emit_order(m, e)
+            return out
+        raise CompileError(e.loc, f"emit needs a header, stack, union or struct of headers, "
+                                  f"not {v.type}")
+
+    # ------------------------------------------------------------ checksums
+    def lower_checksums(self, decl, verify):
+        scope = Scope(self.globals)
+        self.bind_params(decl, scope)
+        wanted = "verify_checksum" if verify else "update_checksum"
+        self.checksum_stmts(decl.body.stmts, Ctx(scope, None, "checksum"), wanted, verify)
+
+    def checksum_stmts(self, stmts, ctx, wanted, verify):
+        for s in stmts:
+            if isinstance(s, A.Block):
+                self.checksum_stmts(s.stmts, ctx, wanted, verify)
+            elif isinstance(s, A.Empty):
+                continue
+            elif isinstance(s, A.CallStmt) and isinstance(s.call.func, A.Name) and \
+                    s.call.func.name in (wanted, wanted + "_with_payload"):
+                self.checksum_call(s.call, ctx, verify)
+            else:
+                role = "VerifyChecksum" if verify else "ComputeChecksum"
+                raise unsupported(s.loc, f"statement in the {role} control (only {wanted}() "
+                                         f"calls are supported)")
+
+    def checksum_call(self, call, ctx, verify):
+        name = call.func.name
+        sym = self.globals.lookup(name)
+        if not isinstance(sym, ExternFuncSym):
+            raise CompileError(call.loc, f"undeclared function '{name}'")
+        method = self.pick_overload(sym.overloads, call, name)
+        args = self.bind_args(call, method.params, name, ctx,
+                              self.call_type_env(method, call, ctx))
+        cond = args["condition"]
+        self.require_bool(cond, call.args[0].loc, "checksum condition")
+        if cond.const is False:
+            return
+        inputs = self.data_inputs(args["data"], call, ctx, allow_temps=False)
+        if name.endswith("_with_payload"):
+            inputs.append({"type": "payload", "value": None})
+        target = args["checksum"]
+        if not isinstance(target.ref, FieldRef):
+            raise CompileError(call.args[2].loc, "checksum target must be a header field")
+        calc = self.add_calculation(self.hash_algo(args["algo"], call), inputs, call.loc)
+        self.json["checksums"].append({
+            "name": self.unique_name("cksum"), "id": len(self.json["checksums"]),
+            "source_info": source_info(call.loc), "target": [target.ref.header, target.ref.field],
+            "type": "generic", "calculation": calc, "verify": verify, "update": not verify,
+            "if_cond": None if cond.const is True else as_bool(cond)})
+
+
+def _pad_hex(value, width):
+    nbytes = (width + 7) // 8
+    return f"{value:0{2 * nbytes}x}"
+
+
+def _range_to_masks(lo, hi, width):
+    """Cover [lo, hi] with aligned power-of-two blocks as (value, mask) pairs."""
+    out = []
+    full = mask_of(width)
+    while lo <= hi:
+        size = lo & -lo if lo else 1 << width
+        while size > hi - lo + 1:
+            size >>= 1
+        out.append((lo, full & ~(size - 1)))
+        lo += size
+    return out

@@ -1,0 +1,728 @@
+"""Statements inside actions (and synthetic actions), calls, and v1model externs.
+
+Conditionals inside actions become `_jump_if_zero`/`_jump`; action and function
+calls are inlined; extern calls become BMv2 primitives.
+"""
+from . import ast as A
+from .errors import CompileError, unsupported
+from .exprs import Ctx, StackLastRef
+from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope
+from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StackT, StringT, StructT, TupleT,
+                    TypeVar, VoidT, storage_width)
+from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
+                     as_bool, as_data, bool_expr, expr, hexstr)
+
+_V1_EXTERN_TYPES = {"register", "counter", "direct_counter", "meter", "direct_meter",
+                    "packet_in", "packet_out"}
+
+
+def source_info(loc):
+    if loc is None:
+        return None
+    return {"filename": loc.file, "line": loc.line, "column": loc.col}
+
+
+class StmtMixin:
+    # ------------------------------------------------------------ primitives
+    def emit(self, ctx, op, params, loc):
+        if ctx.prims is None:
+            raise CompileError(loc, "statements with side effects are not allowed here")
+        prim = {"op": op, "parameters": params}
+        if loc is not None:
+            prim["source_info"] = source_info(loc)
+        if ctx.kind == "parser":
+            if op == "assign":
+                prim = {"op": "set", "parameters": params}
+            else:
+                prim = {"op": "primitive", "parameters": [prim]}
+        ctx.prims.append(prim)
+        return prim
+
+    def patch_jump(self, prim, target):
+        prim["parameters"][-1] = hexstr(target)
+
+    # ------------------------------------------------------------ statements
+    def lower_stmt(self, s, ctx):
+        handler = getattr(self, "st_" + type(s).__name__, None)
+        if handler is None:
+            raise unsupported(s.loc, f"statement {type(s).__name__}")
+        handler(s, ctx)
+
+    def st_Block(self, s, ctx):
+        inner = ctx.child(Scope(ctx.scope))
+        for st in s.stmts:
+            self.lower_stmt(st, inner)
+
+    def st_Empty(self, s, ctx):
+        pass
+
+    def st_Assign(self, s, ctx):
+        lhs = self.eval_value(s.lhs, ctx)
+        self.check_lvalue(lhs, s.lhs)
+        if isinstance(s.rhs, A.Call):
+            produced = self.lower_call(s.rhs, ctx, dest=lhs)
+            if produced is None:
+                return
+            rhs = produced
+        else:
+            rhs = self.eval_value(s.rhs, ctx, lhs.type)
+        self.assign(ctx, lhs, rhs, s.rhs.loc)
+
+    def check_lvalue(self, v, e):
+        if v.extra.get("is_const") or v.const is not None:
+            raise CompileError(e.loc, f"cannot assign to constant '{self.describe(e)}'")
+        if v.extra.get("readonly"):
+            raise CompileError(e.loc, f"cannot assign to '{self.describe(e)}': it is a "
+                                      f"read-only (in) parameter")
+        ok = (v.ref is not None and not isinstance(v.ref, StackLastRef)) or "slice" in v.extra \
+            or v.extra.get("lvalue")
+        if not ok:
+            raise CompileError(e.loc, f"'{self.describe(e)}' is not assignable")
+        if "slice" in v.extra:
+            self.check_lvalue(v.extra["slice"][0], e)
+
+    def st_VarDecl(self, s, ctx):
+        t = self.resolve_type(s.type, ctx.scope)
+        if s.is_const:
+            v = self.eval_const_decl(A.ConstDecl(s.loc, s.annos, s.name, s.type, s.init), t,
+                                     ctx.scope)
+            ctx.scope.declare(s.name, v, s.loc)
+            return
+        var = self.declare_local(s, t, ctx)
+        if s.init is not None:
+            if isinstance(s.init, A.Call):
+                produced = self.lower_call(s.init, ctx, dest=var)
+                if produced is not None:
+                    self.assign(ctx, var, produced, s.init.loc)
+            else:
+                self.assign(ctx, var, self.eval_value(s.init, ctx, t), s.init.loc)
+        ctx.scope.declare(s.name, var, s.loc)
+
+    def declare_local(self, s, t, ctx):
+        if isinstance(t, (StructT, StackT)) and t.kind if hasattr(t, "kind") else False:
+            pass
+        if isinstance(t, (ExternT,)) or not (t.is_scalar or isinstance(t, (StructT, StackT))):
+            raise CompileError(s.type.loc, f"cannot declare a variable of type {t}")
+        return self.layout(t, self.unique_name(s.name), False, s.name)
+
+    def st_If(self, s, ctx):
+        cond = self.eval_value(s.cond, ctx)
+        self.require_bool(cond, s.cond.loc, "condition of 'if'")
+        if cond.const is not None:
+            branch = s.then if cond.const else s.other
+            if branch is not None:
+                self.lower_stmt(branch, ctx.child(Scope(ctx.scope)))
+            return
+        if ctx.kind == "parser":
+            raise unsupported(s.loc, "'if' statement in a parser state")
+        jz = self.emit(ctx, "_jump_if_zero", [expr("b2d", None, as_bool(cond)), hexstr(0)], s.loc)
+        self.lower_stmt(s.then, ctx.child(Scope(ctx.scope)))
+        if s.other is not None:
+            j = self.emit(ctx, "_jump", [hexstr(0)], s.loc)
+            self.patch_jump(jz, len(ctx.prims))
+            self.lower_stmt(s.other, ctx.child(Scope(ctx.scope)))
+            self.patch_jump(j, len(ctx.prims))
+        else:
+            self.patch_jump(jz, len(ctx.prims))
+
+    def st_Return(self, s, ctx):
+        if ctx.return_jumps is None:
+            raise CompileError(s.loc, "'return' is not allowed here")
+        if s.value is not None:
+            if ctx.return_target is None:
+                raise CompileError(s.value.loc, "this return statement cannot return a value")
+            self.assign(ctx, ctx.return_target,
+                        self.eval_value(s.value, ctx, ctx.return_target.type), s.value.loc)
+        ctx.return_jumps.append(self.emit(ctx, "_jump", [hexstr(0)], s.loc))
+
+    def st_Exit(self, s, ctx):
+        self.emit(ctx, "exit", [], s.loc)
+        if ctx.return_jumps is not None:
+            ctx.return_jumps.append(self.emit(ctx, "_jump", [hexstr(0)], s.loc))
+
+    def st_Switch(self, s, ctx):
+        raise unsupported(s.loc, "'switch' statement inside an action")
+
+    def st_CallStmt(self, s, ctx):
+        self.lower_call(s.call, ctx)
+
+    def st_Instance(self, s, ctx):
+        raise CompileError(s.loc, "instances cannot be declared inside a block")
+
+    # ------------------------------------------------------------ assignment
+    def assign(self, ctx, lhs, rhs, loc):
+        rhs = self.coerce_assign(rhs, lhs.type, loc)
+        if "slice" in lhs.extra:
+            return self.assign_slice(ctx, lhs, rhs, loc)
+        ref = lhs.ref
+        if isinstance(ref, StructRef):
+            return self.assign_struct(ctx, lhs, rhs, loc)
+        if isinstance(ref, (HeaderRef, DynHeaderRef)):
+            return self.assign_header(ctx, lhs, rhs, loc)
+        if isinstance(ref, UnionRef):
+            self.require_same_ref(rhs, UnionRef, loc)
+            return self.emit(ctx, "assign_union", [ref.json(), rhs.ref.json()], loc)
+        if isinstance(ref, StackRef):
+            self.require_same_ref(rhs, StackRef, loc)
+            return self.emit(ctx, "assign_header_stack", [ref.json(), rhs.ref.json()], loc)
+        dst = ref.json() if ref is not None else lhs.json
+        return self.emit(ctx, "assign", [dst, as_data(rhs)], loc)
+
+    def require_same_ref(self, rhs, cls, loc):
+        if not isinstance(rhs.ref, cls):
+            raise unsupported(loc, f"assignment of this expression to a {cls.__name__[:-3].lower()}")
+
+    def coerce_assign(self, rhs, t, loc):
+        if isinstance(rhs.type, TupleT) and isinstance(t, (StructT,)):
+            return rhs
+        return self.coerce(rhs, t, loc, "assignment")
+
+    def assign_slice(self, ctx, lhs, rhs, loc):
+        base, hi, lo = lhs.extra["slice"]
+        width = base.type.width
+        slice_mask = ((1 << (hi - lo + 1)) - 1) << lo
+        keep = expr("&", as_data(base), hexstr(((1 << width) - 1) ^ slice_mask, width))
+        moved = expr("&", expr("<<", as_data(rhs), hexstr(lo)), hexstr(slice_mask, width))
+        new = Val(base.type, json=expr("|", keep, moved))
+        return self.assign(ctx, base, new, loc)
+
+    def assign_struct(self, ctx, lhs, rhs, loc):
+        members = lhs.ref.members
+        if isinstance(rhs.type, TupleT):
+            items = rhs.extra["items"]
+            if len(items) != len(members):
+                raise CompileError(loc, f"expected {len(members)} values for {lhs.type}, got "
+                                        f"{len(items)}")
+            for (name, dst), src in zip(members.items(), items):
+                self.assign(ctx, dst, src, loc)
+            return
+        if not isinstance(rhs.ref, StructRef):
+            raise unsupported(loc, f"assignment of this expression to {lhs.type}")
+        for name, dst in members.items():
+            self.assign(ctx, dst, rhs.ref.members[name], loc)
+
+    def assign_header(self, ctx, lhs, rhs, loc):
+        if isinstance(rhs.type, TupleT):
+            self.emit(ctx, "add_header", [lhs.ref.json()], loc)
+            names = [n for n, _ in lhs.type.fields]
+            items = rhs.extra["items"]
+            if len(items) != len(names):
+                raise CompileError(loc, f"expected {len(names)} values for {lhs.type}")
+            for n, src in zip(names, items):
+                self.assign(ctx, self.header_member(lhs, A.Member(loc, None, n)), src, loc)
+            return
+        if not isinstance(rhs.ref, (HeaderRef, DynHeaderRef)):
+            raise unsupported(loc, f"assignment of this expression to {lhs.type}")
+        self.emit(ctx, "assign_header", [lhs.ref.json(), rhs.ref.json()], loc)
+
+    # ------------------------------------------------------------ calls
+    def lower_call(self, call, ctx, dest=None):
+        """Lower a call; returns a Val for value-returning calls not written into `dest`."""
+        f = self.eval_expr(call.func, ctx)
+        x = f.extra
+        if "callable" in x:
+            sym = x["callable"]
+            if isinstance(sym, ActionSym):
+                self.check_no_dest(dest, call, "an action")
+                return self.inline_action(sym, call.args, ctx, call.loc)
+            if isinstance(sym, FuncSym):
+                return self.inline_function(sym, call, ctx, dest)
+            if isinstance(sym, ExternFuncSym):
+                return self.extern_function(sym, call, ctx, dest)
+        if "method" in x:
+            return self.method_call(f, call, ctx, dest)
+        raise CompileError(call.loc, f"'{self.describe(call.func)}' is not callable")
+
+    def check_no_dest(self, dest, call, what):
+        if dest is not None:
+            raise CompileError(call.loc, f"{what} does not return a value")
+
+    def ev_Call(self, e, ctx, expected):
+        f = self.eval_expr(e.func, ctx)
+        x = f.extra
+        if "method" in x and x["method"] in ("isValid",):
+            self.check_argc(e, [], "isValid")
+            return self.is_valid(x["obj"], e)
+        if "method" in x and "table" in x["obj"].extra and x["method"] == "apply":
+            self.check_argc(e, [], "apply")
+            return Val(None, extra={"apply_result": x["obj"].extra["table"], "loc": e.loc})
+        if "method" in x and x["method"] in ("minSizeInBits", "minSizeInBytes"):
+            bits = x["obj"].type.width()
+            return Val(IntT(), const=bits if x["method"] == "minSizeInBits" else bits // 8)
+        if "method" in x and x["method"] == "lookahead":
+            return self.lookahead_value(e, ctx)
+        if ctx.prims is None:
+            raise CompileError(e.loc, f"call to '{self.describe(e.func)}' is not allowed in "
+                                      f"this expression")
+        result = self.lower_call(e, ctx, dest=None)
+        if result is None:
+            raise CompileError(e.loc, f"'{self.describe(e.func)}' does not return a value")
+        return result
+
+    def is_valid(self, obj, e):
+        ref = obj.ref
+        if isinstance(ref, HeaderRef):
+            return bool_expr(expr("d2b", None, {"type": "field", "value": [ref.name, "$valid$"]}))
+        if isinstance(ref, UnionRef):
+            return bool_expr(expr("valid_union", None, ref.json()))
+        if isinstance(ref, DynHeaderRef):
+            return bool_expr(expr("valid", None, ref.json()))
+        raise unsupported(e.loc, "isValid() on this expression")
+
+    def check_argc(self, call, params, name):
+        need = [p for p in params if p.default is None]
+        if not (len(need) <= len(call.args) <= len(params)):
+            raise CompileError(call.loc, f"wrong number of arguments to '{name}': expected "
+                                         f"{len(need)}, got {len(call.args)}")
+
+    def bind_args(self, call, params, name, ctx, type_env=None):
+        """Evaluate call arguments against `params`; returns {param name: Val}."""
+        self.check_argc(call, params, name)
+        if any(isinstance(a, A.NamedArg) for a in call.args):
+            by_name = {a.name: a for a in call.args if isinstance(a, A.NamedArg)}
+            exprs = [by_name.get(p.name, p.default) for p in params]
+        else:
+            exprs = list(call.args) + [p.default for p in params[len(call.args):]]
+        bound = {}
+        for p, e in zip(params, exprs):
+            pt = self.resolve_type(p.type, ctx.scope, type_env or {})
+            v = self.eval_value(e, ctx, pt)
+            if p.direction in ("out", "inout") and not isinstance(v.type, type(None)):
+                if "dontcare" not in v.extra:
+                    self.check_lvalue(v, e)
+            v = self.coerce_arg(v, pt, e, p, name)
+            bound[p.name] = v
+        return bound
+
+    def coerce_arg(self, v, pt, e, p, name):
+        try:
+            return self.coerce(v, pt, e.loc, f"argument '{p.name}' of '{name}'")
+        except CompileError as err:
+            if isinstance(pt, Bits) and isinstance(v.type, Bits):
+                raise CompileError(e.loc, f"argument '{p.name}' of '{name}' has type {v.type}, "
+                                          f"but {pt} is expected (width mismatch)") from None
+            raise err
+
+    # ------------------------------------------------------------ inlining
+    def inline_action(self, sym, args, ctx, loc):
+        d = sym.decl
+        call = A.Call(loc, A.Name(loc, d.name), [], args)
+        bound = self.bind_args(call, d.params, d.name, ctx)
+        scope = Scope(sym.scope)
+        for p in d.params:
+            v = bound[p.name]
+            if p.direction == "in":
+                v = Val(v.type, const=v.const, json=v.json, ref=v.ref, is_boolexpr=v.is_boolexpr,
+                        extra=dict(v.extra, readonly=True))
+            scope.declare(p.name, v, p.loc)
+        self.inline_body(d.body, ctx, scope, None)
+        return None
+
+    def inline_body(self, body, ctx, scope, return_target):
+        inner = Ctx(scope, ctx.prims, ctx.kind, ctx.control)
+        inner.return_jumps, inner.return_target = [], return_target
+        for st in body.stmts:
+            self.lower_stmt(st, inner)
+        for j in inner.return_jumps:
+            self.patch_jump(j, len(ctx.prims))
+
+    def inline_function(self, sym, call, ctx, dest):
+        d = sym.decl
+        if d.type_params:
+            raise unsupported(call.loc, f"generic function '{d.name}'")
+        if ctx.prims is None:
+            raise CompileError(call.loc, f"call to function '{d.name}' is not allowed here")
+        bound = self.bind_args(call, d.params, d.name, ctx)
+        scope = Scope(sym.scope)
+        for p in d.params:
+            scope.declare(p.name, bound[p.name], p.loc)
+        ret_t = self.resolve_type(d.ret, sym.scope)
+        target = None
+        if not isinstance(ret_t, VoidT):
+            target = self.new_scalar(self.unique_name(f"{d.name}_retval"), ret_t)
+        self.inline_body(d.body, ctx, scope, target)
+        return target
+
+    # ------------------------------------------------------------ extern functions
+    def extern_function(self, sym, call, ctx, dest):
+        method = self.pick_overload(sym.overloads, call, sym.name)
+        handler = getattr(self, "fn_" + sym.name, None)
+        if handler is None:
+            raise unsupported(call.loc, f"extern function '{sym.name}'")
+        if ctx.prims is None:
+            raise CompileError(call.loc, f"call to '{sym.name}' is not allowed here")
+        type_env = self.call_type_env(method, call, ctx)
+        args = self.bind_args(call, method.params, sym.name, ctx, type_env)
+        return handler(call, args, ctx, dest)
+
+    def pick_overload(self, overloads, call, name):
+        n = len(call.args)
+        for m in overloads:
+            need = [p for p in m.params if p.default is None]
+            if len(need) <= n <= len(m.params):
+                return m
+        counts = sorted({len(m.params) for m in overloads})
+        want = " or ".join(map(str, counts))
+        raise CompileError(call.loc, f"wrong number of arguments to '{name}': expected {want}, "
+                                     f"got {n}")
+
+    def call_type_env(self, method, call, ctx, base_env=None):
+        env = dict(base_env or {})
+        for i, tp in enumerate(method.type_params):
+            if i < len(call.type_args):
+                env[tp] = self.resolve_type(call.type_args[i], ctx.scope)
+            else:
+                env[tp] = TypeVar(tp)
+        return env
+
+    def fn_mark_to_drop(self, call, args, ctx, dest):
+        sm = args["standard_metadata"]
+        self.emit(ctx, "mark_to_drop", [sm.ref.json()], call.loc)
+
+    def fn_random(self, call, args, ctx, dest):
+        r, lo, hi = args["result"], args["lo"], args["hi"]
+        t = r.type
+        lo, hi = self.coerce(lo, t, call.loc, "random"), self.coerce(hi, t, call.loc, "random")
+        self.emit(ctx, "modify_field_rng_uniform", [self.dst_json(r), as_data(lo), as_data(hi)],
+                  call.loc)
+
+    def dst_json(self, v):
+        return v.ref.json() if v.ref is not None else v.json
+
+    def fn_hash(self, call, args, ctx, dest):
+        algo = self.hash_algo(args["algo"], call)
+        calc = self.add_calculation(algo, self.data_inputs(args["data"], call, ctx), call.loc)
+        self.emit(ctx, "modify_field_with_hash_based_offset",
+                  [self.dst_json(args["result"]), as_data(args["base"]),
+                   {"type": "calculation", "value": calc}, as_data(args["max"])], call.loc)
+
+    def hash_algo(self, v, call):
+        if not (isinstance(v.type, EnumT) and v.type.name == "HashAlgorithm") or v.const is None:
+            raise CompileError(call.loc, "hash algorithm must be a HashAlgorithm constant")
+        return v.extra.get("enum_member") or [k for k, x in v.type.members.items()
+                                              if x == v.const][0]
+
+    def data_inputs(self, data, call, ctx, allow_temps=True):
+        """Flatten a list/struct/header argument into BMv2 calculation inputs."""
+        out = []
+        for v in self.flatten(data, call):
+            if isinstance(v.ref, FieldRef):
+                out.append(v.ref.json())
+            elif v.const is not None:
+                w = storage_width(v.type) if not isinstance(v.type, IntT) else None
+                if w is None:
+                    raise CompileError(call.loc, "constants in a field list need a width")
+                out.append(dict(hexstr(v.const, w), bitwidth=w))
+            elif isinstance(v.ref, HeaderRef):
+                out.append(v.ref.json())
+            elif allow_temps:
+                tmp = self.new_scalar(self.unique_name("tmp"), v.type)
+                self.assign(ctx, tmp, v, call.loc)
+                out.append(tmp.ref.json())
+            else:
+                raise unsupported(call.loc, "expression in a checksum field list")
+        return out
+
+    def flatten(self, v, call):
+        if isinstance(v.type, TupleT):
+            out = []
+            for item in v.extra["items"]:
+                out += self.flatten(item, call)
+            return out
+        if isinstance(v.ref, StructRef):
+            out = []
+            for m in v.ref.members.values():
+                out += self.flatten(m, call)
+            return out
+        if isinstance(v.ref, HeaderRef):
+            return [v]
+        if v.type is not None and v.type.is_scalar:
+            return [v]
+        raise unsupported(call.loc, f"a value of type {v.type} in a field list")
+
+    def add_calculation(self, algo, inputs, loc):
+        name = self.unique_name("calc")
+        self.json["calculations"].append({"name": name, "id": len(self.json["calculations"]),
+                                          "source_info": source_info(loc), "algo": algo,
+                                          "input": inputs})
+        return name
+
+    def fn_digest(self, call, args, ctx, dest):
+        data = args["data"]
+        t = data.type
+        type_arg = self.resolve_type(call.type_args[0], ctx.scope) if call.type_args else t
+        name = type_arg.name if isinstance(type_arg, StructT) else self.unique_name("digest")
+        fields = self.flatten(data, call)
+        elements = self.data_inputs(data, call, ctx)
+        list_id = self.learn_list(name, elements, fields, type_arg, call.loc)
+        self.emit(ctx, "generate_digest", [as_data(args["receiver"]), hexstr(list_id)], call.loc)
+
+    def learn_list(self, name, elements, fields, t, loc):
+        for ll in self.json["learn_lists"]:
+            if ll["name"] == name and ll["elements"] == elements:
+                return ll["id"]
+        if any(ll["name"] == name for ll in self.json["learn_lists"]):
+            name = self.unique_name(name)
+        list_id = len(self.json["learn_lists"]) + 1
+        self.json["learn_lists"].append({"id": list_id, "name": name, "source_info":
+                                         source_info(loc), "elements": elements})
+        names = [n for n, _ in t.fields] if isinstance(t, StructT) else \
+            [f"f{i}" for i in range(len(fields))]
+        widths = [storage_width(f.type) for f in fields]
+        self.digests.append((name, list(zip(names, widths)), list_id, t))
+        return list_id
+
+    def clone_kind(self, v, call):
+        if not (isinstance(v.type, EnumT) and v.type.name == "CloneType") or v.const is None:
+            raise CompileError(call.loc, "clone type must be CloneType.I2E or CloneType.E2E")
+        return "clone_ingress_pkt_to_egress" if v.const == 0 else "clone_egress_pkt_to_egress"
+
+    def fn_clone(self, call, args, ctx, dest):
+        op = self.clone_kind(args["type"], call)
+        self.emit(ctx, op, [as_data(args["session"]), hexstr(0)], call.loc)
+
+    def fn_clone3(self, call, args, ctx, dest):
+        op = self.clone_kind(args["type"], call)
+        fl = self.field_list_from_data(args["data"], call, ctx)
+        self.emit(ctx, op, [as_data(args["session"]), hexstr(fl)], call.loc)
+
+    def fn_clone_preserving_field_list(self, call, args, ctx, dest):
+        op = self.clone_kind(args["type"], call)
+        fl = self.field_list_by_index(args["index"], call)
+        self.emit(ctx, op, [as_data(args["session"]), hexstr(fl)], call.loc)
+
+    def fn_resubmit_preserving_field_list(self, call, args, ctx, dest):
+        self.emit(ctx, "resubmit", [hexstr(self.field_list_by_index(args["index"], call))],
+                  call.loc)
+
+    def fn_recirculate_preserving_field_list(self, call, args, ctx, dest):
+        self.emit(ctx, "recirculate", [hexstr(self.field_list_by_index(args["index"], call))],
+                  call.loc)
+
+    def fn_resubmit(self, call, args, ctx, dest):
+        self.emit(ctx, "resubmit", [hexstr(self.field_list_from_data(args["data"], call, ctx))],
+                  call.loc)
+
+    def fn_recirculate(self, call, args, ctx, dest):
+        self.emit(ctx, "recirculate",
+                  [hexstr(self.field_list_from_data(args["data"], call, ctx))], call.loc)
+
+    def field_list_from_data(self, data, call, ctx):
+        elements = self.data_inputs(data, call, ctx, allow_temps=False)
+        return self.add_field_list(self.unique_name("fl"), elements, call.loc)
+
+    def add_field_list(self, name, elements, loc):
+        for fl in self.json["field_lists"]:
+            if fl["elements"] == elements:
+                return fl["id"]
+        fl_id = len(self.json["field_lists"]) + 1
+        self.json["field_lists"].append({"id": fl_id, "name": name, "source_info":
+                                         source_info(loc), "elements": elements})
+        return fl_id
+
+    def field_list_by_index(self, v, call):
+        """Fields of the user metadata annotated @field_list(index)."""
+        if v.const is None:
+            raise CompileError(call.loc, "field list index must be a constant")
+        index = int(v.const)
+        elements = []
+        for val, annos in self.metadata_fields_with_annos():
+            a = A.find_annotation(annos, "field_list")
+            if a and any(isinstance(x, A.IntLit) and x.value == index for x in a.args):
+                elements.append(val.ref.json())
+        return self.add_field_list(f"field_list{index}", elements, call.loc)
+
+    def metadata_fields_with_annos(self, val=None):
+        val = val or self.user_meta
+        out = []
+        for fname, ft in val.type.fields:
+            m = val.ref.members[fname]
+            if isinstance(m.ref, StructRef):
+                out += self.metadata_fields_with_annos(m)
+            elif isinstance(m.ref, FieldRef):
+                out.append((m, val.type.field_annos.get(fname, [])))
+        return out
+
+    def fn_truncate(self, call, args, ctx, dest):
+        self.emit(ctx, "truncate", [as_data(args["length"])], call.loc)
+
+    def fn_assert(self, call, args, ctx, dest):
+        self.emit(ctx, "assert", [as_bool(self.bool_arg(args["check"], call))], call.loc)
+
+    def fn_assume(self, call, args, ctx, dest):
+        self.emit(ctx, "assume", [as_bool(self.bool_arg(args["check"], call))], call.loc)
+
+    def bool_arg(self, v, call):
+        self.require_bool(v, call.loc, "argument")
+        return v
+
+    def fn_log_msg(self, call, args, ctx, dest):
+        items = []
+        if "data" in args:
+            items = [as_data(v) for v in self.flatten(args["data"], call)]
+        self.emit(ctx, "log_msg", [args["msg"].json, {"type": "parameters_vector",
+                                                      "value": items}], call.loc)
+
+    def fn_verify(self, call, args, ctx, dest):
+        if ctx.kind != "parser":
+            raise CompileError(call.loc, "verify() may only be called in a parser")
+        check = self.bool_arg(args["check"], call)
+        err = args["toSignal"]
+        ctx.prims.append({"op": "verify", "parameters": [as_bool(check), as_data(err)]})
+
+    def checksum_outside(self, call, args, ctx, dest):
+        raise unsupported(call.loc, "checksum functions outside the VerifyChecksum/"
+                                    "ComputeChecksum controls")
+
+    fn_verify_checksum = fn_update_checksum = checksum_outside
+    fn_verify_checksum_with_payload = fn_update_checksum_with_payload = checksum_outside
+
+    # ------------------------------------------------------------ methods
+    def method_call(self, f, call, ctx, dest):
+        name, obj = f.extra["method"], f.extra["obj"]
+        if name == "isValid":
+            self.check_argc(call, [], name)
+            return self.is_valid(obj, call)
+        if name in ("setValid", "setInvalid"):
+            self.check_argc(call, [], name)
+            self.check_lvalue(obj, call.func)
+            op = "add_header" if name == "setValid" else "remove_header"
+            self.emit(ctx, op, [obj.ref.json()], call.loc)
+            return None
+        if name in ("push_front", "pop_front"):
+            n = self.bind_args(call, [A.Param(call.loc, [], "in", A.TypeRef(call.loc, "int"),
+                                              "count")], name, ctx)["count"]
+            if n.const is None:
+                raise CompileError(call.loc, f"{name} needs a constant count")
+            self.emit(ctx, "push" if name == "push_front" else "pop",
+                      [obj.ref.json(), hexstr(int(n.const))], call.loc)
+            return None
+        if "table" in obj.extra:
+            raise CompileError(call.loc, "tables can only be applied in a control's apply block")
+        if "extern" in obj.extra:
+            return self.extern_method(obj.extra["extern"], name, call, ctx, dest)
+        if isinstance(obj.type, ExternT):
+            return self.packet_method(obj, name, call, ctx, dest)
+        raise CompileError(call.loc, f"unknown method '{name}'")
+
+    def find_methods(self, et, name, call):
+        ms = [m for m in et.decl.methods if m.name == name and m.ret is not None]
+        if not ms:
+            raise CompileError(call.func.loc, f"extern {et.name} has no method '{name}'")
+        return ms
+
+    def extern_method(self, inst, name, call, ctx, dest):
+        et = inst.type
+        method = self.pick_overload(self.find_methods(et, name, call), call, name)
+        if method.ret is not None and not isinstance(self.resolve_type(method.ret, ctx.scope,
+                                                                       self.extern_env(et)), VoidT):
+            if dest is None and not (et.name == "register" and name == "read"):
+                pass
+        env = self.call_type_env(method, call, ctx, self.extern_env(et))
+        args = self.bind_args(call, method.params, name, ctx, env)
+        handler = getattr(self, f"m_{et.name}_{name}", None)
+        if handler is None:
+            raise unsupported(call.loc, f"method {et.name}.{name}")
+        if ctx.prims is None:
+            raise CompileError(call.loc, f"call to '{name}' is not allowed here")
+        return handler(inst, call, args, ctx, dest)
+
+    def extern_env(self, et):
+        return {p: a for p, a in zip(et.decl.type_params, et.type_args)}
+
+    def m_register_read(self, inst, call, args, ctx, dest):
+        reg = {"type": "register_array", "value": inst.name}
+        if "result" in args:
+            self.emit(ctx, "register_read", [self.dst_json(args["result"]), reg,
+                                             as_data(args["index"])], call.loc)
+            return None
+        target = dest
+        if target is None or "slice" in target.extra:
+            target = self.new_scalar(self.unique_name("tmp"), inst.info["value_type"])
+        self.emit(ctx, "register_read", [self.dst_json(target), reg, as_data(args["index"])],
+                  call.loc)
+        return None if target is dest else target
+
+    def m_register_write(self, inst, call, args, ctx, dest):
+        self.emit(ctx, "register_write", [{"type": "register_array", "value": inst.name},
+                                          as_data(args["index"]), as_data(args["value"])],
+                  call.loc)
+
+    def m_counter_count(self, inst, call, args, ctx, dest):
+        self.emit(ctx, "count", [{"type": "counter_array", "value": inst.name},
+                                 as_data(args["index"])], call.loc)
+
+    def m_direct_counter_count(self, inst, call, args, ctx, dest):
+        inst.info.setdefault("used_in", set()).add(id(ctx.prims))
+
+    def m_meter_execute_meter(self, inst, call, args, ctx, dest):
+        self.emit(ctx, "execute_meter", [{"type": "meter_array", "value": inst.name},
+                                         as_data(args["index"]), self.dst_json(args["result"])],
+                  call.loc)
+
+    def m_direct_meter_read(self, inst, call, args, ctx, dest):
+        target = args["result"]
+        if not isinstance(target.ref, FieldRef):
+            raise unsupported(call.loc, "direct_meter.read() into a non-field")
+        previous = inst.info.get("result_target")
+        if previous is not None and previous != target.ref.json()["value"]:
+            raise unsupported(call.loc, "direct_meter read into different fields")
+        inst.info["result_target"] = target.ref.json()["value"]
+
+    # ------------------------------------------------------------ extern instances
+    def make_extern_instance(self, d, t, scope, control):
+        if t.name not in _V1_EXTERN_TYPES:
+            if t.name in ("action_profile", "action_selector"):
+                raise unsupported(d.type.loc, f"{t.name} (action profiles/selectors)")
+            raise unsupported(d.type.loc, f"instance of extern '{t.name}' (only v1model "
+                                          f"externs are implemented)")
+        ctors = [m for m in t.decl.methods if m.ret is None]
+        call = A.Call(d.loc, A.Name(d.loc, t.name), [], d.args)
+        ctor = self.pick_overload(ctors, call, t.name)
+        args = self.bind_args(call, ctor.params, t.name, Ctx(scope), self.extern_env(t))
+        name = self.qualified(d.annos, d.name, control)
+        inst = type(self).make_instance_obj(name, t, list(args.values()), d)
+        getattr(self, f"inst_{t.name}", lambda i: None)(inst)
+        self.instances.append(inst)
+        return inst
+
+    @staticmethod
+    def make_instance_obj(name, t, args, d):
+        from .symbols import ExternInstance
+        return ExternInstance(name, t, args, d.loc, d.annos)
+
+    def inst_register(self, inst):
+        vt = inst.type.type_args[0] if inst.type.type_args else None
+        if not isinstance(vt, (Bits,)) and not (isinstance(vt, BoolT)):
+            raise CompileError(inst.loc, "register element type must be bit<W> or int<W>")
+        inst.info["value_type"] = vt
+        inst.info["size"] = int(inst.args[0].const)
+        self.json["register_arrays"].append({
+            "name": inst.name, "id": len(self.json["register_arrays"]),
+            "source_info": source_info(inst.loc), "size": inst.info["size"],
+            "bitwidth": storage_width(vt)})
+
+    def counter_unit(self, v):
+        return v.extra.get("enum_member") or "packets_and_bytes"
+
+    def inst_counter(self, inst):
+        inst.info["size"] = int(inst.args[0].const)
+        inst.info["unit"] = self.counter_unit(inst.args[1])
+        self.json["counter_arrays"].append({
+            "name": inst.name, "id": len(self.json["counter_arrays"]),
+            "source_info": source_info(inst.loc), "size": inst.info["size"],
+            "is_direct": False})
+
+    def inst_direct_counter(self, inst):
+        inst.info["unit"] = self.counter_unit(inst.args[0])
+
+    def inst_meter(self, inst):
+        inst.info["size"] = int(inst.args[0].const)
+        inst.info["unit"] = self.counter_unit(inst.args[1])
+        self.json["meter_arrays"].append({
+            "name": inst.name, "id": len(self.json["meter_arrays"]),
+            "source_info": source_info(inst.loc), "is_direct": False,
+            "size": inst.info["size"], "rate_count": 2, "type": inst.info["unit"]})
+
+    def inst_direct_meter(self, inst):
+        inst.info["unit"] = self.counter_unit(inst.args[0])

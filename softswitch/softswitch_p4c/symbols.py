@@ -1,0 +1,92 @@
+"""Symbols bound in scopes, and the scope chain."""
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CompileError
+
+
+@dataclass
+class TypeSym:
+    type: Any
+
+
+@dataclass
+class ActionSym:
+    decl: Any
+    control: Any = None             # ControlInfo of the enclosing control, or None
+    scope: Any = None               # scope the action body resolves names in
+
+
+@dataclass
+class FuncSym:
+    decl: Any
+    scope: Any = None
+
+
+@dataclass
+class ExternFuncSym:
+    name: str
+    overloads: list                 # of ast.Method
+
+
+@dataclass
+class BlockSym:
+    decl: Any                       # ParserDecl / ControlDecl / PackageDecl
+
+
+@dataclass
+class ExternInstance:
+    name: str                       # fully qualified (BMv2 JSON / P4Info name)
+    type: Any                       # ExternT
+    args: list                      # constructor argument Vals
+    loc: Any
+    annos: list
+    info: dict = field(default_factory=dict)
+
+
+@dataclass
+class TableSym:
+    decl: Any
+    name: str                       # fully qualified
+    control: Any
+    scope: Any
+    node: Any = None                # lowered TableNode, once applied
+
+
+@dataclass
+class ValueSetSym:
+    name: str
+    type: Any
+    size: int
+    loc: Any
+    annos: list
+
+
+@dataclass
+class StateSym:
+    name: str
+
+
+class Scope:
+    def __init__(self, parent=None):
+        self.parent = parent
+        self.names = {}
+
+    def declare(self, name, sym, loc):
+        if name in self.names:
+            raise CompileError(loc, f"duplicate declaration of '{name}'")
+        self.names[name] = sym
+
+    def lookup(self, name):
+        s = self
+        while s is not None:
+            if name in s.names:
+                return s.names[name]
+            s = s.parent
+        return None
+
+    def root(self):
+        s = self
+        while s.parent is not None:
+            s = s.parent
+        return s

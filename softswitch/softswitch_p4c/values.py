@@ -1,0 +1,147 @@
+"""Values produced by expression evaluation and the BMv2 JSON they lower to.
+
+A `Val` carries its type, and either a compile-time constant, a storage
+reference (field, header, stack, struct...) or a BMv2 JSON type-value object.
+"""
+from dataclasses import dataclass, field as dfield
+from typing import Any
+
+from .types import BoolT, Bits, IntT, storage_width
+
+
+def hexstr(value, width=None):
+    """BMv2 hexstr, zero-padded to whole bytes of `width` (as p4c writes it)."""
+    digits = 2 * max(1, ((width or max(value.bit_length(), 1)) + 7) // 8)
+    sign = "-" if value < 0 else ""
+    return {"type": "hexstr", "value": f"{sign}0x{abs(value):0{digits}x}"}
+
+
+def mask_of(width):
+    return (1 << width) - 1
+
+
+def expr(op, left, right, **extra):
+    value = {"op": op, "left": _operand(left), "right": _operand(right)}
+    for k, v in extra.items():
+        value[k] = _operand(v)
+    return {"type": "expression", "value": value}
+
+
+def _operand(j):
+    if isinstance(j, dict) and j.get("type") == "runtime_data":
+        return {"type": "local", "value": j["value"]}
+    return j
+
+
+# ------------------------------------------------------------------ storage refs
+@dataclass
+class FieldRef:
+    header: str
+    field: str
+
+    def json(self):
+        return {"type": "field", "value": [self.header, self.field]}
+
+
+@dataclass
+class HeaderRef:
+    name: str
+    type: Any
+    is_metadata: bool = False
+
+    def json(self):
+        return {"type": "header", "value": self.name}
+
+    def member(self, name):
+        return FieldRef(self.name, name)
+
+
+@dataclass
+class StackRef:
+    name: str
+    type: Any                       # StackT
+    elems: list                     # HeaderRef per index
+
+    def json(self):
+        return {"type": "header_stack", "value": self.name}
+
+
+@dataclass
+class UnionRef:
+    name: str
+    type: Any
+    members: dict                   # member name -> HeaderRef
+
+    def json(self):
+        return {"type": "header_union", "value": self.name}
+
+
+@dataclass
+class StructRef:
+    type: Any
+    members: dict                   # name -> Val
+
+
+@dataclass
+class DynHeaderRef:
+    """A stack element chosen at run time (`hdr.s[i]`): a header-valued expression."""
+    stack: StackRef
+    index_json: Any
+    type: Any
+
+    def json(self):
+        return expr("dereference_header_stack", self.stack.json(), self.index_json)
+
+
+@dataclass
+class Val:
+    type: Any
+    const: Any = None               # int or bool when known at compile time
+    json: Any = None                # BMv2 type-value object for data values
+    ref: Any = None                 # storage reference (lvalues, headers, structs...)
+    is_boolexpr: bool = False       # json is a BMv2 boolean expression
+    extra: dict = dfield(default_factory=dict)
+
+    @property
+    def is_const(self):
+        return self.const is not None
+
+
+def const_val(value, t):
+    return Val(t, const=value)
+
+
+def as_data(v):
+    """The BMv2 data (integer) form of a scalar value."""
+    if v.const is not None:
+        c = int(v.const)
+        width = storage_width(v.type) if not isinstance(v.type, IntT) else None
+        if isinstance(v.type, Bits) and v.type.signed and c < 0:
+            return hexstr(c, width)
+        return hexstr(c, width)
+    if v.is_boolexpr:
+        return expr("b2d", None, v.json)
+    if v.ref is not None and isinstance(v.ref, FieldRef):
+        return v.ref.json()
+    return v.json
+
+
+def as_bool(v):
+    """The BMv2 boolean form of a bool value."""
+    if v.const is not None:
+        return {"type": "bool", "value": bool(v.const)}
+    if v.is_boolexpr:
+        return v.json
+    return expr("d2b", None, as_data(v))
+
+
+def field_val(t, ref):
+    return Val(t, ref=ref, json=ref.json())
+
+
+def bool_expr(json):
+    return Val(BoolT(), json=json, is_boolexpr=True)
+
+
+def data_expr(t, json):
+    return Val(t, json=json)
