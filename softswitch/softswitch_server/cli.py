@@ -147,7 +147,8 @@ def main(argv=None) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         return run(args)
-    except OSError as e:
+    except (OSError, ValueError, RuntimeError) as e:
+        # e.g. an -i interface that does not exist, an address already in use
         print(f"softswitch: {e}", file=sys.stderr)
         return 1
 

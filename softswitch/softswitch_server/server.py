@@ -126,7 +126,10 @@ class SoftswitchServer:
                                 maximum_concurrent_rpcs=MAX_STREAMS * 2)
         service = P4RuntimeService(self.device, self.arbitrator, self.packet_io)
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, self.grpc)
-        self.port = self.grpc.add_insecure_port(address)
+        try:
+            self.port = self.grpc.add_insecure_port(address)
+        except RuntimeError as e:
+            raise OSError(f"cannot listen on {address}: {e}") from None
         if self.port == 0:
             raise OSError(f"cannot listen on {address}")
         self.address = address

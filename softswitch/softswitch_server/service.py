@@ -8,7 +8,7 @@ from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from .arbitration import Arbitrator, Client
-from .errors import P4RuntimeError, invalid, not_found, permission_denied, unimplemented
+from .errors import P4RuntimeError, not_found, permission_denied, unimplemented
 from .packetio import encode_packet_out
 
 log = logging.getLogger("softswitch.p4runtime")

@@ -44,7 +44,8 @@ class P4RTClient:
         self.device_id = device_id
         self.election_id = election_id
         self.requests = queue.Queue()
-        self.responses = queue.Queue()
+        self.responses = {kind: queue.Queue() for kind in
+                          ("arbitration", "packet", "digest", "error", "other")}
         self.stream = self.stub.StreamChannel(iter(self.requests.get, None))
         self.stream_error = None
         threading.Thread(target=self._receive, daemon=True).start()
@@ -54,10 +55,12 @@ class P4RTClient:
     def _receive(self):
         try:
             for message in self.stream:
-                self.responses.put(message)
+                kind = message.WhichOneof("update")
+                self.responses.get(kind, self.responses["other"]).put(getattr(message, kind))
         except grpc.RpcError as e:
             self.stream_error = e
-            self.responses.put(None)
+            for q in self.responses.values():
+                q.put(None)
 
     def arbitrate(self, election_id: int, device_id=None):
         self.election_id = election_id
@@ -69,14 +72,11 @@ class P4RTClient:
         return self.next_message("arbitration")
 
     def next_message(self, kind: str, timeout: float = 5.0):
-        """The next stream message of `kind` (others are skipped); None on timeout/end."""
-        while True:
-            try:
-                message = self.responses.get(timeout=timeout)
-            except queue.Empty:
-                return None
-            if message is None or message.WhichOneof("update") == kind:
-                return message and getattr(message, kind)
+        """The next stream message of `kind`; None on timeout or stream end."""
+        try:
+            return self.responses[kind].get(timeout=timeout)
+        except queue.Empty:
+            return None
 
     def send(self, request: p4runtime_pb2.StreamMessageRequest):
         self.requests.put(request)
@@ -186,6 +186,13 @@ def snapshot(client: P4RTClient) -> list:
     for table_id in (T_LPM, T_ACL, T_DMAC, T_CONST):
         reads.append(dict(table_entry=p4runtime_pb2.TableEntry(table_id=table_id, is_default_action=True)))
     return [m.SerializeToString(deterministic=True) for kw in reads for m in client.read(**kw)]
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def wait_for_no_clients(server, timeout_s: float = 5.0):
