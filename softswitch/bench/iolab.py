@@ -115,10 +115,15 @@ class VethLab:
         host.mac = mac_of(host.ifname, ns=ns)
         return host
 
-    def _wire_neighbours(self) -> None:
+    def _wire_neighbours(self, direct: bool = False) -> None:
         a, b = self.hosts["a"], self.hosts["b"]
         for src, dst in ((a, b), (b, a)):
-            src.run("ip", "neigh", "replace", dst.ip, "lladdr", ROUTER_MAC, "dev", src.ifname, "nud", "permanent")
+            mac = dst.mac if direct else ROUTER_MAC
+            src.run("ip", "neigh", "replace", dst.ip, "lladdr", mac, "dev", src.ifname, "nud", "permanent")
+
+    def address_hosts_directly(self) -> None:
+        """For a forwarder that rewrites nothing: each host sends to the other's own MAC."""
+        self._wire_neighbours(direct=True)
 
     def close(self) -> None:
         for host in self.hosts.values():
@@ -143,6 +148,22 @@ def forward_program() -> str:
     (IPv4 LPM forwarding, TTL-1, MAC rewrite, priority = IP precedence, enq_qdepth stamped into the IPv4
     identification field by egress, IPv4 checksum update)."""
     return FORWARD_PROGRAM.read_text()
+
+
+def red_ecn_program() -> str:
+    """p4src/red_ecn.p4 as BMv2 JSON: build/red_ecn.json if `make build` made it,
+    else compiled now with softswitch-p4c (raises CalledProcessError if it fails)."""
+    import sys
+    import tempfile
+    root = HERE.parents[1]
+    built = root / "build" / "red_ecn.json"
+    if built.exists():
+        return built.read_text()
+    p4c = Path(sys.executable).with_name("softswitch-p4c")
+    with tempfile.TemporaryDirectory(prefix="iop4c") as out:
+        subprocess.run([str(p4c), str(root / "p4src" / "red_ecn.p4"), "-o", out,
+                        "--p4runtime-files", f"{out}/red_ecn.p4info.txtpb"], check=True, capture_output=True)
+        return (Path(out) / "red_ecn.json").read_text()
 
 
 def pin_to_cpu(cpu: int) -> None:

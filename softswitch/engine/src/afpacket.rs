@@ -44,6 +44,8 @@ impl RawPort {
         port.setsockopt(libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1, "PACKET_IGNORE_OUTGOING")?;
         port.setsockopt(libc::SOL_SOCKET, libc::SO_RCVBUF, 4 << 20, "SO_RCVBUF")?;
         port.setsockopt(libc::SOL_SOCKET, libc::SO_SNDBUF, 4 << 20, "SO_SNDBUF")?;
+        // Kernel receive timestamps: a frame's arrival time does not depend on when we got to it.
+        port.setsockopt(libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1, "SO_TIMESTAMPNS")?;
         port.bind()?;
         Ok(port)
     }
@@ -80,6 +82,8 @@ impl RawPort {
             bufs.hdrs[i] = unsafe { std::mem::zeroed() };
             bufs.hdrs[i].msg_hdr.msg_iov = &mut bufs.iov[i];
             bufs.hdrs[i].msg_hdr.msg_iovlen = 1;
+            bufs.hdrs[i].msg_hdr.msg_control = bufs.control[i * CONTROL_LEN..].as_mut_ptr() as *mut _;
+            bufs.hdrs[i].msg_hdr.msg_controllen = CONTROL_LEN;
         }
         let n = unsafe {
             libc::recvmmsg(self.fd.as_raw_fd(), bufs.hdrs.as_mut_ptr(), BATCH as u32, libc::MSG_TRUNC, std::ptr::null_mut())
@@ -120,9 +124,13 @@ impl RawPort {
     }
 }
 
+/// Room for one SCM_TIMESTAMPNS control message per frame.
+const CONTROL_LEN: usize = 64;
+
 /// Reusable receive buffers for one recvmmsg call.
 pub struct RecvBufs {
     data: Vec<u8>,
+    control: Vec<u8>,
     iov: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
 }
@@ -133,6 +141,7 @@ impl RecvBufs {
     pub fn new() -> RecvBufs {
         RecvBufs {
             data: vec![0u8; BATCH * MAX_FRAME],
+            control: vec![0u8; BATCH * CONTROL_LEN],
             iov: (0..BATCH).map(|_| libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }).collect(),
             hdrs: (0..BATCH).map(|_| unsafe { std::mem::zeroed() }).collect(),
         }
@@ -143,6 +152,21 @@ impl RecvBufs {
         let len = self.hdrs[i].msg_len as usize;
         let truncated = self.hdrs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
         if truncated || len > MAX_FRAME { None } else { Some(&self.data[i * MAX_FRAME..i * MAX_FRAME + len]) }
+    }
+
+    /// When the kernel received the i-th frame (CLOCK_REALTIME ns), if it said.
+    pub fn kernel_timestamp_ns(&self, i: usize) -> Option<u64> {
+        let hdr = &self.hdrs[i].msg_hdr;
+        let mut cmsg = unsafe { libc::CMSG_FIRSTHDR(hdr) };
+        while !cmsg.is_null() {
+            let c = unsafe { &*cmsg };
+            if c.cmsg_level == libc::SOL_SOCKET && c.cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec = unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::timespec) };
+                return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            }
+            cmsg = unsafe { libc::CMSG_NXTHDR(hdr, cmsg) };
+        }
+        None
     }
 }
 

@@ -18,6 +18,14 @@ impl Clock {
         self.origin.elapsed().as_nanos() as u64
     }
 
+    /// Switch time of a CLOCK_REALTIME instant in the recent past (a kernel
+    /// receive timestamp), never later than `now_ns` nor more than 1 s before it.
+    pub fn from_realtime_ns(&self, realtime_ns: u64, now_ns: u64) -> u64 {
+        let real_now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
+        let age = real_now.saturating_sub(realtime_ns).min(1_000_000_000);
+        now_ns.saturating_sub(age)
+    }
+
     /// Wall-clock time of a switch timestamp (for pcap records).
     pub fn wall(&self, ns: u64) -> Duration {
         self.wall_origin + Duration::from_nanos(ns)

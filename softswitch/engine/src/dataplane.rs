@@ -174,7 +174,8 @@ impl PacketLoop {
                     }
                 };
                 for i in 0..n {
-                    self.arrive(port, bufs.frame(i), now);
+                    let at = bufs.kernel_timestamp_ns(i).map_or(now, |ts| self.clock.from_realtime_ns(ts, now));
+                    self.arrive(port, bufs.frame(i), at);
                 }
                 self.bufs = Some(bufs);
                 if n < crate::afpacket::BATCH {
