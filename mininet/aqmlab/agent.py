@@ -1,0 +1,365 @@
+"""Traffic agent: runs inside a Mininet host and records every transfer.
+
+`python -m aqmlab.agent serve ...` is the data sender (the "server": data flows
+server -> client, as in RFC 2415/2884). `python -m aqmlab.agent client ...` runs
+one workload and appends one JSON line per transfer to its log:
+{"kind", "flow", "start", "end", "bytes", ...}; times are wall-clock seconds
+(all namespaces share the clock).
+
+Protocol: the client sends one request line `<nbytes> <padding>\\n`; nbytes = -1
+means "send until I close". The server answers each request on the same
+connection, so HTTP/1.1 pipelining is just several lines.
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import socket
+import sys
+import threading
+import time
+
+CHUNK = memoryview(b"\x00" * 65536)
+UNLIMITED = -1
+TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
+TCP_WINDOW_CLAMP = getattr(socket, "TCP_WINDOW_CLAMP", 10)
+SO_MAX_PACING_RATE = 47
+SAMPLE_INTERVAL = 0.5
+
+
+# ---------------------------------------------------------------- sizes/times
+def make_sampler(spec, rng):
+    """A size/time distribution from its experiment-file form -> callable()."""
+    dist = spec["dist"]
+    if dist == "fixed":
+        return lambda: spec["value"]
+    if dist == "uniform":
+        return lambda: rng.uniform(spec["low"], spec["high"])
+    if dist == "lognormal":
+        return lambda: rng.lognormvariate(spec["mu"], spec["sigma"])
+    if dist == "pareto":
+        return lambda: spec["k"] / (1.0 - rng.random()) ** (1.0 / spec["alpha"])
+    if dist == "surge":
+        return surge_size_sampler(spec, rng)
+    raise ValueError(f"unknown distribution {dist!r}")
+
+
+def surge_size_sampler(spec, rng):
+    """SURGE file sizes: lognormal body below the cut-off k, Pareto tail above.
+
+    The tail keeps the probability mass the lognormal gives to sizes > k, so
+    the two pieces join without a gap (Barford & Crovella 1998)."""
+    mu, sigma, k, alpha = spec["mu"], spec["sigma"], spec["k"], spec["alpha"]
+    tail_mass = 0.5 * math.erfc((math.log(k) - mu) / (sigma * math.sqrt(2)))
+
+    def sample():
+        if rng.random() < tail_mass:
+            return k / (1.0 - rng.random()) ** (1.0 / alpha)
+        while True:
+            size = rng.lognormvariate(mu, sigma)
+            if size <= k:
+                return size
+    return sample
+
+
+def size_sampler(spec, rng, max_size):
+    draw = make_sampler(spec, rng)
+    return lambda: max(1, min(int(draw()), max_size))
+
+
+# -------------------------------------------------------------------- server
+def configure_sender(sock, opts):
+    if opts.cc:
+        sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, opts.cc.encode())
+    if opts.pacing_rate:
+        sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, opts.pacing_rate)
+
+
+def send_bytes(conn, nbytes):
+    if nbytes == UNLIMITED:
+        while True:
+            conn.sendall(CHUNK)
+    while nbytes > 0:
+        sent = conn.send(CHUNK[: min(nbytes, len(CHUNK))])
+        nbytes -= sent
+
+
+def serve_connection(conn, opts):
+    try:
+        configure_sender(conn, opts)
+        reader = conn.makefile("rb")
+        for line in reader:
+            send_bytes(conn, int(line.split()[0]))
+    except (ConnectionError, OSError, ValueError, IndexError):
+        pass
+    finally:
+        conn.close()
+
+
+def serve(opts):
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if opts.sndbuf:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, opts.sndbuf)
+    listener.bind((opts.bind, opts.port))
+    listener.listen(4096)
+    with open(opts.ready_file, "w") as ready:
+        ready.write(str(os.getpid()))
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=serve_connection, args=(conn, opts), daemon=True).start()
+
+
+# -------------------------------------------------------------------- client
+class Recorder:
+    """Appends one JSON object per line; shared by the client's threads."""
+
+    def __init__(self, path, common):
+        self.file = open(path, "a", buffering=1)
+        self.common = common
+        self.lock = threading.Lock()
+
+    def write(self, **record):
+        line = json.dumps({**self.common, **record})
+        with self.lock:
+            self.file.write(line + "\n")
+
+
+class Client:
+    def __init__(self, opts):
+        self.opts = opts
+        self.deadline = opts.epoch + opts.start + opts.duration
+        self.recorder = Recorder(opts.log, {"workload": opts.workload, "host": opts.host})
+
+    def time_left(self):
+        return self.deadline - time.time()
+
+    def connect(self):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if self.opts.rcvbuf:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.opts.rcvbuf)
+        if self.opts.window_clamp:
+            sock.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, self.opts.window_clamp)
+        sock.settimeout(max(self.time_left(), 0.1))
+        sock.connect((self.opts.server, self.opts.port))
+        return sock
+
+    def request(self, sock, nbytes):
+        line = f"{nbytes} ".ljust(max(self.opts.request_bytes - 1, 1), "x") + "\n"
+        sock.sendall(line.encode())
+
+    def receive(self, sock, nbytes, on_progress=None):
+        """Read nbytes (or until the deadline when unlimited); -> bytes read."""
+        got = 0
+        while nbytes == UNLIMITED or got < nbytes:
+            left = self.time_left()
+            if left <= 0:
+                break
+            sock.settimeout(left)
+            want = 65536 if nbytes == UNLIMITED else min(65536, nbytes - got)
+            try:
+                data = sock.recv(want)
+            except socket.timeout:
+                break
+            if not data:
+                break
+            got += len(data)
+            if on_progress:
+                on_progress(got)
+        return got
+
+    def fetch(self, nbytes, **labels):
+        """One transfer on a new connection (HTTP/1.0, CRR, SURGE, bulk)."""
+        start = time.time()
+        try:
+            with self.connect() as sock:
+                self.request(sock, nbytes)
+                got = self.receive(sock, nbytes)
+        except OSError as error:
+            self.recorder.write(start=start, end=time.time(), bytes=0, size=nbytes,
+                                complete=False, error=str(error), **labels)
+            return False
+        done = got == nbytes
+        self.recorder.write(start=start, end=time.time(), bytes=got, size=nbytes,
+                            complete=done, **labels)
+        return done
+
+    def sleep(self, seconds):
+        time.sleep(max(0.0, min(seconds, self.time_left())))
+
+
+def run_bulk(client, flow, rng):
+    opts = client.opts
+    if opts.size == UNLIMITED:
+        return bulk_unlimited(client, flow)
+    transfer = 0
+    while client.time_left() > 0:
+        client.fetch(opts.size, kind="bulk", flow=flow, transfer=transfer)
+        transfer += 1
+        if not opts.repeat:
+            return
+
+
+def bulk_unlimited(client, flow):
+    """One connection for the whole run; goodput samples every 0.5 s."""
+    start = time.time()
+    next_sample = [start + SAMPLE_INTERVAL]
+
+    def on_progress(got):
+        now = time.time()
+        if now >= next_sample[0]:
+            client.recorder.write(kind="sample", flow=flow, t=now, bytes=got)
+            next_sample[0] = now + SAMPLE_INTERVAL
+    got = 0
+    try:
+        with client.connect() as sock:
+            client.request(sock, UNLIMITED)
+            got = client.receive(sock, UNLIMITED, on_progress)
+    except OSError as error:
+        client.recorder.write(kind="error", flow=flow, t=time.time(), error=str(error))
+    client.recorder.write(kind="bulk", flow=flow, transfer=0, start=start, end=time.time(),
+                          bytes=got, size=UNLIMITED, complete=True)
+
+
+def run_http10(client, flow, rng):
+    """Primary object, then the embedded objects on parallel new connections."""
+    opts = client.opts
+    draw = size_sampler(opts.object_size, rng, opts.max_size)
+    think = make_sampler(opts.think, rng)
+    page = 0
+    while client.time_left() > 0:
+        start = time.time()
+        sizes = [draw() for _ in range(1 + opts.embedded)]
+        ok = client.fetch(sizes[0], kind="object", flow=flow, page=page, object=0)
+        results = [ok]
+        if ok:
+            threads = [threading.Thread(target=lambda i=i: results.append(client.fetch(
+                sizes[i], kind="object", flow=flow, page=page, object=i)))
+                for i in range(1, len(sizes))]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        record_page(client, flow, page, start, sizes, all(results) and len(results) == len(sizes))
+        page += 1
+        client.sleep(think())
+
+
+def run_http11(client, flow, rng):
+    """All objects of a page on one connection: primary, then the embedded pipelined."""
+    opts = client.opts
+    draw = size_sampler(opts.object_size, rng, opts.max_size)
+    think = make_sampler(opts.think, rng)
+    page = 0
+    while client.time_left() > 0:
+        start = time.time()
+        sizes = [draw() for _ in range(1 + opts.embedded)]
+        ok = False
+        try:
+            with client.connect() as sock:
+                client.request(sock, sizes[0])
+                ok = client.receive(sock, sizes[0]) == sizes[0]
+                if ok:
+                    for size in sizes[1:]:
+                        client.request(sock, size)
+                    rest = sum(sizes[1:])
+                    ok = client.receive(sock, rest) == rest
+        except OSError:
+            ok = False
+        record_page(client, flow, page, start, sizes, ok)
+        page += 1
+        client.sleep(think())
+
+
+def record_page(client, flow, page, start, sizes, complete):
+    client.recorder.write(kind="page", flow=flow, page=page, start=start, end=time.time(),
+                          bytes=sum(sizes) if complete else 0, size=sum(sizes),
+                          objects=len(sizes), complete=complete)
+
+
+def run_crr(client, flow, rng):
+    """netperf TCP_CRR style: connect, request, response, close, repeat."""
+    transaction = 0
+    while client.time_left() > 0:
+        client.fetch(client.opts.size, kind="transaction", flow=flow, transfer=transaction)
+        transaction += 1
+
+
+def run_surge(client, flow, rng):
+    """SURGE: heavy-tailed file sizes, Pareto idle times between requests."""
+    opts = client.opts
+    draw = size_sampler(opts.object_size, rng, opts.max_size)
+    interval = make_sampler(opts.think, rng)
+    transfer = 0
+    while client.time_left() > 0:
+        client.fetch(draw(), kind="surge", flow=flow, transfer=transfer)
+        transfer += 1
+        client.sleep(interval())
+
+
+WORKLOADS = {"bulk": run_bulk, "http10": run_http10, "http11": run_http11,
+             "crr": run_crr, "surge": run_surge}
+
+
+def client_main(opts):
+    client = Client(opts)
+    client.sleep(opts.epoch + opts.start - time.time())
+    threads = []
+    for index in range(opts.connections):
+        flow = f"{opts.flow_prefix}.{index}"
+        rng = random.Random(f"{opts.seed}:{flow}")
+        threads.append(threading.Thread(target=WORKLOADS[opts.kind], args=(client, flow, rng)))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+# ----------------------------------------------------------------- arguments
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m aqmlab.agent")
+    sub = parser.add_subparsers(dest="mode", required=True)
+    server = sub.add_parser("serve")
+    server.add_argument("--bind", default="0.0.0.0")
+    server.add_argument("--port", type=int, required=True)
+    server.add_argument("--ready-file", required=True)
+    server.add_argument("--cc", default="")
+    server.add_argument("--pacing-rate", type=int, default=0, help="bytes/s; 0 = no pacing")
+    server.add_argument("--sndbuf", type=int, default=0)
+    client = sub.add_parser("client")
+    client.add_argument("--kind", choices=sorted(WORKLOADS), required=True)
+    client.add_argument("--server", required=True)
+    client.add_argument("--port", type=int, required=True)
+    client.add_argument("--log", required=True)
+    client.add_argument("--workload", required=True)
+    client.add_argument("--host", required=True)
+    client.add_argument("--flow-prefix", required=True)
+    client.add_argument("--epoch", type=float, required=True)
+    client.add_argument("--start", type=float, default=0.0)
+    client.add_argument("--duration", type=float, required=True)
+    client.add_argument("--seed", default="1")
+    client.add_argument("--connections", type=int, default=1)
+    client.add_argument("--size", type=int, default=UNLIMITED)
+    client.add_argument("--repeat", action="store_true")
+    client.add_argument("--request-bytes", type=int, default=100)
+    client.add_argument("--object-size", type=json.loads, default=None)
+    client.add_argument("--think", type=json.loads, default=None)
+    client.add_argument("--embedded", type=int, default=3)
+    client.add_argument("--max-size", type=int, default=100_000_000)
+    client.add_argument("--window-clamp", type=int, default=0, help="bytes")
+    client.add_argument("--rcvbuf", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    opts = parse_args(sys.argv[1:] if argv is None else argv)
+    if opts.mode == "serve":
+        serve(opts)
+    else:
+        client_main(opts)
+
+
+if __name__ == "__main__":
+    main()

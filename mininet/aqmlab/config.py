@@ -1,0 +1,381 @@
+"""Experiment files (TOML): loading, presets, scenario overrides, validation.
+
+Every mistake raises ConfigError whose message starts with the field's path,
+e.g. `scenario[1].aqm.maxp: must be in (0, 1], got 2`. See
+mininet/experiments/README.md for the format.
+"""
+
+import copy
+import re
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from aqmlab.tuning import TcpTuning
+from aqmlab.units import parse_delay, parse_rate, parse_size
+
+UNLIMITED = -1
+TOPOLOGY_KINDS = ("dumbbell", "rfc2884", "single_bottleneck")
+WORKLOAD_KINDS = ("bulk", "http10", "http11", "crr", "surge")
+TARGETS = ("softswitch", "bmv2")
+AQM_MODES = ("red", "droptail")
+BUFFER_RULES = ("bdp", "bdp/sqrtn")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+# The studies' testbeds (EXPERIMENTS.md); a file's own values override these.
+TOPOLOGY_PRESETS = {
+    "dumbbell": {  # RFC 2415: 10 Mb/s access, 1.5 Mb/s 50 ms bottleneck, 25 packets
+        "shared_server": False,
+        "bottleneck": {"rate": "1.5mbit", "delay": "50ms", "buffer": 25},
+        "server_access": {"rate": "10mbit", "delay": "100us"},
+        "client_access": {"rate": "10mbit", "delay": "100us"},
+    },
+    "rfc2884": {  # one server; R1 = 1.5 Mb/s RED bottleneck; R2 adds 20 ms path delay
+        "shared_server": True,
+        "bottleneck": {"rate": "1.5mbit", "delay": "20ms", "buffer": 60},
+        "server_access": {"rate": "10mbit", "delay": "0ms"},
+        "client_access": {"rate": "10mbit", "delay": "0ms"},
+    },
+    "single_bottleneck": {  # buffer sizing: access links at C with 5 ms delay
+        "shared_server": False,
+        "bottleneck": {"rate": "100mbit", "delay": "90ms", "buffer": "bdp"},
+        "server_access": {"rate": "100mbit", "delay": "5ms"},
+        "client_access": {"rate": "100mbit", "delay": "5ms"},
+    },
+}
+DISTRIBUTIONS = {
+    "fixed": ("value",), "uniform": ("low", "high"), "lognormal": ("mu", "sigma"),
+    "pareto": ("k", "alpha"), "surge": ("mu", "sigma", "k", "alpha"),
+}
+SURGE_SIZES = {"dist": "surge", "mu": 9.357, "sigma": 1.318, "k": 133_000, "alpha": 1.1}
+SURGE_INTERVAL = {"dist": "pareto", "k": 1.0, "alpha": 1.5}
+WEB_OBJECT = {"dist": "lognormal", "mu": 7.6, "sigma": 1.0}   # median ~2 KB: two packets
+THINK_TIME = {"dist": "uniform", "low": 1.0, "high": 5.0}
+
+
+class ConfigError(ValueError):
+    """A mistake in an experiment file; the message names the field."""
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    rate_bps: int
+    delay_s: float
+    buffer: object = 1000      # packets (int) or a rule from BUFFER_RULES
+
+
+@dataclass(frozen=True)
+class TopologySpec:
+    kind: str
+    shared_server: bool
+    bottleneck: LinkSpec
+    server_access: LinkSpec
+    client_access: LinkSpec
+
+    @property
+    def base_rtt_s(self):
+        one_way = self.server_access.delay_s + self.bottleneck.delay_s + self.client_access.delay_s
+        return 2 * one_way
+
+
+@dataclass(frozen=True)
+class AqmSpec:
+    mode: str = "red"
+    minth: int = 5
+    maxth: int = 15
+    maxp: float = 0.1
+    wq_log: int = 9
+    gentle: bool = False
+    ecn: bool = True
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    name: str
+    kind: str
+    pairs: int
+    connections: int
+    start: float
+    size: int
+    repeat: bool
+    request_bytes: int
+    object_size: dict
+    think: dict
+    embedded: int
+    max_size: int
+    tcp: TcpTuning
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    topology: TopologySpec
+    aqm: AqmSpec
+    tcp: TcpTuning
+    workloads: tuple
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str
+    seed: int
+    duration: float
+    quick_duration: float
+    warmup: float
+    target: str
+    scenarios: tuple
+    source: dict = field(repr=False, default_factory=dict)
+
+    def for_quick(self):
+        """The same experiment with the short duration (CI, `--quick`)."""
+        return Experiment(self.name, self.description, self.seed, self.quick_duration,
+                          self.quick_duration, min(self.warmup, self.quick_duration / 4),
+                          self.target, self.scenarios, self.source)
+
+
+# ------------------------------------------------------------------ helpers
+def _fail(path, message):
+    raise ConfigError(f"{path}: {message}")
+
+
+def _check_keys(table, allowed, path):
+    if not isinstance(table, dict):
+        _fail(path, f"must be a table, got {type(table).__name__}")
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        _fail(f"{path}.{unknown[0]}" if path else unknown[0],
+              f"unknown field (allowed: {', '.join(sorted(allowed))})")
+
+
+def _number(table, key, path, default=None, low=None, high=None, integer=False,
+            low_open=False):
+    value = table.get(key, default)
+    where = f"{path}.{key}" if path else key
+    if value is None:
+        _fail(where, "is required")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            (integer and not isinstance(value, int)):
+        _fail(where, f"must be {'an integer' if integer else 'a number'}, got {value!r}")
+    if low is not None and (value < low or (low_open and value == low)):
+        _fail(where, f"must be {'>' if low_open else '>='} {low}, got {value!r}")
+    if high is not None and value > high:
+        _fail(where, f"must be <= {high}, got {value!r}")
+    return value
+
+
+def _boolean(table, key, path, default):
+    value = table.get(key, default)
+    if not isinstance(value, bool):
+        _fail(f"{path}.{key}", f"must be true or false, got {value!r}")
+    return value
+
+
+def _choice(table, key, path, choices, default=None):
+    value = table.get(key, default)
+    if value not in choices:
+        _fail(f"{path}.{key}" if path else key,
+              f"must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _unit(table, key, path, parser, default=None):
+    value = table.get(key, default)
+    if value is None:
+        _fail(f"{path}.{key}", "is required")
+    try:
+        return parser(value)
+    except ValueError as error:
+        _fail(f"{path}.{key}", str(error))
+
+
+def _merge(base, override):
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+# ------------------------------------------------------------------ sections
+def parse_link(table, path, default_buffer):
+    _check_keys(table, ("rate", "delay", "buffer"), path)
+    buffer = table.get("buffer", default_buffer)
+    if isinstance(buffer, str):
+        if buffer not in BUFFER_RULES:
+            _fail(f"{path}.buffer", f"must be a packet count or one of {', '.join(BUFFER_RULES)}, "
+                                    f"got {buffer!r}")
+    else:
+        buffer = _number(table, "buffer", path, default_buffer, low=1, integer=True)
+    return LinkSpec(_unit(table, "rate", path, parse_rate), _unit(table, "delay", path, parse_delay),
+                    buffer)
+
+
+def parse_topology(table, path="topology"):
+    _check_keys(table, ("kind", "shared_server", "bottleneck", "server_access", "client_access"),
+                path)
+    kind = _choice(table, "kind", path, TOPOLOGY_KINDS, "dumbbell")
+    table = _merge(TOPOLOGY_PRESETS[kind], table)
+    return TopologySpec(
+        kind, _boolean(table, "shared_server", path, False),
+        parse_link(table["bottleneck"], f"{path}.bottleneck", 100),
+        parse_link(table["server_access"], f"{path}.server_access", 1000),
+        parse_link(table["client_access"], f"{path}.client_access", 1000))
+
+
+def parse_aqm(table, path="aqm"):
+    names = [f.name for f in fields(AqmSpec)]
+    _check_keys(table, names, path)
+    d = AqmSpec()
+    aqm = AqmSpec(
+        _choice(table, "mode", path, AQM_MODES, d.mode),
+        _number(table, "minth", path, d.minth, low=0, integer=True),
+        _number(table, "maxth", path, d.maxth, low=1, integer=True),
+        _number(table, "maxp", path, d.maxp, low=0, high=1, low_open=True),
+        _number(table, "wq_log", path, d.wq_log, low=0, high=31, integer=True),
+        _boolean(table, "gentle", path, d.gentle), _boolean(table, "ecn", path, d.ecn))
+    if aqm.minth >= aqm.maxth:
+        _fail(f"{path}.maxth", f"must be greater than minth ({aqm.minth}), got {aqm.maxth}")
+    return aqm
+
+
+def available_congestion_controls():
+    return Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+
+
+def parse_tcp(table, path, base=TcpTuning()):
+    names = [f.name for f in fields(TcpTuning)]
+    _check_keys(table, names, path)
+    values = {}
+    for name in names:
+        default = getattr(base, name)
+        if isinstance(default, bool):
+            values[name] = _boolean(table, name, path, default)
+        elif isinstance(default, int):
+            values[name] = _number(table, name, path, default, low=0, integer=True)
+    values["cc"] = table.get("cc", base.cc)
+    if values["cc"] not in available_congestion_controls():
+        _fail(f"{path}.cc", f"must be one of {', '.join(available_congestion_controls())} "
+                            f"(this kernel), got {values['cc']!r}")
+    if values["initcwnd"] < 1:
+        _fail(f"{path}.initcwnd", "must be >= 1")
+    if values["mss"] and not 88 <= values["mss"] <= 1460:
+        _fail(f"{path}.mss", f"must be 0 (default) or within 88..1460, got {values['mss']}")
+    return TcpTuning(**values)
+
+
+def parse_distribution(value, path, default):
+    value = default if value is None else value
+    if not isinstance(value, dict):
+        _fail(path, f"must be a table like {{dist = \"uniform\", low = 1, high = 5}}, got {value!r}")
+    dist = _choice(value, "dist", path, tuple(DISTRIBUTIONS))
+    _check_keys(value, ("dist",) + DISTRIBUTIONS[dist], path)
+    parsed = {"dist": dist}
+    for key in DISTRIBUTIONS[dist]:
+        if key == "mu":
+            parsed[key] = _number(value, key, path)
+        else:
+            parsed[key] = _number(value, key, path, low=0, low_open=key not in ("low", "value"))
+    if dist == "uniform" and parsed["high"] < parsed["low"]:
+        _fail(f"{path}.high", "must be >= low")
+    return parsed
+
+
+WORKLOAD_FIELDS = ("name", "kind", "pairs", "connections", "start", "size", "repeat",
+                   "request_bytes", "object_size", "think", "embedded", "max_size", "tcp")
+
+
+def parse_workload(table, path, tcp_defaults):
+    _check_keys(table, WORKLOAD_FIELDS, path)
+    kind = _choice(table, "kind", path, WORKLOAD_KINDS)
+    name = table.get("name", kind)
+    if not isinstance(name, str) or not NAME.match(name):
+        _fail(f"{path}.name", f"must be letters, digits, '_', '-' or '.', got {name!r}")
+    size = table.get("size", "unlimited" if kind == "bulk" else "5KB")
+    if size == "unlimited":
+        if kind != "bulk":
+            _fail(f"{path}.size", "only bulk workloads may be unlimited")
+        size = UNLIMITED
+    else:
+        size = _unit(table, "size", path, parse_size, size)
+    is_surge = kind == "surge"
+    return WorkloadSpec(
+        name, kind,
+        _number(table, "pairs", path, 1, low=1, integer=True),
+        _number(table, "connections", path, 1, low=1, high=1000, integer=True),
+        float(_number(table, "start", path, 0.0, low=0)),
+        size, _boolean(table, "repeat", path, False),
+        _number(table, "request_bytes", path, 100, low=2, high=65536, integer=True),
+        parse_distribution(table.get("object_size"), f"{path}.object_size",
+                           SURGE_SIZES if is_surge else WEB_OBJECT),
+        parse_distribution(table.get("think"), f"{path}.think",
+                           SURGE_INTERVAL if is_surge else THINK_TIME),
+        _number(table, "embedded", path, 3, low=0, high=100, integer=True),
+        _unit(table, "max_size", path, parse_size, "100MB"),
+        parse_tcp(table.get("tcp", {}), f"{path}.tcp", tcp_defaults))
+
+
+def parse_scenario(table, name, prefix):
+    """prefix: '' for a file without [[scenario]], else 'scenario[i].'."""
+    tcp = parse_tcp(table.get("tcp", {}), f"{prefix}tcp")
+    workloads = table.get("workload")
+    if not isinstance(workloads, list) or not workloads:
+        _fail(f"{prefix}workload", "needs at least one [[workload]] table")
+    parsed = tuple(parse_workload(w, f"{prefix}workload[{i}]", tcp)
+                   for i, w in enumerate(workloads))
+    names = [w.name for w in parsed]
+    for i, workload_name in enumerate(names):
+        if names.index(workload_name) != i:
+            _fail(f"{prefix}workload[{i}].name", f"duplicate workload name {workload_name!r}")
+    return Scenario(name, parse_topology(table.get("topology", {}), f"{prefix}topology"),
+                    parse_aqm(table.get("aqm", {}), f"{prefix}aqm"), tcp, parsed)
+
+
+TOP_FIELDS = ("name", "description", "seed", "duration", "quick_duration", "warmup", "target",
+              "topology", "aqm", "tcp", "workload", "scenario")
+SCENARIO_FIELDS = ("name", "topology", "aqm", "tcp", "workload")
+
+
+def parse_experiment(data):
+    _check_keys(data, TOP_FIELDS, "")
+    name = data.get("name")
+    if not isinstance(name, str) or not NAME.match(name):
+        _fail("name", f"is required: letters, digits, '_', '-' or '.', got {name!r}")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        _fail("description", "must be a string")
+    duration = float(_number(data, "duration", "", 60, low=1))
+    base = {key: data[key] for key in SCENARIO_FIELDS[1:] if key in data}
+    overrides = data.get("scenario", [{"name": "base"}])
+    explicit = "scenario" in data
+    if not isinstance(overrides, list) or not overrides:
+        _fail("scenario", "must be a list of [[scenario]] tables")
+    scenarios = []
+    for i, override in enumerate(overrides):
+        path = f"scenario[{i}]"
+        prefix = f"{path}." if explicit else ""
+        _check_keys(override, SCENARIO_FIELDS, path)
+        scenario_name = override.get("name")
+        if not isinstance(scenario_name, str) or not NAME.match(scenario_name):
+            _fail(f"{path}.name", f"is required: letters, digits, '_', '-', got {scenario_name!r}")
+        if any(s.name == scenario_name for s in scenarios):
+            _fail(f"{path}.name", f"duplicate scenario name {scenario_name!r}")
+        merged = _merge(base, {k: v for k, v in override.items() if k != "name"})
+        scenarios.append(parse_scenario(merged, scenario_name, prefix))
+    return Experiment(
+        name, description, _number(data, "seed", "", 1, low=0, integer=True), duration,
+        float(_number(data, "quick_duration", "", min(duration, 10.0), low=1)),
+        float(_number(data, "warmup", "", 0.0, low=0, high=duration / 2)),
+        _choice(data, "target", "", TARGETS, "softswitch"), tuple(scenarios), data)
+
+
+def load_experiment(path):
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    return parse_experiment(data)

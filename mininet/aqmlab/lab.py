@@ -1,0 +1,218 @@
+"""The lab network: Mininet hosts and switches under one unique tag, with a
+cleanup that removes exactly what this run created, even after a failure,
+Ctrl-C or a crash of the run itself (`aqmlab cleanup`).
+
+Every name starts with the run's tag (`l` + two letters): hosts `<tag>h<k>`,
+switches `<tag>s<k>`, interfaces `<node>-eth<n>`. Every process we start and
+every root-namespace interface is listed in a state file
+`/tmp/aqmlab-state/<tag>.json` until it is gone.
+"""
+
+import json
+import os
+import random
+import signal
+import string
+import subprocess
+import time
+from pathlib import Path
+
+from mininet.net import Mininet
+from mininet.node import Host
+
+STATE_DIR = Path(os.environ.get("AQMLAB_STATE_DIR", "/tmp/aqmlab-state"))
+OFFLOADS = "rx off tx off tso off gso off gro off"
+
+
+def new_tag():
+    """A tag no live interface or process uses yet."""
+    used = _live_names()
+    for _ in range(1000):
+        tag = "l" + "".join(random.choices(string.ascii_lowercase, k=2))
+        if not any(name.startswith(tag) for name in used):
+            return tag
+    raise RuntimeError("no free lab tag")
+
+
+def _live_names():
+    out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    names = {line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line}
+    for state in STATE_DIR.glob("*.json"):
+        names.add(state.stem)
+    return names
+
+
+def disable_offloads(node, intf_name):
+    """A frame-copying switch needs MTU-sized, checksummed frames on every veth."""
+    out = node.cmd(f"ethtool -K {intf_name} {OFFLOADS} 2>&1; echo rc=$?")
+    if "rc=0" not in out:
+        raise RuntimeError(f"ethtool -K {intf_name} failed: {out.strip()}")
+
+
+class StateFile:
+    """What this run must remove: process ids (with their start time, so a
+    reused pid is never killed) and root-namespace interface names."""
+
+    def __init__(self, tag):
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        self.path = STATE_DIR / f"{tag}.json"
+        self.data = {"tag": tag, "pids": {}, "interfaces": []}
+        self.save()
+
+    def add_pid(self, pid):
+        self.data["pids"][str(pid)] = _start_time(pid)
+        self.save()
+
+    def add_interface(self, name):
+        self.data["interfaces"].append(name)
+        self.save()
+
+    def save(self):
+        self.path.write_text(json.dumps(self.data))
+
+
+def _start_time(pid):
+    """Clock ticks since boot when pid started (unchanged by exec), or None."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _kill(pid, expected_start, grace=2.0):
+    """SIGTERM, then SIGKILL, one process we started (if it is still ours)."""
+    if expected_start is None or _start_time(pid) != expected_start:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.time() + grace
+        while time.time() < deadline:
+            if _start_time(pid) != expected_start or _is_zombie(pid):
+                _reap(pid)
+                return
+            time.sleep(0.02)
+
+
+def _is_zombie(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].startswith("Z")
+    except (OSError, IndexError):
+        return True
+
+
+def _reap(pid):
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def cleanup_state(path):
+    """Remove everything a (possibly crashed) run listed in its state file."""
+    data = json.loads(Path(path).read_text())
+    for pid, cmdline in data["pids"].items():
+        _kill(int(pid), cmdline)
+    for name in data["interfaces"]:
+        if Path(f"/sys/class/net/{name}").exists():
+            subprocess.run(["ip", "link", "del", name], capture_output=True)
+    Path(path).unlink(missing_ok=True)
+
+
+def cleanup_all_stale():
+    """`aqmlab cleanup`: remove the leftovers of runs whose runner is gone."""
+    removed = []
+    for path in STATE_DIR.glob("*.json"):
+        owner = json.loads(path.read_text()).get("owner")
+        if owner and _start_time(owner[0]) == owner[1]:
+            continue
+        cleanup_state(path)
+        removed.append(path.stem)
+    return removed
+
+
+class LabNetwork:
+    """A Mininet network whose every object carries this run's tag.
+
+    Use as a context manager; leaving the block (normally, by exception, or by
+    SIGINT/SIGTERM turned into KeyboardInterrupt) removes everything."""
+
+    def __init__(self, tag=None, workdir=None):
+        self.tag = tag or new_tag()
+        self.workdir = Path(workdir or f"/tmp/aqmlab-{self.tag}")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.state = StateFile(self.tag)
+        self.state.data["owner"] = [os.getpid(), _start_time(os.getpid())]
+        self.state.save()
+        self.net = Mininet(controller=None, build=False, autoSetMacs=False,
+                           autoStaticArp=False, cleanup=False)
+        self.processes = []
+        self.host_count = 0
+        self.switch_count = 0
+
+    # ------------------------------------------------------------ building
+    def add_host(self, **params):
+        self.host_count += 1
+        host = self.net.addHost(f"{self.tag}h{self.host_count}", cls=Host, **params)
+        self.state.add_pid(host.pid)
+        return host
+
+    def add_switch(self, cls, **params):
+        self.switch_count += 1
+        switch = self.net.addSwitch(f"{self.tag}s{self.switch_count}", cls=cls,
+                                    workdir=self.workdir, lab=self, **params)
+        self.state.add_pid(switch.pid)
+        return switch
+
+    def add_link(self, node1, node2, mac1, mac2):
+        link = self.net.addLink(node1, node2, addr1=mac1, addr2=mac2)
+        for intf in (link.intf1, link.intf2):
+            if not intf.node.inNamespace:
+                self.state.add_interface(intf.name)
+            disable_offloads(intf.node, intf.name)
+        return link
+
+    def start(self):
+        self.net.build()
+        self.net.start()
+
+    # ----------------------------------------------------------- processes
+    def popen(self, node, args, log_name):
+        """Start a long-running process in a node's namespace, logging to workdir."""
+        log = open(self.workdir / log_name, "ab")
+        proc = node.popen(args, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        self.processes.append(proc)
+        self.state.add_pid(proc.pid)
+        return proc
+
+    def stop_process(self, proc):
+        _kill(proc.pid, self.state.data["pids"].get(str(proc.pid)))
+        proc.wait()
+
+    # ------------------------------------------------------------- cleanup
+    def close(self):
+        for proc in reversed(self.processes):
+            if proc.poll() is None:
+                self.stop_process(proc)
+        try:
+            self.net.stop()
+        finally:
+            cleanup_state(self.state.path)
+
+    def __enter__(self):
+        self._previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.close()
+        finally:
+            signal.signal(signal.SIGTERM, self._previous_handler)
+        return False
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")

@@ -1,0 +1,153 @@
+"""Metrics over the agents' transfer records and the switch's counters.
+
+Records are the agent's JSON lines. Times are wall-clock seconds; a run's
+measurement window is [epoch + warmup, epoch + duration].
+"""
+
+import math
+import statistics
+from collections import defaultdict
+
+DELAY_KINDS = ("bulk", "object", "page", "transaction", "surge")
+PERCENTILES = (10, 50, 90, 99)
+
+
+def jain_index(values):
+    """(sum x)^2 / (n sum x^2); 1 = perfectly fair. Empty or all-zero -> nan."""
+    values = list(values)
+    square_sum = sum(v * v for v in values)
+    if not values or square_sum == 0:
+        return math.nan
+    return sum(values) ** 2 / (len(values) * square_sum)
+
+
+def percentile(values, q):
+    """Linear-interpolated percentile q in [0, 100] (numpy's default method)."""
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def delay_summary(delays):
+    summary = {"count": len(delays), "mean": statistics.fmean(delays) if delays else math.nan}
+    for q in PERCENTILES:
+        summary[f"p{q}"] = percentile(delays, q)
+    summary["median"] = summary["p50"]
+    return summary
+
+
+def network_power(goodput_bps, median_delay_s):
+    """Goodput divided by median delay (RFC 2415), in bit/s per second."""
+    if not median_delay_s or math.isnan(median_delay_s):
+        return math.nan
+    return goodput_bps / median_delay_s
+
+
+def window_bytes(flow_records, window):
+    """Bytes a flow received inside the window.
+
+    Unlimited bulk flows log cumulative samples: interpolate at the window
+    edges. Finite transfers count the bytes of transfers ending inside."""
+    start, end = window
+    samples = sorted((r["t"], r["bytes"]) for r in flow_records if r["kind"] == "sample")
+    finals = [r for r in flow_records if r["kind"] == "bulk" and r.get("size") == -1]
+    if finals:
+        points = [(finals[0]["start"], 0)] + samples + [(finals[0]["end"], finals[0]["bytes"])]
+        return _cumulative_at(points, end) - _cumulative_at(points, start)
+    return sum(r["bytes"] for r in flow_records
+               if r["kind"] in DELAY_KINDS and r["kind"] != "object" and start <= r["end"] <= end)
+
+
+def _cumulative_at(points, t):
+    if t <= points[0][0]:
+        return 0
+    for (t0, b0), (t1, b1) in zip(points, points[1:]):
+        if t0 <= t <= t1:
+            return b0 if t1 == t0 else b0 + (b1 - b0) * (t - t0) / (t1 - t0)
+    return points[-1][1]
+
+
+def flow_goodputs(records, window):
+    """{(workload, flow): goodput in bit/s} over the window."""
+    by_flow = defaultdict(list)
+    for record in records:
+        if "flow" in record:
+            by_flow[(record["workload"], record["flow"])].append(record)
+    seconds = window[1] - window[0]
+    return {key: 8 * window_bytes(rs, window) / seconds for key, rs in sorted(by_flow.items())}
+
+
+def transfer_delays(records, kind):
+    """Delays (s) of the complete transfers of one kind (page, object, ...)."""
+    return [r["end"] - r["start"] for r in records if r["kind"] == kind and r.get("complete")]
+
+
+def transactions_per_second(records, window):
+    start, end = window
+    done = [r for r in records if r["kind"] == "transaction" and r.get("complete")
+            and start <= r["end"] <= end]
+    return len(done) / (end - start)
+
+
+def counter_rates(before, after):
+    """Drop and mark rates at the bottleneck from two `port_counters` readings.
+
+    `packets` counts the packets the port admitted; arrivals = admitted + dropped."""
+    delta = {key: after[key] - before[key] for key in after}
+    drops = delta["early_drops"] + delta["forced_drops"]
+    arrivals = delta["packets"] + drops
+    return {
+        "arrivals": arrivals, "packets": delta["packets"], "bytes": delta["bytes"],
+        "early_marks": delta["early_marks"], "early_drops": delta["early_drops"],
+        "forced_drops": delta["forced_drops"],
+        "drop_rate": drops / arrivals if arrivals else 0.0,
+        "mark_rate": delta["early_marks"] / arrivals if arrivals else 0.0,
+    }
+
+
+def utilisation(bytes_sent, rate_bps, seconds):
+    return 8 * bytes_sent / (rate_bps * seconds)
+
+
+def queue_summary(samples):
+    """Telemetry samples (dicts with qdepth, avg) -> mean/max of both."""
+    if not samples:
+        return {"samples": 0, "qdepth_mean": math.nan, "qdepth_max": math.nan,
+                "avg_mean": math.nan}
+    depths = [s["qdepth"] for s in samples]
+    return {"samples": len(samples), "qdepth_mean": statistics.fmean(depths),
+            "qdepth_max": max(depths), "avg_mean": statistics.fmean(s["avg"] for s in samples)}
+
+
+def workload_summary(records, window):
+    """Per-workload goodput, fairness, delays, transactions/s and power."""
+    goodputs = flow_goodputs(records, window)
+    summary = {}
+    for workload in sorted({key[0] for key in goodputs}):
+        mine = [r for r in records if r.get("workload") == workload]
+        flows = [g for (w, _), g in goodputs.items() if w == workload]
+        delays_kind = _delay_kind(mine)
+        delays = delay_summary(transfer_delays(mine, delays_kind)) if delays_kind else {}
+        aggregate = sum(flows)
+        summary[workload] = {
+            "flows": len(flows), "goodput_bps": aggregate,
+            "goodput_per_flow_bps": aggregate / len(flows) if flows else math.nan,
+            "jain_index": jain_index(flows), "delay_kind": delays_kind, "delay_s": delays,
+            "transactions_per_s": transactions_per_second(mine, window),
+            "network_power": network_power(aggregate, delays.get("median")),
+        }
+    return summary
+
+
+def _delay_kind(records):
+    """What a workload's delay means: page delay for web pages, else transfer delay."""
+    kinds = {r["kind"] for r in records if r.get("complete")}
+    for kind in ("page", "transaction", "surge", "bulk"):
+        if kind in kinds and not (kind == "bulk" and all(r.get("size") == -1 for r in records
+                                                          if r["kind"] == "bulk")):
+            return kind
+    return None

@@ -1,0 +1,167 @@
+"""Mininet switches that run a P4 target process on their interfaces.
+
+`SoftSwitch` runs the built-in `softswitch` (its traffic manager emulates each
+link's rate, buffer and propagation delay); `Bmv2Switch` runs
+`simple_switch_grpc` and sets rate/depth with `simple_switch_CLI` (BMv2 has no
+delay, so delay uses netem, which exists on ordinary Ubuntu kernels). Both
+listen for P4Runtime on 127.0.0.1 and get their pipeline from `redctl`.
+"""
+
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from mininet.node import Switch
+
+from aqmlab.units import delay_arg, rate_arg
+
+GRPC_START_TIMEOUT = 20.0
+MTU_BITS = 1500 * 8
+
+
+@dataclass(frozen=True)
+class PortQueue:
+    """One egress port's traffic-manager settings (0 = unlimited / none)."""
+    rate_bps: int = 0
+    buffer_packets: int = 64
+    delay_s: float = 0.0           # propagation delay after serialisation, egress
+    ingress_delay_s: float = 0.0   # the link's other direction, frames arriving here
+
+
+def free_tcp_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port, proc, log_path, timeout=GRPC_START_TIMEOUT):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"switch exited with code {proc.returncode}; log {log_path}:\n"
+                               + Path(log_path).read_text()[-2000:])
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"switch did not open its P4Runtime port {port} in {timeout:.0f} s; "
+                       f"log {log_path}")
+
+
+class P4Switch(Switch):
+    """Base: a userspace P4 target in the root namespace, ports numbered by Mininet."""
+
+    command = None
+
+    def __init__(self, name, workdir, lab, seed=1, **params):
+        params["inNamespace"] = False   # the target process opens the root-namespace veths
+        super().__init__(name, **params)
+        self.workdir = Path(workdir)
+        self.lab = lab
+        self.seed = seed
+        self.queues = {}
+        self.grpc_port = free_tcp_port()
+        self.proc = None
+
+    @property
+    def grpc_address(self):
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def log_path(self):
+        return self.workdir / f"{self.name}.log"
+
+    def set_queue(self, port, queue):
+        self.queues[port] = queue
+
+    def port_interfaces(self):
+        return {port: intf.name for intf, port in self.ports.items() if port > 0}
+
+    def start(self, controllers):
+        if shutil.which(self.command) is None:
+            raise RuntimeError(f"`{self.command}` is not installed (run `make setup`)")
+        self.proc = self.lab.popen(self, self.command_line(), self.log_path.name)
+        wait_for_port(self.grpc_port, self.proc, self.log_path)
+        self.after_start()
+
+    def after_start(self):
+        pass
+
+    def stop(self, deleteIntfs=True):
+        if self.proc is not None and self.proc.poll() is None:
+            self.lab.stop_process(self.proc)
+        super().stop(deleteIntfs)
+
+
+class SoftSwitch(P4Switch):
+    command = "softswitch"
+
+    def command_line(self):
+        args = [self.command, "--grpc-server-addr", self.grpc_address, "--device-id", "0",
+                "--seed", str(self.seed)]
+        for port, name in sorted(self.port_interfaces().items()):
+            args += ["-i", f"{port}@{name}"]
+        for port, queue in sorted(self.queues.items()):
+            args += ["--tm", f"{port}:{tm_option(queue)}"]
+        return args
+
+
+def tm_option(queue):
+    parts = [f"buffer={queue.buffer_packets}", f"delay={delay_arg(queue.delay_s)}",
+             f"ingress-delay={delay_arg(queue.ingress_delay_s)}"]
+    if queue.rate_bps:
+        parts.insert(0, f"rate={rate_arg(queue.rate_bps)}")
+    return ",".join(parts)
+
+
+class Bmv2Switch(P4Switch):
+    """simple_switch_grpc; rates in packets/s of MTU-sized packets (BMv2's unit)."""
+
+    command = "simple_switch_grpc"
+
+    def __init__(self, name, workdir, lab, seed=1, **params):
+        super().__init__(name, workdir, lab, seed, **params)
+        self.thrift_port = free_tcp_port()
+
+    def command_line(self):
+        args = [self.command, "--no-p4", "--device-id", "0", "--thrift-port", str(self.thrift_port)]
+        for port, name in sorted(self.port_interfaces().items()):
+            args += ["-i", f"{port}@{name}"]
+        return args + ["--", "--grpc-server-addr", self.grpc_address]
+
+    def after_start(self):
+        lines = []
+        for port, queue in sorted(self.queues.items()):
+            lines.append(f"set_queue_depth {queue.buffer_packets} {port}")
+            if queue.rate_bps:
+                lines.append(f"set_queue_rate {max(1, queue.rate_bps // MTU_BITS)} {port}")
+        result = subprocess.run(["simple_switch_CLI", "--thrift-port", str(self.thrift_port)],
+                                input="\n".join(lines) + "\n", capture_output=True, text=True)
+        if result.returncode != 0 or "Error" in result.stdout:
+            raise RuntimeError(f"simple_switch_CLI failed: {result.stdout}{result.stderr}")
+        self.apply_netem_delays()
+
+    def apply_netem_delays(self):
+        for intf, port in self.ports.items():
+            queue = self.queues.get(port)
+            if queue is None:
+                continue
+            add_netem(self, intf.name, queue.delay_s)
+            peer = intf.link.intf2 if intf.link.intf1 is intf else intf.link.intf1
+            add_netem(peer.node, peer.name, queue.ingress_delay_s)
+
+
+def add_netem(node, intf_name, delay_s):
+    if delay_s <= 0:
+        return
+    out = node.cmd(f"tc qdisc replace dev {intf_name} root netem delay "
+                   f"{delay_arg(delay_s)} limit 100000 2>&1; echo rc=$?")
+    if "rc=0" not in out:
+        raise RuntimeError(f"netem on {intf_name} failed ({out.strip()}): the BMv2 target needs "
+                           "the netem qdisc for link delay")
+
+
+SWITCH_CLASSES = {"softswitch": SoftSwitch, "bmv2": Bmv2Switch}

@@ -1,0 +1,247 @@
+"""Topologies: servers -- R1 ==bottleneck== R2 -- clients, built in Mininet.
+
+All three study testbeds have this shape (data flows server -> client):
+the RFC 2415 dumbbell (one server per client), the RFC 2884 testbed (one
+shared server; R1 is the RED bottleneck, the path delay sits on R1-R2) and
+the buffer-sizing single bottleneck with n sender/receiver pairs. R1 and R2
+are P4 switches; every link's rate, buffer and delay live in their traffic
+managers (the kernel has no netem); host-side access rates use tbf.
+
+Addressing: servers 10.1.x.y/32, clients 10.2.x.y/32; every host routes
+everything via 10.0.0.1 (on-link) whose MAC, the switch port's, is a
+permanent neighbour entry, so no ARP crosses the P4 routers.
+"""
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aqmlab.lab import LabNetwork
+from aqmlab.p4switch import SWITCH_CLASSES, PortQueue
+from aqmlab.tuning import apply_sysctls
+
+GATEWAY = "10.0.0.1"
+SERVER_NET, CLIENT_NET = 1, 2
+MTU_BITS = 1500 * 8
+REVERSE_BUFFER = 1000   # packets, the ACK direction of the bottleneck
+UNLIMITED_RATE_FOR_RED = 10**10   # idle-decay rate the controller assumes for unshaped ports
+REPO = Path(__file__).resolve().parents[2]
+
+
+def host_ip(net, index):
+    return f"10.{net}.{index // 250}.{index % 250 + 1}"
+
+
+def host_mac(net, index):
+    return f"02:0{net}:00:{index >> 16 & 255:02x}:{index >> 8 & 255:02x}:{index & 255:02x}"
+
+
+def port_mac(switch_index, port):
+    return f"02:5{switch_index}:00:00:{port >> 8 & 255:02x}:{port & 255:02x}"
+
+
+def bdp_packets(rate_bps, rtt_s):
+    return max(1, math.ceil(rate_bps * rtt_s / MTU_BITS))
+
+
+def resolve_buffer(link, topology, flows):
+    """Packets for a link: a count, C x RTT ("bdp"), or C x RTT / sqrt(n)."""
+    if link.buffer == "bdp":
+        return bdp_packets(link.rate_bps, topology.base_rtt_s)
+    if link.buffer == "bdp/sqrtn":
+        return max(1, math.ceil(bdp_packets(link.rate_bps, topology.base_rtt_s) / math.sqrt(flows)))
+    return link.buffer
+
+
+@dataclass
+class Endpoint:
+    """A host and what the lab needs to know about it."""
+    host: object
+    ip: str
+    mac: str
+    switch_port: int
+    gateway_mac: str
+    tuning: object
+    workloads: list = field(default_factory=list)
+
+
+@dataclass
+class Pair:
+    """One server -> client pair of a workload."""
+    workload: object
+    index: int
+    server: Endpoint
+    client: Endpoint
+    port: int          # the server agent's TCP port
+
+
+class Dumbbell:
+    """The built network of one scenario."""
+
+    def __init__(self, scenario, target, lab, seed=1):
+        self.scenario, self.target, self.lab = scenario, target, lab
+        self.servers, self.clients, self.pairs = [], [], []
+        self.controllers = []
+        self.bottleneck_buffer = resolve_buffer(
+            scenario.topology.bottleneck, scenario.topology, self.flow_count())
+        cls = SWITCH_CLASSES[target]
+        self.r1 = lab.add_switch(cls, seed=seed)
+        self.r2 = lab.add_switch(cls, seed=seed + 1)
+        self._add_hosts()
+        link = lab.add_link(self.r1, self.r2, port_mac(1, 1000), port_mac(2, 1000))
+        self.r1_bottleneck_port = self.r1.ports[link.intf1]
+        self.r2_bottleneck_port = self.r2.ports[link.intf2]
+        self._set_queues()
+
+    def flow_count(self):
+        return sum(w.pairs * w.connections for w in self.scenario.workloads)
+
+    # ---------------------------------------------------------------- hosts
+    def _add_hosts(self):
+        shared = None
+        agent_port = 5000
+        for workload in self.scenario.workloads:
+            agent_port += 1
+            for index in range(workload.pairs):
+                if self.scenario.topology.shared_server:
+                    shared = shared or self._add_endpoint(SERVER_NET, self.r1, 1,
+                                                          self.scenario.tcp)
+                    server = shared
+                else:
+                    server = self._add_endpoint(SERVER_NET, self.r1, 1, workload.tcp)
+                client = self._add_endpoint(CLIENT_NET, self.r2, 2, workload.tcp)
+                server.workloads.append(workload)
+                self.pairs.append(Pair(workload, index, server, client, agent_port))
+
+    def _add_endpoint(self, net, switch, switch_index, tuning):
+        group = self.servers if net == SERVER_NET else self.clients
+        index = len(group) + 1
+        ip, mac = host_ip(net, index), host_mac(net, index)
+        host = self.lab.add_host(ip=None)
+        gateway_mac = port_mac(switch_index, switch.newPort())
+        link = self.lab.add_link(host, switch, mac, gateway_mac)
+        endpoint = Endpoint(host, ip, mac, switch.ports[link.intf2], gateway_mac, tuning)
+        group.append(endpoint)
+        return endpoint
+
+    def _set_queues(self):
+        topo = self.scenario.topology
+        for endpoints, switch, access in ((self.servers, self.r1, topo.server_access),
+                                          (self.clients, self.r2, topo.client_access)):
+            for endpoint in endpoints:
+                switch.set_queue(endpoint.switch_port, PortQueue(
+                    access.rate_bps, resolve_buffer(access, topo, 1), access.delay_s,
+                    access.delay_s))
+        bottleneck = topo.bottleneck
+        self.r1.set_queue(self.r1_bottleneck_port, PortQueue(
+            bottleneck.rate_bps, self.bottleneck_buffer, bottleneck.delay_s, 0.0))
+        self.r2.set_queue(self.r2_bottleneck_port, PortQueue(
+            bottleneck.rate_bps, REVERSE_BUFFER, bottleneck.delay_s, 0.0))
+
+    # ---------------------------------------------------------------- start
+    def start(self, build_dir):
+        self.lab.start()
+        topo = self.scenario.topology
+        for endpoints, access in ((self.servers, topo.server_access),
+                                  (self.clients, topo.client_access)):
+            for endpoint in endpoints:
+                configure_host(endpoint, access.rate_bps)
+        self._program_switches(build_dir)
+
+    def _program_switches(self, build_dir):
+        from redctl import Controller
+        from redctl.convert import PortSpec
+
+        p4info, pipeline = pipeline_files(build_dir)
+        for switch, index, local, remote_net, uplink in (
+                (self.r1, 1, self.servers, CLIENT_NET, self.r1_bottleneck_port),
+                (self.r2, 2, self.clients, SERVER_NET, self.r2_bottleneck_port)):
+            ports = {port: PortSpec(buffer_packets=q.buffer_packets,
+                                    rate_bps=q.rate_bps or UNLIMITED_RATE_FOR_RED)
+                     for port, q in switch.queues.items()}
+            ctl = Controller(switch.grpc_address, device_id=0, ports=ports)
+            self.controllers.append(ctl)
+            ctl.push_pipeline(str(p4info), str(pipeline))
+            for endpoint in local:
+                ctl.add_route(f"{endpoint.ip}/32", port=endpoint.switch_port,
+                              dst_mac=endpoint.mac, src_mac=port_mac(index, endpoint.switch_port))
+            peer = 2 if index == 1 else 1
+            ctl.add_route(f"10.{remote_net}.0.0/16", port=uplink, dst_mac=port_mac(peer, 1000),
+                          src_mac=port_mac(index, 1000))
+        self.set_aqm(self.scenario.aqm)
+
+    def interface_counter(self, endpoints, name):
+        """Sum of a /sys statistics counter over the endpoints' interfaces."""
+        total = 0
+        for endpoint in endpoints:
+            intf = endpoint.host.defaultIntf().name
+            total += int(endpoint.host.cmd(f"cat /sys/class/net/{intf}/statistics/{name}"))
+        return total
+
+    def enable_telemetry(self, period):
+        """One queue sample per `period` packets leaving the bottleneck port."""
+        self.bottleneck_controller.set_sampling(self.r1_bottleneck_port, period)
+
+    def set_aqm(self, aqm):
+        from redctl import RedConfig
+
+        mode = aqm.mode
+        self.controllers[0].set_red(self.r1_bottleneck_port, RedConfig(
+            minth=aqm.minth, maxth=aqm.maxth, maxp=aqm.maxp, wq_log=aqm.wq_log,
+            gentle=aqm.gentle, mode=mode, ecn=aqm.ecn))
+
+    @property
+    def bottleneck_controller(self):
+        return self.controllers[0]
+
+    def close_controllers(self):
+        for ctl in self.controllers:
+            ctl.close()
+        self.controllers = []
+
+
+def pipeline_files(build_dir):
+    build_dir = Path(build_dir or REPO / "build")
+    p4info, pipeline = build_dir / "red_ecn.p4info.txtpb", build_dir / "red_ecn.json"
+    for path in (p4info, pipeline):
+        if not path.exists():
+            raise RuntimeError(f"{path} is missing: run `make build` first")
+    return p4info, pipeline
+
+
+def configure_host(endpoint, access_rate_bps):
+    """Address, route via the switch with the TCP route options, static
+    neighbour, namespace sysctls, and the host side of the access link."""
+    host, intf = endpoint.host, endpoint.host.defaultIntf().name
+    tuning = endpoint.tuning
+    commands = [
+        f"ip addr flush dev {intf}",
+        f"ip addr add {endpoint.ip}/32 dev {intf}",
+        f"ip link set {intf} up",
+        f"ip neigh replace {GATEWAY} lladdr {endpoint.gateway_mac} dev {intf} nud permanent",
+        f"ip route replace {GATEWAY} dev {intf} scope link",
+        f"ip route replace default via {GATEWAY} dev {intf} onlink {tuning.route_options()}",
+    ]
+    if access_rate_bps:
+        commands.append(tbf_command(intf, access_rate_bps))
+    for command in commands:
+        out = host.cmd(f"{command} 2>&1; echo rc=$?")
+        if "rc=0" not in out:
+            raise RuntimeError(f"{host.name}: `{command}` failed: {out.strip()}")
+    apply_sysctls(host, tuning)
+
+
+def tbf_command(intf, rate_bps):
+    """Host-side access rate; a small burst so the host sends at line rate."""
+    burst = max(3200, rate_bps // 8 // 250)
+    return f"tc qdisc replace dev {intf} root tbf rate {rate_bps}bit burst {burst} latency 100ms"
+
+
+def build(scenario, target, lab, build_dir=None, seed=1):
+    """Build and start the network of one scenario on `lab` (a LabNetwork)."""
+    network = Dumbbell(scenario, target, lab, seed)
+    network.start(build_dir)
+    return network
+
+
+__all__ = ["build", "Dumbbell", "LabNetwork", "host_ip", "resolve_buffer", "bdp_packets"]

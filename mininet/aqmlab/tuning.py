@@ -1,0 +1,96 @@
+"""Per-host TCP tuning: namespace sysctls, route options and socket options.
+
+Namespace-wide (sysctl): ECN, SACK, socket buffer
+limits, per-packet pacing (tcp_tso_rtt_log=0, tcp_min_tso_segs=1).
+Per route (`ip route`): initcwnd, initrwnd, advmss (MSS).
+Per socket (the agent): TCP_CONGESTION, SO_MAX_PACING_RATE (data sender;
+congestion control is per socket because a namespace may only select the
+algorithms the root namespace allows, and only the sender's matters),
+TCP_WINDOW_CLAMP and SO_RCVBUF (receiver).
+"""
+
+from dataclasses import dataclass
+
+# tcp_ecn: 1 = request ECN on outgoing connections; 2 = only accept it when asked.
+ECN_ON, ECN_ACCEPT = 1, 2
+# With SO_MAX_PACING_RATE at this cap the kernel paces at its own rate
+# (cwnd/srtt times the ss/ca ratios); any value below ~0 turns pacing on.
+UNCAPPED_PACING = 2**32 - 2
+# Header bytes subtracted from the MTU for the default MSS.
+TCP_IP_HEADERS = 40
+MTU = 1500
+
+
+@dataclass(frozen=True)
+class TcpTuning:
+    ecn: bool = False
+    cc: str = "reno"
+    sack: bool = True
+    initcwnd: int = 10
+    initrwnd: int = 0          # packets; 0 = kernel default
+    window_clamp: int = 0      # packets; 0 = none (RFC 2415 "maximum window")
+    mss: int = 0               # bytes; 0 = MTU - 40
+    pacing: bool = False
+    pacing_rate: int = 0       # bit/s cap when pacing; 0 = kernel's own rate
+    rmem: int = 0              # bytes, max receive buffer; 0 = kernel default
+    wmem: int = 0              # bytes, max send buffer; 0 = kernel default
+
+    @property
+    def effective_mss(self):
+        return self.mss or MTU - TCP_IP_HEADERS
+
+    def sysctls(self):
+        values = {
+            "net.ipv4.tcp_ecn": ECN_ON if self.ecn else ECN_ACCEPT,
+            "net.ipv4.tcp_sack": int(self.sack),
+            # Cached metrics would carry ssthresh from one transfer to the next.
+            "net.ipv4.tcp_no_metrics_save": 1,
+            "net.ipv6.conf.all.disable_ipv6": 1,
+        }
+        if self.pacing:
+            values["net.ipv4.tcp_tso_rtt_log"] = 0
+            values["net.ipv4.tcp_min_tso_segs"] = 1
+        if self.rmem:
+            values["net.ipv4.tcp_rmem"] = f"4096 {min(131072, self.rmem)} {self.rmem}"
+        if self.wmem:
+            values["net.ipv4.tcp_wmem"] = f"4096 {min(16384, self.wmem)} {self.wmem}"
+        return values
+
+    def route_options(self):
+        options = [f"initcwnd {self.initcwnd}"]
+        if self.initrwnd:
+            options.append(f"initrwnd {self.initrwnd}")
+        if self.mss:
+            options.append(f"advmss {self.mss}")
+        return " ".join(options)
+
+    def sender_args(self):
+        """Agent `serve` options for the data sender."""
+        args = ["--cc", self.cc]
+        if self.pacing:
+            rate = self.pacing_rate // 8 if self.pacing_rate else UNCAPPED_PACING
+            args += ["--pacing-rate", str(rate)]
+        if self.wmem:
+            args += ["--sndbuf", str(self.wmem)]
+        return args
+
+    def receiver_args(self):
+        """Agent `client` options for the data receiver."""
+        args = []
+        if self.window_clamp:
+            args += ["--window-clamp", str(self.window_clamp * self.effective_mss)]
+        if self.rmem:
+            args += ["--rcvbuf", str(self.rmem)]
+        return args
+
+
+def apply_sysctls(host, tuning):
+    """Set the namespace sysctls; raises RuntimeError naming the one that failed."""
+    for key, value in tuning.sysctls().items():
+        out = host.cmd(f"sysctl -q -w {key}='{value}' 2>&1 && echo ok").strip()
+        if not out.endswith("ok"):
+            raise RuntimeError(f"{host.name}: sysctl {key}={value} failed: {out}")
+
+
+def read_sysctl(host, key):
+    return host.cmd(f"sysctl -n {key}").strip()

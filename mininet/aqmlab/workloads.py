@@ -1,0 +1,113 @@
+"""Run workloads on host pairs: one sender agent per (server, workload), one
+client agent per client host, all starting at a common epoch; collect their
+per-transfer records."""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+AGENT = [sys.executable, "-m", "aqmlab.agent"]
+READY_TIMEOUT = 15.0
+START_LEAD = 1.0        # seconds between launching clients and the common epoch
+STOP_GRACE = 5.0        # seconds a client may take past its deadline to log and exit
+
+
+def start_servers(lab, pairs):
+    """One sender agent per (server host, workload port); wait until all listen."""
+    started, ready_files = {}, []
+    for pair in pairs:
+        key = (pair.server.host.name, pair.port)
+        if key in started:
+            continue
+        ready = lab.workdir / f"ready-{pair.server.host.name}-{pair.port}"
+        ready.unlink(missing_ok=True)
+        args = AGENT + ["serve", "--port", str(pair.port), "--ready-file", str(ready)]
+        started[key] = lab.popen(pair.server.host, args + pair.workload.tcp.sender_args(),
+                                 f"server-{pair.server.host.name}-{pair.port}.log")
+        ready_files.append((ready, started[key]))
+    wait_ready(ready_files, lab.workdir)
+    return list(started.values())
+
+
+def wait_ready(ready_files, workdir):
+    deadline = time.time() + READY_TIMEOUT
+    for ready, proc in ready_files:
+        while not ready.exists():
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"traffic server did not start ({ready.name}); see logs in "
+                                   f"{workdir}")
+            time.sleep(0.05)
+
+
+def client_args(pair, epoch, duration, seed, log):
+    workload = pair.workload
+    args = AGENT + [
+        "client", "--kind", workload.kind, "--server", pair.server.ip, "--port", str(pair.port),
+        "--log", str(log), "--workload", workload.name, "--host", pair.client.host.name,
+        "--flow-prefix", f"{workload.name}.{pair.index}", "--epoch", f"{epoch:.6f}",
+        "--start", str(workload.start), "--duration", str(max(0.0, duration - workload.start)),
+        "--seed", str(seed), "--connections", str(workload.connections),
+        "--size", str(workload.size), "--request-bytes", str(workload.request_bytes),
+        "--object-size", json.dumps(workload.object_size), "--think", json.dumps(workload.think),
+        "--embedded", str(workload.embedded), "--max-size", str(workload.max_size)]
+    if workload.repeat:
+        args.append("--repeat")
+    return args + workload.tcp.receiver_args()
+
+
+class Run:
+    """Clients of one scenario run, started together at `epoch`."""
+
+    def __init__(self, lab, pairs, duration, seed):
+        self.lab, self.pairs, self.duration = lab, pairs, duration
+        self.servers = start_servers(lab, pairs)
+        self.epoch = time.time() + START_LEAD
+        self.logs, self.clients = [], []
+        for pair in pairs:
+            log = lab.workdir / f"transfers-{pair.workload.name}-{pair.index}.jsonl"
+            log.unlink(missing_ok=True)
+            self.logs.append(log)
+            self.clients.append(lab.popen(pair.client.host,
+                                          client_args(pair, self.epoch, duration, seed, log),
+                                          f"client-{pair.workload.name}-{pair.index}.log"))
+
+    @property
+    def end(self):
+        return self.epoch + self.duration
+
+    def wait(self, on_tick=None):
+        """Block until the run is over, then let clients finish; see wait_until_end."""
+        self.wait_until_end(on_tick)
+        self.finish()
+
+    def wait_until_end(self, on_tick=None):
+        """Block until epoch + duration, calling on_tick(seconds elapsed) ~ every 0.5 s."""
+        while time.time() < self.end:
+            time.sleep(min(0.5, max(0.0, self.end - time.time())))
+            if on_tick:
+                on_tick(min(self.duration, max(0.0, time.time() - self.epoch)))
+
+    def finish(self):
+        """Give clients a moment to log their last transfer, then stop everything."""
+        deadline = time.time() + STOP_GRACE
+        for proc in self.clients:
+            while proc.poll() is None and time.time() < deadline:
+                time.sleep(0.05)
+        self.stop()
+
+    def stop(self):
+        for proc in self.clients + self.servers:
+            if proc.poll() is None:
+                self.lab.stop_process(proc)
+
+    def records(self):
+        return read_records(self.logs)
+
+
+def read_records(paths):
+    records = []
+    for path in paths:
+        if Path(path).exists():
+            records += [json.loads(line) for line in Path(path).read_text().splitlines() if line]
+    return records

@@ -1,0 +1,116 @@
+"""Every workload on a real two-host link (10 Mb/s tbf on the sender), with
+the metrics applied to what it recorded."""
+
+import math
+import random
+import statistics
+
+import pytest
+
+from aqmlab import agent, metrics
+from aqmlab.workloads import Run
+from labhelpers import direct_link, make_pairs
+
+RATE = 10_000_000
+FAST_THINK = {"dist": "uniform", "low": 0.2, "high": 0.4}
+
+
+def run(lab, seconds, **workload):
+    server, client = direct_link(lab, RATE)
+    job = Run(lab, make_pairs(server, client, **workload), seconds, seed=7)
+    job.wait()
+    return job, job.records()
+
+
+def test_unlimited_bulk_reaches_the_link_rate_and_samples_progress(lab):
+    job, records = run(lab, 4, kind="bulk")
+    window = (job.epoch + 1, job.epoch + 4)
+    goodput = metrics.flow_goodputs(records, window)[("w", "w.0.0")]
+    assert 0.85 * RATE < goodput < 1.02 * RATE
+    samples = [r for r in records if r["kind"] == "sample"]
+    assert len(samples) >= 6
+    assert all(b["bytes"] >= a["bytes"] for a, b in zip(samples, samples[1:]))
+    summary = metrics.workload_summary(records, window)["w"]
+    assert summary["flows"] == 1 and summary["jain_index"] == pytest.approx(1.0)
+
+
+def test_fixed_size_bulk_repeats_back_to_back_and_records_each_transfer(lab):
+    job, records = run(lab, 4, kind="bulk", size="200KB", repeat=True)
+    transfers = [r for r in records if r["kind"] == "bulk" and r["complete"]]
+    assert len(transfers) >= 10
+    assert all(r["bytes"] == 200_000 for r in transfers)
+    assert all(b["start"] >= a["end"] for a, b in zip(transfers, transfers[1:]))
+    delay = statistics.median(r["end"] - r["start"] for r in transfers)
+    assert 200_000 * 8 / RATE < delay < 3 * 200_000 * 8 / RATE
+
+
+def test_single_fixed_size_transfer_stops_after_one(lab):
+    _, records = run(lab, 3, kind="bulk", size="500KB")
+    transfers = [r for r in records if r["kind"] == "bulk"]
+    assert len(transfers) == 1 and transfers[0]["complete"] and transfers[0]["bytes"] == 500_000
+
+
+def test_http10_fetches_primary_then_embedded_in_parallel(lab):
+    job, records = run(lab, 4, kind="http10", think=FAST_THINK)
+    pages = [r for r in records if r["kind"] == "page" and r["complete"]]
+    assert len(pages) >= 4
+    for page in pages:
+        objects = sorted((r for r in records if r["kind"] == "object" and r["page"] == page["page"]),
+                         key=lambda r: r["object"])
+        assert [o["object"] for o in objects] == [0, 1, 2, 3]
+        embedded = objects[1:]
+        assert all(o["start"] >= objects[0]["end"] for o in embedded)
+        # parallel: every embedded object starts before any other one ends
+        assert max(o["start"] for o in embedded) < min(o["end"] for o in embedded) + 0.05
+        assert page["bytes"] == sum(o["bytes"] for o in objects)
+    gaps = [b["start"] - a["end"] for a, b in zip(pages, pages[1:])]
+    assert all(0.2 <= gap <= 0.5 for gap in gaps)
+    summary = metrics.workload_summary(records, (job.epoch, job.end))["w"]
+    assert summary["delay_kind"] == "page" and summary["delay_s"]["median"] > 0
+    assert summary["network_power"] == pytest.approx(
+        summary["goodput_bps"] / summary["delay_s"]["median"])
+
+
+def test_http11_fetches_a_page_on_one_connection(lab):
+    _, records = run(lab, 4, kind="http11", think=FAST_THINK)
+    pages = [r for r in records if r["kind"] == "page" and r["complete"]]
+    assert len(pages) >= 4
+    assert all(r["objects"] == 4 and r["bytes"] == r["size"] for r in pages)
+    assert not [r for r in records if r["kind"] == "object"]
+
+
+def test_crr_transactions_per_second(lab):
+    job, records = run(lab, 3, kind="crr", size="5KB")
+    done = [r for r in records if r["kind"] == "transaction" and r["complete"]]
+    assert all(r["bytes"] == 5000 for r in done)
+    rate = metrics.transactions_per_second(records, (job.epoch, job.end))
+    assert rate == pytest.approx(len(done) / 3) and rate > 20
+
+
+def test_surge_transfers_follow_their_idle_times(lab):
+    _, records = run(lab, 5, kind="surge", think={"dist": "pareto", "k": 0.1, "alpha": 1.5})
+    transfers = [r for r in records if r["kind"] == "surge" and r["complete"]]
+    assert len(transfers) >= 3
+    assert all(b["start"] - a["end"] >= 0.1 for a, b in zip(transfers, transfers[1:]))
+
+
+def test_surge_size_distribution():
+    """20000 draws; bounds are ~4 standard errors (false alarm < 1e-4)."""
+    spec = {"dist": "surge", "mu": 9.357, "sigma": 1.318, "k": 133_000, "alpha": 1.1}
+    draw = agent.make_sampler(spec, random.Random(3))
+    sizes = [draw() for _ in range(20000)]
+    tail_mass = 0.5 * math.erfc((math.log(133_000) - 9.357) / (1.318 * math.sqrt(2)))
+    tail = sum(s > 133_000 for s in sizes) / len(sizes)
+    assert abs(tail - tail_mass) < 4 * math.sqrt(tail_mass * (1 - tail_mass) / len(sizes))
+    median = statistics.median(sizes)
+    assert abs(math.log(median) - 9.357) < 0.05
+    body = [math.log(s) for s in sizes if s <= 133_000]
+    assert max(body) <= math.log(133_000)
+
+
+def test_pareto_request_interval_distribution():
+    draw = agent.make_sampler({"dist": "pareto", "k": 1.0, "alpha": 1.5}, random.Random(5))
+    values = [draw() for _ in range(20000)]
+    assert min(values) >= 1.0
+    # median of Pareto(k, a) is k 2^(1/a); the sample median is within 3%
+    assert statistics.median(values) == pytest.approx(2 ** (1 / 1.5), rel=0.03)
