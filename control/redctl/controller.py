@@ -120,10 +120,12 @@ class Controller:
 
     # -- telemetry ---------------------------------------------------------------
     def set_sampling(self, port: int, period: int) -> None:
-        """One telemetry sample every `period` packets to port; 0 turns it off."""
+        """One telemetry sample every `period` packets to port; 0 turns it off.
+        Samples are queued for poll_sample()/telemetry() from now on."""
         self._check_port(port)
         if not 0 <= period < 1 << 32:
             raise ValueError(f"sampling period must be in [0, 2^32), got {period}")
+        self._enable_digest()
         existing = self._read_table(names.SAMPLING, port)
         if period == 0:
             if existing:
@@ -158,9 +160,8 @@ class Controller:
             except queue.Empty:
                 return None
             if msg is None:
-                self.session.digests.put(None)      # keep reporting the closed stream
+                self.session.put_end_marker(self.session.digests)   # keep reporting the closed stream
                 return None
-            self.session.ack_digest(msg.digest_id, msg.list_id)
             if msg.digest_id == self.index.digest(names.TELEMETRY_DIGEST).preamble.id:
                 self._pending.extend(_sample(data) for data in msg.data)
         return self._pending.popleft()

@@ -17,6 +17,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 CONNECT_TIMEOUT_S = 5.0
+MAX_QUEUED_DIGESTS = 100_000        # unread digest lists beyond this are dropped
 ARBITRATION_TIMEOUT_S = 5.0
 
 
@@ -88,7 +89,8 @@ class Session:
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._outgoing: queue.Queue = queue.Queue()
         self.arbitration: queue.Queue = queue.Queue()
-        self.digests: queue.Queue = queue.Queue()
+        self.digests: queue.Queue = queue.Queue(MAX_QUEUED_DIGESTS)
+        self.digests_dropped = 0
         self._stream = self.stub.StreamChannel(iter(self._outgoing.get, None))
         self._receiver = threading.Thread(target=self._receive, daemon=True)
         self._receiver.start()
@@ -100,11 +102,15 @@ class Session:
                 if msg.HasField("arbitration"):
                     self.arbitration.put(msg.arbitration)
                 elif msg.HasField("digest"):
-                    self.digests.put(msg.digest)
+                    self._ack_digest(msg.digest.digest_id, msg.digest.list_id)
+                    try:
+                        self.digests.put_nowait(msg.digest)
+                    except queue.Full:
+                        self.digests_dropped += 1
         except grpc.RpcError:
             pass                    # closed by us or by the server; close() reports nothing
         finally:
-            self.digests.put(None)
+            self.put_end_marker(self.digests)
             self.arbitration.put(None)
 
     def _become_primary(self):
@@ -161,7 +167,17 @@ class Session:
         except grpc.RpcError as e:
             raise P4RuntimeError(f"Read: {e.code().name}: {e.details()}") from None
 
-    def ack_digest(self, digest_id: int, list_id: int):
+    @staticmethod
+    def put_end_marker(q: queue.Queue):
+        """Mark the end of the stream, even in a full queue."""
+        while True:
+            try:
+                q.put_nowait(None)
+                return
+            except queue.Full:
+                q.get_nowait()
+
+    def _ack_digest(self, digest_id: int, list_id: int):
         req = p4runtime_pb2.StreamMessageRequest()
         req.digest_ack.digest_id = digest_id
         req.digest_ack.list_id = list_id

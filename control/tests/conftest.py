@@ -19,7 +19,7 @@ BIN = Path(sys.executable).parent
 NS = f"rd-it{os.getpid() % 10000}"
 SWITCH_IFS = {0: f"rd-i{os.getpid() % 10000}a", 1: f"rd-i{os.getpid() % 10000}b"}
 HOST_IFS = {0: "p0", 1: "p1"}
-BOTTLENECK_TM = "1:rate=1mbit,buffer=100"
+BOTTLENECK_TM = "1:rate=100kbit,buffer=100"
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -90,7 +90,7 @@ def _delete_ports():
 @pytest.fixture(scope="module")
 def switch(compiled):
     """A running softswitch: {"address", "p4info", "json"}; port 1 is a
-    1 Mb/s, 100-packet bottleneck."""
+    100 kb/s, 100-packet bottleneck."""
     from redctl.controller import wait_for_server
     _delete_ports()
     proc = None
