@@ -16,6 +16,7 @@ from .externs import (Counters, DigestConfigs, DirectResources, Meters, Register
 from .p4info_index import P4InfoIndex
 from .pipeline import check_consistent, parse_device_config
 from .table_store import TableStore
+from .tables import action_spec, match_key
 
 SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest.Action
 ResponseType = p4runtime_pb2.GetForwardingPipelineConfigRequest.ResponseType
@@ -136,11 +137,12 @@ class Device:
         s = self.state
         items = [(Update.MODIFY if e.is_default_action else Update.INSERT,
                   p4runtime_pb2.Entity(table_entry=e)) for e in s.tables.replay_protos()]
-        for pre in s.pre.read(p4runtime_pb2.PacketReplicationEngineEntry()):
-            items.append((Update.INSERT, p4runtime_pb2.Entity(packet_replication_engine_entry=pre)))
-        for d in s.digests.read(p4runtime_pb2.DigestEntry()):
-            items.append((Update.INSERT, p4runtime_pb2.Entity(digest_entry=d)))
-        return items
+        kept = []
+        add = lambda: kept.append(p4runtime_pb2.Entity()) or kept[-1]  # noqa: E731
+        s.pre.read(p4runtime_pb2.PacketReplicationEngineEntry(),
+                   lambda: add().packet_replication_engine_entry)
+        s.digests.read(p4runtime_pb2.DigestEntry(), lambda: add().digest_entry)
+        return items + [(Update.INSERT, entity) for entity in kept]
 
     def get_pipeline(self, response_type: int) -> p4runtime_pb2.ForwardingPipelineConfig:
         with self.lock:
@@ -181,8 +183,9 @@ class Device:
             raise unimplemented(f"writing {kind or 'an empty entity'} is not supported")
         writer(update_type, getattr(entity, kind))
 
-    def read(self, entity: p4runtime_pb2.Entity) -> list:
-        """Entities matching `entity` (with wildcards), as Entity messages."""
+    def read(self, entity: p4runtime_pb2.Entity, new_entity) -> None:
+        """Fill in the entities matching `entity` (with wildcards); `new_entity()`
+        returns an empty Entity already placed in the reply."""
         with self.lock:
             if self.state is None:
                 raise failed_precondition("no forwarding pipeline config has been set")
@@ -190,12 +193,11 @@ class Device:
             reader = self.state.readers().get(kind)
             if reader is None:
                 raise unimplemented(f"reading {kind or 'an empty entity'} is not supported")
-            return [p4runtime_pb2.Entity(**{kind: e}) for e in reader(getattr(entity, kind))]
+            reader(getattr(entity, kind), lambda: getattr(new_entity(), kind))
 
 
 def _check_entity_fits(index: P4InfoIndex, entity) -> None:
     """Raise INVALID_ARGUMENT if a kept entity does not validate under `index`."""
-    from .tables import action_spec, match_key
     kind = entity.WhichOneof("entity")
     try:
         if kind == "table_entry":

@@ -4,12 +4,12 @@ Each class validates a P4Runtime entity against the P4Info, applies it to
 the engine in one step, and answers Reads (with the spec's wildcards: id 0 =
 every instance, no index = every cell).
 """
-from p4.v1 import p4data_pb2, p4runtime_pb2
+from p4.v1 import p4runtime_pb2
 
 from . import engine_calls as ec
 from .bytestrings import canonical, decode
 from .errors import already_exists, invalid, not_found, out_of_range
-from .tables import fill_action, fill_match, match_key
+from .tables import match_key
 
 Update = p4runtime_pb2.Update
 # The engine has no "unconfigured" meter call: an unconfigured v1model meter
@@ -67,16 +67,13 @@ class Counters:
         d = entry.data
         ec.call(self.sw.counter_write, info.name, index, d.packet_count, d.byte_count)
 
-    def read(self, request: p4runtime_pb2.CounterEntry) -> list:
-        out = []
+    def read(self, request: p4runtime_pb2.CounterEntry, add) -> None:
         for info in _targets(self.index.counters, request.counter_id, "counter"):
             for i in _indices(info, request, "counter"):
                 packets, nbytes = ec.call(self.sw.counter_read, info.name, i)
-                e = p4runtime_pb2.CounterEntry(counter_id=info.id)
-                e.index.index = i
+                e = add()
+                e.counter_id, e.index.index = info.id, i
                 e.data.packet_count, e.data.byte_count = packets, nbytes
-                out.append(e)
-        return out
 
 
 class Meters:
@@ -102,16 +99,13 @@ class Meters:
         else:
             self.configs.pop((info.id, index), None)
 
-    def read(self, request: p4runtime_pb2.MeterEntry) -> list:
-        out = []
+    def read(self, request: p4runtime_pb2.MeterEntry, add) -> None:
         for info in _targets(self.index.meters, request.meter_id, "meter"):
             for i in _indices(info, request, "meter"):
-                e = p4runtime_pb2.MeterEntry(meter_id=info.id)
-                e.index.index = i
+                e = add()
+                e.meter_id, e.index.index = info.id, i
                 if (info.id, i) in self.configs:
                     e.config.CopyFrom(self.configs[(info.id, i)])
-                out.append(e)
-        return out
 
 
 class Registers:
@@ -129,16 +123,13 @@ class Registers:
         value = decode(entry.data.bitstring, info.bitwidth, f"register '{info.name}'")
         ec.call(self.sw.register_write, info.name, index, value)
 
-    def read(self, request: p4runtime_pb2.RegisterEntry) -> list:
-        out = []
+    def read(self, request: p4runtime_pb2.RegisterEntry, add) -> None:
         for info in _targets(self.index.registers, request.register_id, "register"):
             for i in _indices(info, request, "register"):
                 value = ec.as_int(ec.call(self.sw.register_read, info.name, i))
-                e = p4runtime_pb2.RegisterEntry(register_id=info.id)
-                e.index.index = i
+                e = add()
+                e.register_id, e.index.index = info.id, i
                 e.data.bitstring = canonical(value)
-                out.append(e)
-        return out
 
 
 class DirectResources:
@@ -154,14 +145,11 @@ class DirectResources:
         ec.call(self.sw.direct_counter_write, table.name, stored.handle,
                 d.packet_count, d.byte_count)
 
-    def read_counters(self, request: p4runtime_pb2.DirectCounterEntry) -> list:
-        out = []
+    def read_counters(self, request: p4runtime_pb2.DirectCounterEntry, add) -> None:
         for table, key, stored in self._entries(request.table_entry, "direct_counter_id"):
-            e = p4runtime_pb2.DirectCounterEntry()
-            self._fill_entry(e.table_entry, table, key, stored)
-            e.data.CopyFrom(self.tables.counter_data(table, stored))
-            out.append(e)
-        return out
+            e = add()
+            self.tables.fill_entry(e.table_entry, table, key, stored, False)
+            self.tables.fill_counter_data(e.data, table, stored)
 
     def write_meter(self, update_type, entry: p4runtime_pb2.DirectMeterEntry):
         _require_modify(update_type, "direct meter")
@@ -176,15 +164,12 @@ class DirectResources:
         else:
             stored.meter_config = None
 
-    def read_meters(self, request: p4runtime_pb2.DirectMeterEntry) -> list:
-        out = []
+    def read_meters(self, request: p4runtime_pb2.DirectMeterEntry, add) -> None:
         for table, key, stored in self._entries(request.table_entry, "direct_meter_id"):
-            e = p4runtime_pb2.DirectMeterEntry()
-            self._fill_entry(e.table_entry, table, key, stored)
+            e = add()
+            self.tables.fill_entry(e.table_entry, table, key, stored, False)
             if stored.meter_config is not None:
                 e.config.CopyFrom(stored.meter_config)
-            out.append(e)
-        return out
 
     def _entry(self, table_entry, slot, what):
         table = self.index.table(table_entry.table_id)
@@ -208,10 +193,6 @@ class DirectResources:
             else:
                 yield from ((table, k, s) for k, s in list(entries.items()))
 
-    def _fill_entry(self, proto, table, key, stored):
-        proto.table_id = table.id
-        fill_match(table, key, proto)
-        fill_action(self.index, stored.action, proto)
 
 
 class ReplicationEngine:
@@ -258,18 +239,19 @@ class ReplicationEngine:
                 truncate=s.packet_length_bytes)
         self.sessions[sid] = _copy(s)
 
-    def read(self, request: p4runtime_pb2.PacketReplicationEngineEntry) -> list:
+    def read(self, request: p4runtime_pb2.PacketReplicationEngineEntry, add) -> None:
         kind = request.WhichOneof("type")
+        if kind is None:   # no type given: everything
+            self.read(_pre_wildcard("multicast_group_entry"), add)
+            self.read(_pre_wildcard("clone_session_entry"), add)
+            return
         if kind == "multicast_group_entry":
-            gid = request.multicast_group_entry.multicast_group_id
-            found = [self.groups[gid]] if gid in self.groups else [] if gid else list(self.groups.values())
-            return [p4runtime_pb2.PacketReplicationEngineEntry(multicast_group_entry=g) for g in found]
-        if kind == "clone_session_entry":
-            sid = request.clone_session_entry.session_id
-            found = [self.sessions[sid]] if sid in self.sessions else [] if sid else list(self.sessions.values())
-            return [p4runtime_pb2.PacketReplicationEngineEntry(clone_session_entry=s) for s in found]
-        return (self.read(_pre_wildcard("multicast_group_entry"))
-                + self.read(_pre_wildcard("clone_session_entry")))
+            wanted, have = request.multicast_group_entry.multicast_group_id, self.groups
+        else:
+            wanted, have = request.clone_session_entry.session_id, self.sessions
+        for object_id, message in have.items():
+            if wanted in (0, object_id):
+                getattr(add(), kind).CopyFrom(message)
 
 
 def _pre_wildcard(kind):
@@ -325,14 +307,12 @@ class DigestConfigs:
             raise invalid(f"digest '{info.name}': negative config value")
         self.configs[info.id] = _copy(c)
 
-    def read(self, request: p4runtime_pb2.DigestEntry) -> list:
+    def read(self, request: p4runtime_pb2.DigestEntry, add) -> None:
         if request.digest_id:
             _lookup(self.index.digests, request.digest_id, "digest")
-            ids = [request.digest_id] if request.digest_id in self.configs else []
-        else:
-            ids = list(self.configs)
-        return [p4runtime_pb2.DigestEntry(digest_id=i, config=self.configs[i]) for i in ids]
+        for digest_id, config in self.configs.items():
+            if request.digest_id in (0, digest_id):
+                e = add()
+                e.digest_id = digest_id
+                e.config.CopyFrom(config)
 
-
-def p4data_bitstring(value: bytes) -> p4data_pb2.P4Data:
-    return p4data_pb2.P4Data(bitstring=canonical(int.from_bytes(value, "big")))

@@ -97,11 +97,12 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id)
             if request.role:
                 raise unimplemented("only the default role is supported")
-            entities = [e for want in request.entities for e in self.device.read(want)]
+            replies = [p4runtime_pb2.ReadResponse()]
+            for want in request.entities:
+                self.device.read(want, lambda: _next_slot(replies))
         except P4RuntimeError as e:
             _abort(context, e)
-        for start in range(0, max(len(entities), 1), READ_CHUNK):
-            yield p4runtime_pb2.ReadResponse(entities=entities[start:start + READ_CHUNK])
+        yield from replies
 
     # ---- stream -------------------------------------------------------
     def StreamChannel(self, request_iterator, context):
@@ -152,6 +153,13 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.packet_io.inject(frame)
         except P4RuntimeError as e:
             client.send(_stream_error(e, request))
+
+
+def _next_slot(replies: list) -> p4runtime_pb2.Entity:
+    """A new Entity in the last reply, starting a new reply every READ_CHUNK."""
+    if len(replies[-1].entities) >= READ_CHUNK:
+        replies.append(p4runtime_pb2.ReadResponse())
+    return replies[-1].entities.add()
 
 
 def _stream_error(error: P4RuntimeError, request) -> p4runtime_pb2.StreamMessageResponse:

@@ -146,28 +146,27 @@ class TableStore:
         self.defaults[table.id] = spec
 
     # ---- reads --------------------------------------------------------
-    def read(self, request: p4runtime_pb2.TableEntry) -> list:
+    # Readers fill messages in place: `add()` returns a new empty TableEntry
+    # already inside the reply (pure-Python protobuf makes copies costly).
+    def read(self, request: p4runtime_pb2.TableEntry, add) -> None:
         tables = [self.index.table(request.table_id)] if request.table_id else \
             list(self.index.tables.values())
         if request.table_id == 0 and len(request.match):
             raise invalid("a wildcard table read cannot filter on match fields")
-        out = []
         for table in tables:
             if request.is_default_action:
-                out.extend(self._read_default(table, request))
+                self._read_default(table, add)
             else:
-                out.extend(self._read_entries(table, request))
-        return out
+                self._read_entries(table, request, add)
 
-    def _read_default(self, table, request):
+    def _read_default(self, table, add):
         spec = self.defaults[table.id]
-        if spec is None:
-            return []
-        entry = p4runtime_pb2.TableEntry(table_id=table.id, is_default_action=True)
-        fill_action(self.index, spec, entry)
-        return [entry]
+        if spec is not None:
+            entry = add()
+            entry.table_id, entry.is_default_action = table.id, True
+            fill_action(self.index, spec, entry)
 
-    def _read_entries(self, table, request):
+    def _read_entries(self, table, request, add):
         entries = self.entries[table.id]
         if len(request.match):
             key = match_key(table, request)
@@ -175,23 +174,22 @@ class TableStore:
         else:
             items = list(entries.items())
         want_counters = request.HasField("counter_data") and table.direct_counter_id
-        return [self._entry_proto(table, key, stored, want_counters) for key, stored in items]
+        for key, stored in items:
+            self.fill_entry(add(), table, key, stored, want_counters)
 
-    def _entry_proto(self, table: TableInfo, key: MatchKey, stored: StoredEntry, counters):
-        entry = p4runtime_pb2.TableEntry(table_id=table.id,
-                                         controller_metadata=stored.controller_metadata,
-                                         metadata=stored.metadata)
+    def fill_entry(self, entry, table: TableInfo, key: MatchKey, stored: StoredEntry, counters):
+        entry.table_id = table.id
+        entry.controller_metadata, entry.metadata = stored.controller_metadata, stored.metadata
         fill_match(table, key, entry)
         fill_action(self.index, stored.action, entry)
         if stored.meter_config is not None:
             entry.meter_config.CopyFrom(stored.meter_config)
         if counters:
-            entry.counter_data.CopyFrom(self.counter_data(table, stored))
-        return entry
+            self.fill_counter_data(entry.counter_data, table, stored)
 
-    def counter_data(self, table, stored) -> p4runtime_pb2.CounterData:
-        packets, nbytes = ec.call(self.sw.direct_counter_read, table.name, stored.handle)
-        return p4runtime_pb2.CounterData(packet_count=packets, byte_count=nbytes)
+    def fill_counter_data(self, data, table, stored) -> None:
+        data.packet_count, data.byte_count = ec.call(
+            self.sw.direct_counter_read, table.name, stored.handle)
 
     def find(self, entry: p4runtime_pb2.TableEntry):
         """(table, key, stored) for the entry a direct resource request names."""
@@ -202,11 +200,13 @@ class TableStore:
     def replay_protos(self) -> list:
         """Every entry and non-initial default, as TableEntry messages (for reconcile)."""
         out = []
+        add = lambda: out.append(p4runtime_pb2.TableEntry()) or out[-1]  # noqa: E731
         for tid, entries in self.entries.items():
             table = self.index.tables[tid]
-            out.extend(self._entry_proto(table, k, s, False) for k, s in entries.items())
+            for key, stored in entries.items():
+                self.fill_entry(add(), table, key, stored, False)
             if self.defaults[tid] != self.initial_defaults[tid]:
-                out.extend(self._read_default(table, None))
+                self._read_default(table, add)
         return out
 
 
