@@ -25,12 +25,13 @@ def veth():
         subprocess.run(["ip", "link", "del", name + "a"], capture_output=True)
 
 
-def test_json_and_p4info_at_start_are_served_then_sigint_stops(veth):
+def test_json_and_p4info_at_start_are_served_then_sigint_stops(veth, tmp_path):
     address = f"127.0.0.1:{free_port()}"
+    pcap_dir = tmp_path / "pcap"
     proc = subprocess.Popen([sys.executable, "-m", "softswitch_server.cli", str(MINI_JSON),
                              "--p4info", str(MINI_P4INFO), "-i", f"0@{veth}", "--cpu-port", "255",
                              "--tm", "0:rate=10mbit,buffer=10,delay=1ms", "--seed", "3",
-                             "--grpc-server-addr", address],
+                             "--pcap", str(pcap_dir), "--grpc-server-addr", address],
                             stderr=subprocess.PIPE, text=True)
     try:
         grpc.channel_ready_future(grpc.insecure_channel(address)).result(timeout=30)
@@ -40,6 +41,8 @@ def test_json_and_p4info_at_start_are_served_then_sigint_stops(veth):
         client.close()
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
+        pcap = (pcap_dir / "port0.pcap").read_bytes()
+        assert pcap[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4")  # a pcap file header
     finally:
         if proc.poll() is None:
             proc.kill()
