@@ -8,7 +8,7 @@ from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from .arbitration import Arbitrator, Client
-from .errors import P4RuntimeError, not_found, permission_denied, unimplemented
+from .errors import P4RuntimeError, internal, not_found, permission_denied, unimplemented
 from .packetio import encode_packet_out
 
 log = logging.getLogger("softswitch.p4runtime")
@@ -91,6 +91,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         except P4RuntimeError as e:
             log.info("update refused: %s", e)
             return e
+        except Exception as e:  # a server bug must not hide the other updates' results
+            log.exception("update failed unexpectedly")
+            return internal(f"{type(e).__name__}: {e}")
 
     def Read(self, request, context):
         try:
