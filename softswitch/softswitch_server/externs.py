@@ -222,7 +222,7 @@ class ReplicationEngine:
             del self.groups[gid]
             return
         ec.call(self.sw.mc_group_set, gid, _replicas(g.replicas, f"multicast group {gid}"))
-        self.groups[gid] = _copy(g)
+        self.groups[gid] = _canonical_replicas(g)
 
     def _write_session(self, update_type, s):
         sid = s.session_id
@@ -237,7 +237,7 @@ class ReplicationEngine:
             return
         ec.call(self.sw.clone_session_set, sid, _replicas(s.replicas, f"clone session {sid}"),
                 truncate=s.packet_length_bytes)
-        self.sessions[sid] = _copy(s)
+        self.sessions[sid] = _canonical_replicas(s)
 
     def read(self, request: p4runtime_pb2.PacketReplicationEngineEntry, add) -> None:
         kind = request.WhichOneof("type")
@@ -283,6 +283,15 @@ def _replicas(replicas, what):
             raise invalid(f"{what}: replica instance {r.instance} does not fit 16 bits")
         out.append((port, r.instance))
     return out
+
+
+def _canonical_replicas(message):
+    """A copy whose byte-string replica ports are canonical (read-write symmetry)."""
+    copy = _copy(message)
+    for r in copy.replicas:
+        if r.WhichOneof("port_kind") == "port":
+            r.port = canonical(int.from_bytes(r.port, "big"))
+    return copy
 
 
 def _copy(message):

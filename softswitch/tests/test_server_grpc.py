@@ -192,6 +192,15 @@ def test_multicast_groups_and_clone_sessions(client):
     assert client.read(packet_replication_engine_entry=wanted) == []
 
 
+def test_replica_ports_given_as_bytes_read_back_canonical(client):
+    pre = p4runtime_pb2.PacketReplicationEngineEntry()
+    pre.multicast_group_entry.multicast_group_id = 9
+    pre.multicast_group_entry.replicas.add(port=b"\x00\x00\x00\x03", instance=2)
+    client.insert(packet_replication_engine_entry=pre)
+    [read] = client.read(packet_replication_engine_entry=p4runtime_pb2.PacketReplicationEngineEntry())
+    assert read.multicast_group_entry.replicas[0].port == b"\x03"
+
+
 def test_digest_config(client):
     d = p4runtime_pb2.DigestEntry(digest_id=D_LEARN)
     d.config.max_timeout_ns, d.config.max_list_size, d.config.ack_timeout_ns = 1000, 10, 10**9

@@ -209,6 +209,18 @@ def _engine_rejected_json():
     return json.dumps(doc).encode()
 
 
+def _p4info_without_lpm_table():
+    p4info = mini_p4info()
+    del p4info.tables[0]            # MyIngress.ipv4_lpm, which holds an entry
+    del p4info.direct_counters[0]   # its direct counter
+    return p4info
+
+
+def _reconcile_dropping_a_table(client):
+    client.set_pipeline(_p4info_without_lpm_table(), mini_json(),
+                        action=SetAction.RECONCILE_AND_COMMIT)
+
+
 def _set(client, p4info=True, device_config=None, action=SetAction.VERIFY_AND_COMMIT):
     client.set_pipeline(mini_p4info() if p4info else None,
                         mini_json() if device_config is None else device_config, action=action)
@@ -239,6 +251,7 @@ REQUEST_CASES = [
     ("pipeline without p4info", lambda p, b: _set(p, p4info=False), "INVALID_ARGUMENT"),
     ("verify of a bad pipeline", lambda p, b: _set(p, device_config=b"[]", action=SetAction.VERIFY), "INVALID_ARGUMENT"),
     ("pipeline from a backup client", lambda p, b: _set(b), "PERMISSION_DENIED"),
+    ("reconcile that drops a table in use", lambda p, b: _reconcile_dropping_a_table(p), "INVALID_ARGUMENT"),
     ("commit with nothing saved", lambda p, b: _set(p, action=SetAction.COMMIT), "FAILED_PRECONDITION"),
     ("read of another device id", lambda p, b: _read(p, device_id=3, table_entry=TE()), "NOT_FOUND"),
     ("read of an unknown table", lambda p, b: _read(p, table_entry=TE(table_id=5)), "NOT_FOUND"),
