@@ -121,10 +121,12 @@ class Device:
             self._apply(update_type, entity)
 
     def _reconcile(self, pipeline: PipelineConfig) -> None:
-        """Commit `pipeline` keeping the entries, groups and configs written so far.
+        """Commit `pipeline` keeping table entries (with direct meter configs),
+        default actions, multicast groups, clone sessions and digest configs.
+        Counters, registers and indexed meters restart, as after any load.
 
-        Every kept entity is first checked against the new P4Info by a trial
-        run on a scratch store; if one no longer fits, nothing changes.
+        Every kept entity is first validated against the new P4Info; if one
+        no longer fits, nothing changes.
         """
         if self.state is None:
             return self._commit(pipeline, replay=[])
@@ -160,18 +162,15 @@ class Device:
                 raise invalid(f"unknown response_type {response_type}")
             return out
 
-    @property
-    def index(self) -> P4InfoIndex:
-        if self.active is None:
+    def require_pipeline(self) -> None:
+        if self.state is None:
             raise failed_precondition("no forwarding pipeline config has been set")
-        return self.active.index
 
     # ---- entities -----------------------------------------------------
     def write(self, update: p4runtime_pb2.Update) -> None:
         """Apply one update; raise P4RuntimeError (and change nothing) if it is invalid."""
         with self.lock:
-            if self.state is None:
-                raise failed_precondition("no forwarding pipeline config has been set")
+            self.require_pipeline()
             self._apply(update.type, update.entity)
 
     def _apply(self, update_type, entity):
@@ -187,8 +186,7 @@ class Device:
         """Fill in the entities matching `entity` (with wildcards); `new_entity()`
         returns an empty Entity already placed in the reply."""
         with self.lock:
-            if self.state is None:
-                raise failed_precondition("no forwarding pipeline config has been set")
+            self.require_pipeline()
             kind = entity.WhichOneof("entity")
             reader = self.state.readers().get(kind)
             if reader is None:

@@ -74,7 +74,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.arbitrator.check_primary(request.device_id, request.election_id, request.role)
             if request.atomicity != Atomicity.CONTINUE_ON_ERROR:
                 raise unimplemented("only CONTINUE_ON_ERROR atomicity is supported")
-            self.device.index  # FAILED_PRECONDITION before any update if no pipeline
+            self.device.require_pipeline()
         except P4RuntimeError as e:
             _abort(context, e)
         results = [self._write_one(u) for u in request.updates]
