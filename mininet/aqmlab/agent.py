@@ -17,6 +17,7 @@ import math
 import os
 import random
 import socket
+import struct
 import sys
 import threading
 import time
@@ -74,7 +75,8 @@ def configure_sender(sock, opts):
     if opts.cc:
         sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, opts.cc.encode())
     if opts.pacing_rate:
-        sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, opts.pacing_rate)
+        # unsigned long: above 2^31 the value only fits the 64-bit form
+        sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, struct.pack("Q", opts.pacing_rate))
 
 
 def send_bytes(conn, nbytes):
@@ -92,8 +94,10 @@ def serve_connection(conn, opts):
         reader = conn.makefile("rb")
         for line in reader:
             send_bytes(conn, int(line.split()[0]))
-    except (ConnectionError, OSError, ValueError, IndexError):
-        pass
+    except ConnectionError:
+        pass                      # the client closed: the normal end of unlimited data
+    except (OSError, ValueError, IndexError) as error:
+        print(f"connection error: {error!r}", file=sys.stderr, flush=True)
     finally:
         conn.close()
 
@@ -220,7 +224,7 @@ def bulk_unlimited(client, flow):
     except OSError as error:
         client.recorder.write(kind="error", flow=flow, t=time.time(), error=str(error))
     client.recorder.write(kind="bulk", flow=flow, transfer=0, start=start, end=time.time(),
-                          bytes=got, size=UNLIMITED, complete=True)
+                          bytes=got, size=UNLIMITED, complete=client.time_left() <= 0)
 
 
 def run_http10(client, flow, rng):

@@ -329,8 +329,13 @@ def parse_scenario(table, name, prefix):
     for i, workload_name in enumerate(names):
         if names.index(workload_name) != i:
             _fail(f"{prefix}workload[{i}].name", f"duplicate workload name {workload_name!r}")
-    return Scenario(name, parse_topology(table.get("topology", {}), f"{prefix}topology"),
-                    parse_aqm(table.get("aqm", {}), f"{prefix}aqm"), tcp, parsed)
+    topology = parse_topology(table.get("topology", {}), f"{prefix}topology")
+    aqm = parse_aqm(table.get("aqm", {}), f"{prefix}aqm")
+    buffer = topology.bottleneck.buffer
+    if aqm.mode == "red" and isinstance(buffer, int) and aqm.maxth > buffer:
+        _fail(f"{prefix}aqm.maxth", f"must not exceed the bottleneck buffer ({buffer} packets), "
+                                    f"got {aqm.maxth}")
+    return Scenario(name, topology, aqm, tcp, parsed)
 
 
 TOP_FIELDS = ("name", "description", "seed", "duration", "quick_duration", "warmup", "target",

@@ -183,12 +183,18 @@ class Dumbbell:
         self.bottleneck_controller.set_sampling(self.r1_bottleneck_port, period)
 
     def set_aqm(self, aqm):
+        """RED on R1's bottleneck port; drop-tail is the port without a RED entry."""
         from redctl import RedConfig
 
-        mode = aqm.mode
-        self.controllers[0].set_red(self.r1_bottleneck_port, RedConfig(
-            minth=aqm.minth, maxth=aqm.maxth, maxp=aqm.maxp, wq_log=aqm.wq_log,
-            gentle=aqm.gentle, mode=mode, ecn=aqm.ecn))
+        if aqm.mode == "droptail":
+            return
+        config = RedConfig(minth=aqm.minth, maxth=aqm.maxth, maxp=aqm.maxp, wq_log=aqm.wq_log,
+                           gentle=aqm.gentle, mode=aqm.mode, ecn=aqm.ecn)
+        try:
+            self.controllers[0].set_red(self.r1_bottleneck_port, config)
+        except ValueError as error:
+            raise RuntimeError(f"aqm: {error} (bottleneck buffer {self.bottleneck_buffer} "
+                               "packets)") from None
 
     @property
     def bottleneck_controller(self):

@@ -78,6 +78,9 @@ class TcpTuning:
         """Agent `client` options for the data receiver."""
         args = []
         if self.window_clamp:
+            # Known limit: Linux 6.x raises window_clamp to the receive buffer's
+            # window whenever its payload/truesize ratio changes, so the clamp is
+            # exact only while that ratio is stable (seen with small MSS).
             args += ["--window-clamp", str(self.window_clamp * self.effective_mss)]
         if self.rmem:
             args += ["--rcvbuf", str(self.rmem)]

@@ -57,6 +57,7 @@ def test_workload_tcp_inherits_the_file_defaults():
     ({"aqm": {"maxp": 1.5}}, "aqm.maxp"),
     ({"aqm": {"minth": 20, "maxth": 10}}, "aqm.maxth"),
     ({"aqm": {"mode": "codel"}}, "aqm.mode"),
+    ({"aqm": {"maxth": 30}, "topology": {"bottleneck": {"buffer": 20}}}, "aqm.maxth"),
     ({"topology": {"bottleneck": {"rate": "fast"}}}, "topology.bottleneck.rate"),
     ({"topology": {"bottleneck": {"buffer": "huge"}}}, "topology.bottleneck.buffer"),
     ({"topology": {"kind": "ring"}}, "topology.kind"),

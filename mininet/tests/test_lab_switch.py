@@ -1,0 +1,105 @@
+"""The lab through the P4 switch (softswitch + build/red_ecn.*): link
+emulation, forwarding, RED marking/dropping, drop-tail, telemetry and the
+counter-based metrics."""
+
+import re
+
+import pytest
+import tomli_w
+
+from aqmlab import metrics
+from aqmlab.config import load_experiment, parse_experiment
+from aqmlab.runner import run_experiment
+from aqmlab.topology import build
+from aqmlab.workloads import Run
+from labhelpers import leftovers
+
+LINKS = {"bottleneck": {"rate": "10mbit", "delay": "5ms", "buffer": 100},
+         "server_access": {"rate": "100mbit", "delay": "1ms"},
+         "client_access": {"rate": "100mbit", "delay": "1ms"}}
+CONFIGURED_RTT_MS = 2 * (1 + 5 + 1)
+
+
+def scenario(**extra):
+    return parse_experiment({"name": "t", "topology": LINKS, **extra}).scenarios[0]
+
+
+def test_ping_rtt_is_the_configured_rtt_and_one_flow_fills_the_link(lab):
+    network = build(scenario(workload=[{"kind": "bulk"}], aqm={"mode": "droptail"}),
+                    "softswitch", lab)
+    try:
+        client, server = network.clients[0], network.servers[0]
+        out = client.host.cmd(f"ping -c 5 -i 0.2 -s 16 {server.ip}")
+        rtt_min = float(re.search(r"= ([\d.]+)/", out).group(1))
+        assert abs(rtt_min - CONFIGURED_RTT_MS) < 0.5, out
+        job = Run(lab, network.pairs, 4, seed=1)
+        job.wait()
+        goodputs = metrics.flow_goodputs(job.records(), (job.epoch + 1, job.end))
+        assert 0.85 * 10e6 < sum(goodputs.values()) < 10e6
+    finally:
+        network.close_controllers()
+
+
+@pytest.fixture(scope="module")
+def red_results(tmp_path_factory):
+    """One experiment, three scenarios: ECN flows, non-ECN flows through RED,
+    and non-ECN flows through a short drop-tail buffer."""
+    folder = tmp_path_factory.mktemp("red")
+    spec = {"name": "red-check", "duration": 6, "warmup": 1, "topology": LINKS,
+            "aqm": {"mode": "red", "minth": 5, "maxth": 15, "maxp": 0.2, "wq_log": 6},
+            "workload": [{"name": "bulk", "kind": "bulk", "pairs": 2}],
+            "scenario": [
+                {"name": "ecn", "tcp": {"ecn": True}},
+                {"name": "drop", "tcp": {"ecn": False}},
+                {"name": "droptail", "aqm": {"mode": "droptail"},
+                 "topology": {"bottleneck": {"buffer": 8}}}]}
+    path = folder / "red.toml"
+    path.write_text(tomli_w.dumps(spec))
+    outdir, results = run_experiment(load_experiment(path), path, folder / "results",
+                                     show_progress=False)
+    return outdir, {r["scenario"]: r for r in results}
+
+
+def test_ecn_flows_are_marked_not_dropped(red_results):
+    bottleneck = red_results[1]["ecn"]["bottleneck"]
+    assert bottleneck["early_marks"] > 0 and bottleneck["early_drops"] == 0
+    assert bottleneck["mark_rate"] == pytest.approx(bottleneck["early_marks"] / bottleneck["arrivals"])
+
+
+def test_non_ecn_flows_are_dropped_not_marked(red_results):
+    bottleneck = red_results[1]["drop"]["bottleneck"]
+    assert bottleneck["early_marks"] == 0 and bottleneck["early_drops"] > 0
+    assert bottleneck["drop_rate"] > 0
+
+
+def test_droptail_drops_only_on_overflow(red_results):
+    bottleneck = red_results[1]["droptail"]["bottleneck"]
+    assert bottleneck["early_marks"] == bottleneck["early_drops"] == bottleneck["forced_drops"] == 0
+    assert bottleneck["overflow_drops"] > 0
+    assert red_results[1]["droptail"]["queue"]["qdepth_max"] <= 8
+
+
+def test_goodput_utilisation_and_fairness(red_results):
+    for result in red_results[1].values():
+        summary = result["workloads"]["bulk"]
+        assert 6e6 < summary["goodput_bps"] <= 10e6
+        assert 0.7 < result["bottleneck"]["utilisation"] <= 1.05
+        assert summary["jain_index"] > 0.7
+
+
+def test_red_keeps_the_average_queue_between_the_thresholds(red_results):
+    queue = red_results[1]["ecn"]["queue"]
+    assert queue["samples"] > 100
+    assert 2 < queue["avg_mean"] < 20
+
+
+def test_results_folder_and_cleanup(red_results):
+    outdir, _ = red_results
+    for name in ("report.md", "summary.csv", "summary.json", "parameters.json", "goodput.png",
+                 "delays.png", "experiment.toml", "scenarios/ecn/transfers.csv",
+                 "scenarios/ecn/queue.csv", "scenarios/ecn/queue.png", "scenarios/ecn/flows.csv"):
+        assert (outdir / name).stat().st_size > 0, name
+    tags = {p.name[:3] for p in outdir.glob("scenarios/*/lab/l*s1.log")}
+    assert len(tags) == 3
+    for tag in tags:
+        assert leftovers(tag) == []

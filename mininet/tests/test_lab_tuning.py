@@ -1,0 +1,61 @@
+"""Per-host TCP tuning, checked in the namespaces and on live sockets (ss)."""
+
+import re
+import time
+
+from aqmlab.tuning import TcpTuning, read_sysctl
+from aqmlab.workloads import Run
+from labhelpers import direct_link, make_pairs
+
+TUNED = TcpTuning(ecn=True, cc="bbr", sack=False, initcwnd=4, initrwnd=8, mss=536,
+                  pacing=True, window_clamp=6, rmem=500_000, wmem=400_000)
+
+
+def sender_socket_info(server, job, port=5001):
+    """`ss -tin` of the sender's established data socket, one second into the run."""
+    time.sleep(max(0.0, job.epoch + 1.0 - time.time()))
+    out = server.host.cmd(f"ss -tie state established '( sport = :{port} )' 2>/dev/null")
+    return " ".join(out.split())
+
+
+def test_namespace_sysctls_and_route_options(lab):
+    server, client = direct_link(lab, tuning=TUNED)
+    for endpoint in (server, client):
+        host = endpoint.host
+        assert read_sysctl(host, "net.ipv4.tcp_ecn") == "1"
+        assert read_sysctl(host, "net.ipv4.tcp_sack") == "0"
+        assert read_sysctl(host, "net.ipv4.tcp_tso_rtt_log") == "0"
+        assert read_sysctl(host, "net.ipv4.tcp_min_tso_segs") == "1"
+        assert read_sysctl(host, "net.ipv4.tcp_rmem").split()[-1] == "500000"
+        assert read_sysctl(host, "net.ipv4.tcp_wmem").split()[-1] == "400000"
+        route = host.cmd("ip route show 10.9.0.0/24")
+        assert "initcwnd 4" in route and "initrwnd 8" in route and "advmss 536" in route
+    assert read_sysctl(server.host, "net.ipv4.tcp_ecn") == "1"
+
+
+def test_defaults_do_not_request_ecn_but_accept_it(lab):
+    server, _ = direct_link(lab)
+    assert read_sysctl(server.host, "net.ipv4.tcp_ecn") == "2"
+    assert read_sysctl(server.host, "net.ipv4.tcp_sack") == "1"
+
+
+def test_live_socket_has_ecn_cc_mss_pacing_and_window_clamp(lab):
+    server, client = direct_link(lab, rate_bps=2_000_000, tuning=TUNED)
+    job = Run(lab, make_pairs(server, client, kind="bulk"), 3, seed=1)
+    info = sender_socket_info(server, job)
+    job.wait()
+    assert " ecn " in f" {info} " and " bbr " in f" {info} " and " sack " not in f" {info} "
+    assert int(re.search(r" mss:(\d+)", info).group(1)) <= 536
+    # pacing_rate CURRENT/MAX appears only when SO_MAX_PACING_RATE is set
+    assert re.search(r"pacing_rate \S+/\S+", info)
+    window = int(re.search(r"snd_wnd:(\d+)", info).group(1))
+    assert window <= 6 * 536
+
+
+def test_unpaced_default_socket(lab):
+    server, client = direct_link(lab, rate_bps=2_000_000)
+    job = Run(lab, make_pairs(server, client, kind="bulk"), 2, seed=1)
+    info = sender_socket_info(server, job)
+    job.wait()
+    assert " reno " in f" {info} " and " ecn " not in f" {info} " and " sack " in f" {info} "
+    assert not re.search(r"pacing_rate \S+/\S+", info)
