@@ -9,10 +9,15 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from redctl import Controller, PortSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -20,6 +25,11 @@ NS = f"rd-it{os.getpid() % 10000}"
 SWITCH_IFS = {0: f"rd-i{os.getpid() % 10000}a", 1: f"rd-i{os.getpid() % 10000}b"}
 HOST_IFS = {0: "p0", 1: "p1"}
 BOTTLENECK_TM = "1:rate=100kbit,buffer=100"
+PORTS = {0: PortSpec(buffer_packets=64), 1: PortSpec(buffer_packets=100, rate_bps=1e5)}
+SWITCH_MAC = {0: "02:00:00:00:00:00", 1: "02:00:00:00:00:01"}
+HOST_MAC = {0: "02:00:00:00:01:00", 1: "02:00:00:00:01:01"}
+HOST_IP = {0: "10.78.0.1", 1: "10.78.1.1"}
+FRAME_BYTES = 1000
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -112,3 +122,55 @@ def switch(compiled):
                 proc.kill()
                 proc.wait()
         _delete_ports()
+
+
+@pytest.fixture(scope="module")
+def ctl(switch):
+    c = Controller(switch["address"], ports=PORTS)
+    c.push_pipeline(str(switch["p4info"]), str(switch["json"]))
+    for port in PORTS:
+        c.add_route(f"{HOST_IP[port]}/32", port, dst_mac=HOST_MAC[port], src_mac=SWITCH_MAC[port])
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def wire(switch):
+    socks = {port: packet_socket(NS, iface) for port, iface in HOST_IFS.items()}
+    yield socks
+    for s in socks.values():
+        s.close()
+
+
+def frame(ecn: int, seq: int) -> bytes:
+    pkt = (Ether(src=HOST_MAC[0], dst=SWITCH_MAC[0]) /
+           IP(src=HOST_IP[0], dst=HOST_IP[1], tos=ecn, ttl=64) / UDP(sport=4000 + seq, dport=5000))
+    return bytes(pkt / bytes(FRAME_BYTES - len(pkt)))
+
+
+def burst(wire, ecn: int, n: int, quiet_s: float = 0.6) -> list:
+    """Send n frames at once from host 0 and collect what reaches host 1."""
+    while _recv(wire[1]) is not None:
+        pass
+    for i in range(n):
+        wire[0].send(frame(ecn, i))
+    got, last = [], time.monotonic()
+    while time.monotonic() - last < quiet_s:
+        data = _recv(wire[1])
+        if data is not None:
+            pkt = Ether(data)
+            if IP in pkt and pkt[IP].dst == HOST_IP[1]:
+                got.append(pkt)
+                last = time.monotonic()
+    return got
+
+
+def _recv(sock):
+    try:
+        return sock.recv(65535)
+    except TimeoutError:
+        return None
+
+
+def delta(before: dict, after: dict) -> dict:
+    return {k: after[k] - before[k] for k in after}

@@ -18,72 +18,15 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from conftest import BIN, HOST_IFS, NS, packet_socket
-from redctl import Controller, PortSpec, RedConfig
+from conftest import BIN, FRAME_BYTES, HOST_IP, HOST_MAC, PORTS, SWITCH_MAC, burst, delta
+from redctl import RedConfig
 from redctl.convert import to_constants
 
 pytestmark = pytest.mark.root
 
-PORTS = {0: PortSpec(buffer_packets=64), 1: PortSpec(buffer_packets=100, rate_bps=1e5)}
-SWITCH_MAC = {0: "02:00:00:00:00:00", 1: "02:00:00:00:00:01"}
-HOST_MAC = {0: "02:00:00:00:01:00", 1: "02:00:00:00:01:01"}
-HOST_IP = {0: "10.78.0.1", 1: "10.78.1.1"}
-FRAME_BYTES = 1000
 # wq = 1, gentle, maxp = 1: q = 0 passes, q = 1 is always selected
 # (p_b = 1 in [maxth, 2 maxth)), q >= 2 = 2 maxth is a forced drop.
 SELECT_Q1 = RedConfig(minth=0.5, maxth=1, maxp=1.0, wq_log=0, gentle=True, mode="red", ecn=True)
-
-
-@pytest.fixture(scope="module")
-def ctl(switch):
-    c = Controller(switch["address"], ports=PORTS)
-    c.push_pipeline(str(switch["p4info"]), str(switch["json"]))
-    for port in PORTS:
-        c.add_route(f"{HOST_IP[port]}/32", port, dst_mac=HOST_MAC[port], src_mac=SWITCH_MAC[port])
-    yield c
-    c.close()
-
-
-@pytest.fixture(scope="module")
-def wire(switch):
-    socks = {port: packet_socket(NS, iface) for port, iface in HOST_IFS.items()}
-    yield socks
-    for s in socks.values():
-        s.close()
-
-
-def frame(ecn: int, seq: int) -> bytes:
-    pkt = (Ether(src=HOST_MAC[0], dst=SWITCH_MAC[0]) /
-           IP(src=HOST_IP[0], dst=HOST_IP[1], tos=ecn, ttl=64) / UDP(sport=4000 + seq, dport=5000))
-    return bytes(pkt / bytes(FRAME_BYTES - len(pkt)))
-
-
-def burst(wire, ecn: int, n: int, quiet_s: float = 0.6) -> list:
-    """Send n frames at once from host 0 and collect what reaches host 1."""
-    while _recv(wire[1]) is not None:
-        pass
-    for i in range(n):
-        wire[0].send(frame(ecn, i))
-    got, last = [], time.monotonic()
-    while time.monotonic() - last < quiet_s:
-        data = _recv(wire[1])
-        if data is not None:
-            pkt = Ether(data)
-            if IP in pkt and pkt[IP].dst == HOST_IP[1]:
-                got.append(pkt)
-                last = time.monotonic()
-    return got
-
-
-def _recv(sock):
-    try:
-        return sock.recv(65535)
-    except TimeoutError:
-        return None
-
-
-def delta(before: dict, after: dict) -> dict:
-    return {k: after[k] - before[k] for k in after}
 
 
 def test_set_then_get_returns_the_settings(ctl):
