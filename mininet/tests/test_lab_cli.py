@@ -1,0 +1,100 @@
+"""The `aqmlab` command end to end: the quick default run (what `make run`
+does, shortened), bad files, failures, Ctrl-C and a killed runner, each
+checked for leftovers."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from labhelpers import REPO, leftovers
+
+DEFAULT = REPO / "mininet/experiments/default.toml"
+
+
+def aqmlab(args, state_dir, **kwargs):
+    env = {**os.environ, "AQMLAB_STATE_DIR": str(state_dir)}
+    return subprocess.Popen([sys.executable, "-m", "aqmlab", *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def lab_tags(folder):
+    return {p.name[:3] for p in folder.rglob("l*s1.log")}
+
+
+def wait_for_running_lab(state_dir, timeout=30):
+    """The tag of a lab whose traffic agents are running."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for state in state_dir.glob("*.json"):
+            if len(json.loads(state.read_text())["pids"]) >= 8:   # shells, switches, agents
+                return state.stem
+        time.sleep(0.2)
+    raise AssertionError("the run did not start its lab")
+
+
+def test_quick_default_run_prints_goodput_table_and_leaves_nothing(tmp_path):
+    proc = aqmlab(["run", str(DEFAULT), "--quick", "--results", str(tmp_path / "r"),
+                   "--no-progress"], tmp_path / "state")
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    assert "goodput Mb/s" in out
+    for scenario in ("red", "droptail"):
+        for workload in ("ecn", "non-ecn"):
+            assert any(line.split()[:2] == [scenario, workload] for line in out.splitlines())
+    (outdir,) = (tmp_path / "r/default").iterdir()
+    parameters = json.loads((outdir / "parameters.json").read_text())
+    assert parameters["quick"] and parameters["seed"] == 1 and parameters["versions"]["mininet"]
+    assert "## Goodput" in (outdir / "report.md").read_text()
+    assert len(lab_tags(outdir)) == 2
+    for tag in lab_tags(outdir):
+        assert leftovers(tag) == []
+    assert list((tmp_path / "state").glob("*.json")) == []
+
+
+def test_bad_file_is_rejected_naming_the_field(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(DEFAULT.read_text().replace("maxp = 0.1", "maxp = 7"))
+    proc = aqmlab(["run", str(bad), "--results", str(tmp_path / "r")], tmp_path / "state")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert "aqm.maxp: must be <= 1, got 7" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_failure_during_setup_removes_the_lab(tmp_path):
+    proc = aqmlab(["run", str(DEFAULT), "--quick", "--results", str(tmp_path / "r"),
+                   "--build-dir", str(tmp_path / "nothing-built"), "--no-progress"],
+                  tmp_path / "state")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "make build" in err
+    tags = lab_tags(tmp_path / "r")
+    assert len(tags) == 1
+    assert leftovers(tags.pop()) == []
+
+
+def test_ctrl_c_removes_the_lab(tmp_path):
+    state = tmp_path / "state"
+    proc = aqmlab(["run", str(DEFAULT), "--results", str(tmp_path / "r"), "--no-progress"], state)
+    tag = wait_for_running_lab(state)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert leftovers(tag) == []
+
+
+def test_killed_runner_is_cleaned_up_by_aqmlab_cleanup(tmp_path):
+    state = tmp_path / "state"
+    proc = aqmlab(["run", str(DEFAULT), "--results", str(tmp_path / "r"), "--no-progress"], state)
+    tag = wait_for_running_lab(state)
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert leftovers(tag), "a SIGKILLed runner leaves its switches and agents running"
+    cleanup = aqmlab(["cleanup"], state)
+    out, _ = cleanup.communicate(timeout=60)
+    assert cleanup.returncode == 0 and tag in out
+    assert leftovers(tag) == []
