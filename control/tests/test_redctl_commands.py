@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import BIN, HOST_IP, HOST_MAC, PORTS, SWITCH_MAC, burst, frame
+from redctl_testnet import BIN, HOST_IP, HOST_MAC, PORTS, SWITCH_MAC, burst, frame
 from redctl import Controller, RedConfig, adaptive
 
 pytestmark = pytest.mark.root

@@ -18,7 +18,7 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from conftest import BIN, FRAME_BYTES, HOST_IP, HOST_MAC, PORTS, SWITCH_MAC, burst, delta
+from redctl_testnet import BIN, FRAME_BYTES, HOST_IP, HOST_MAC, PORTS, SWITCH_MAC, burst, delta
 from redctl import RedConfig
 from redctl.convert import to_constants
 
