@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 
@@ -39,8 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="redctl", description=__doc__)
     p.add_argument("--address", help=f"P4Runtime server (default: the config's, else {DEFAULT_ADDRESS})")
     p.add_argument("--device-id", type=int)
-    p.add_argument("--config", help="switch configuration TOML (ports, buffers, rates); "
-                                    "see control/README.md")
+    p.add_argument("--config", default=os.environ.get("REDCTL_CONFIG"),
+                   help="switch configuration TOML (ports, buffers, rates; see control/README.md); "
+                        "default: $REDCTL_CONFIG")
     sub = p.add_subparsers(dest="command", required=True)
 
     push = sub.add_parser("push", help="install pipeline, routes, RED and sampling from a TOML file")
