@@ -26,11 +26,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "control"))
+from redctl import Controller, PortSpec, RedConfig
+from redctl.controller import wait_for_server
 
-from redctl import Controller, PortSpec, RedConfig  # noqa: E402
-from redctl.controller import wait_for_server  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 RESULTS = ROOT / "control" / "results"
 BIN = Path(sys.executable).parent
@@ -39,6 +38,7 @@ BOTTLENECK = PortSpec(buffer_packets=100, rate_bps=10e6)
 BOTTLENECK_TM = "rate=10mbit,buffer=100,delay=10ms"
 SAMPLING_PERIOD = 4
 WARMUP_S = 5.0
+PROGRESS_EVERY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -135,11 +135,20 @@ def record(ctl: Controller, duration_s: float, started: float):
         if now >= next_poll:
             counters.append({"t": now - started, **ctl.port_counters(RECEIVER.port)})
             next_poll += 0.5
+            if len(counters) % int(PROGRESS_EVERY_S / 0.5) == 0:
+                _progress(counters[-1], samples)
         s = ctl.poll_sample(min(0.1, max(0.0, next_poll - time.monotonic())))
         if s is not None and s.port == RECEIVER.port:
             samples.append({"t_switch_us": s.time_us, "t": time.monotonic() - started,
                             "qdepth": s.qdepth, "avg": s.avg, "decision": s.decision})
     return samples, counters
+
+
+def _progress(counters: dict, samples: list) -> None:
+    avg = f"{samples[-1]['avg']:.1f}" if samples else "-"
+    print(f"  t={counters['t']:5.1f}s avg={avg} marks={counters['early_marks']} "
+          f"early_drops={counters['early_drops']} forced_drops={counters['forced_drops']}",
+          file=sys.stderr, flush=True)
 
 
 def run(red: RedConfig, cc: str, duration_s: float, seed: int, workdir: Path) -> dict:
