@@ -108,14 +108,21 @@ class Controller:
                       for m in e.table_entry.match if m.field_id == key_id)
 
     def port_counters(self, port: int) -> dict[str, int]:
+        """Packets/bytes transmitted and RED's marks and drops on port (one Read)."""
         self._check_port(port)
-        out = {}
-        for key, name in names.COUNTERS.items():
-            data = self._read_counter(name, port)
-            if key == "packets":
-                out["packets"], out["bytes"] = data.packet_count, data.byte_count
-            else:
-                out[key] = data.packet_count
+        ids = {self.index.counter(name).preamble.id: key for key, name in names.COUNTERS.items()}
+        requests = []
+        for counter_id in ids:
+            req = p4runtime_pb2.Entity()
+            req.counter_entry.counter_id = counter_id
+            req.counter_entry.index.index = port
+            requests.append(req)
+        data = {ids[e.counter_entry.counter_id]: e.counter_entry.data for e in self.session.read(requests)
+                if e.counter_entry.index.index == port}
+        if set(data) != set(ids.values()):
+            raise P4RuntimeError(f"counters of port {port}: the switch returned {sorted(data)}")
+        out = {"packets": data["packets"].packet_count, "bytes": data["packets"].byte_count}
+        out.update({key: data[key].packet_count for key in names.COUNTERS if key != "packets"})
         return out
 
     # -- telemetry ---------------------------------------------------------------
@@ -269,14 +276,6 @@ class Controller:
         ids = {p.id: p.name for p in a.params}
         return {ids[p.param_id]: decode(p.value) for p in action.params}
 
-    def _read_counter(self, name: str, port: int) -> p4runtime_pb2.CounterData:
-        req = p4runtime_pb2.Entity()
-        req.counter_entry.counter_id = self.index.counter(name).preamble.id
-        req.counter_entry.index.index = port
-        replies = self.session.read([req])
-        if len(replies) != 1:
-            raise P4RuntimeError(f"counter {name}[{port}]: expected one entry, got {len(replies)}")
-        return replies[0].counter_entry.data
 
 
 @dataclass
