@@ -277,7 +277,6 @@ class Controller:
         return {ids[p.param_id]: decode(p.value) for p in action.params}
 
 
-
 @dataclass
 class _RedEntries:
     config: p4runtime_pb2.TableEntry | None
