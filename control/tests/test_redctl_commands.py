@@ -113,3 +113,26 @@ def test_adaptive_red_moves_maxp_towards_the_target_band(ctl, wire, burst_size, 
     assert final.maxp == pytest.approx(expected_maxp), steps
     assert ctl.get_red(1).maxp == pytest.approx(expected_maxp)
     drain(wire, ctl)
+
+
+def test_show_prints_parameters_and_counters(switch, pushed, ctl):
+    ctl.set_red(1, PUSHED_RED)
+    result = subprocess.run([str(BIN / "redctl"), "--config", str(pushed), "show"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "port 0: drop-tail (no RED entry)" in result.stdout
+    assert "port 1: mode=red minth=5 maxth=15 maxp=0.1 wq=2^-9 gentle=off ecn=on" in result.stdout
+    assert "early_marks=" in result.stdout and "forced_drops=" in result.stdout
+
+
+def test_adaptive_command_reports_each_step(switch, pushed, wire):
+    cmd = subprocess.Popen([str(BIN / "redctl"), "--config", str(pushed), "adaptive", "--port", "1",
+                            "--duration", "1", "--sampling", "1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)                     # connected: the run's first 0.5 s may have no samples
+    probes(wire, burst_size=0, seconds=1.5).join()
+    out, err = cmd.communicate(timeout=30)
+    assert cmd.returncode == 0, err
+    lines = out.strip().splitlines()
+    assert lines[-1].startswith("port 1: mode=red")
+    assert all(line.startswith("t=") and "maxp=" in line for line in lines[:-1])
