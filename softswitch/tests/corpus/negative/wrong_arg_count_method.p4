@@ -1,5 +1,5 @@
-// expect-error: 85:9: argument
-// Defect: register read() with one argument instead of two.
+// expect-error: 86:9: argument
+// Defect: register write() with one argument instead of two.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -82,8 +82,8 @@ control MyIngress(inout headers hdr,
         bit<32> bytes;
         hash(meta.flow_hash, HashAlgorithm.crc32, 32w0,
              { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol }, 32w1024);
-        flow_bytes.read(bytes);
-        flow_bytes.write(meta.flow_hash, bytes + standard_metadata.packet_length);
+        flow_bytes.read(bytes, meta.flow_hash);
+        flow_bytes.write(meta.flow_hash);
     }
 
     table ipv4_lpm {
