@@ -262,7 +262,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
             raise CompileError(d.loc, f"'{t.decl.name}' is not a package")
         want = len(t.decl.params)
         if len(d.args) != want:
-            raise CompileError(d.loc, f"wrong number of arguments to package '{t.decl.name}': "
+            raise CompileError(d.type.loc, f"wrong number of arguments to package '{t.decl.name}': "
                                       f"expected {want}, got {len(d.args)}")
 
     def qualified(self, annos, local_name, control):

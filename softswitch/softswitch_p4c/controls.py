@@ -504,7 +504,7 @@ class ControlMixin:
                 raise unsupported(k.match_loc, "selector match kind (action selectors)")
             if k.match_kind == "lpm":
                 if lpm_seen:
-                    raise CompileError(k.match_loc, f"table '{tsym.decl.name}' has more than one "
+                    raise CompileError(k.loc, f"table '{tsym.decl.name}' has more than one "
                                                     f"lpm key")
                 lpm_seen = True
             v = self.eval_value(k.expr, ctx)

@@ -123,6 +123,13 @@ class ExprMixin:
     # ------------------------------------------------------------ member access
     def ev_Member(self, e, ctx, expected):
         base = self.eval_expr(e.expr, ctx)
+        v = self.member_of(base, e)
+        if base.extra.get("readonly") and v.type is not None and not v.extra.get("readonly"):
+            v = Val(v.type, const=v.const, json=v.json, ref=v.ref, is_boolexpr=v.is_boolexpr,
+                    extra=dict(v.extra, readonly=True))
+        return v
+
+    def member_of(self, base, e):
         x = base.extra
         if "typesym" in x:
             return self.type_member(x["typesym"], e)
@@ -135,7 +142,7 @@ class ExprMixin:
         ref = base.ref
         if isinstance(ref, StructRef):
             if e.name not in ref.members:
-                raise CompileError(e.loc, f"no field '{e.name}' in {base.type}")
+                raise CompileError(name_loc(e), f"no field '{e.name}' in {base.type}")
             return ref.members[e.name]
         if isinstance(ref, (HeaderRef, DynHeaderRef, StackLastRef)):
             return self.header_member(base, e)
@@ -145,19 +152,19 @@ class ExprMixin:
                 return Val(h.type, ref=h)
             if e.name == "isValid":
                 return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})
-            raise CompileError(e.loc, f"no member '{e.name}' in {base.type}")
+            raise CompileError(name_loc(e), f"no member '{e.name}' in {base.type}")
         if isinstance(ref, StackRef):
             return self.stack_member(base, e)
-        raise CompileError(e.loc, f"{base.type} has no member '{e.name}'")
+        raise CompileError(name_loc(e), f"{base.type} has no member '{e.name}'")
 
     def type_member(self, t, e):
         if isinstance(t, EnumT):
             if e.name not in t.members:
-                raise CompileError(e.loc, f"enum {t.name} has no member '{e.name}'")
+                raise CompileError(name_loc(e), f"enum {t.name} has no member '{e.name}'")
             return Val(t, const=t.members[e.name], extra={"enum_member": e.name})
         if isinstance(t, ErrorT):
             if e.name not in self.errors:
-                raise CompileError(e.loc, f"undeclared error 'error.{e.name}'")
+                raise CompileError(name_loc(e), f"undeclared error 'error.{e.name}'")
             return Val(ErrorT(), const=self.errors[e.name], extra={"error_member": e.name})
         raise CompileError(e.loc, f"type {t} has no member '{e.name}'")
 
@@ -176,7 +183,7 @@ class ExprMixin:
             if e.name in ("isValid", "setValid", "setInvalid", "minSizeInBits",
                           "minSizeInBytes"):
                 return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})
-            raise CompileError(e.loc, f"no field '{e.name}' in {ht}")
+            raise CompileError(name_loc(e), f"no field or method '{e.name}' in {ht}")
         ref = base.ref
         if isinstance(ref, HeaderRef):
             return field_val(ft, ref.member(e.name))
@@ -197,7 +204,7 @@ class ExprMixin:
             return Val(Bits(32), const=st.size)
         if e.name in ("push_front", "pop_front"):
             return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})
-        raise CompileError(e.loc, f"header stack has no member '{e.name}'")
+        raise CompileError(name_loc(e), f"header stack has no member '{e.name}'")
 
     def apply_result_member(self, base, e):
         table = base.extra["apply_result"]
@@ -309,7 +316,7 @@ class ExprMixin:
             return rt
         if isinstance(rt, IntT) or lt == rt:
             return lt
-        raise CompileError(e.right.loc, f"operands of '{op}' have different types: {lt} and {rt}")
+        raise CompileError(e.loc, f"operands of '{op}' have different types: {lt} and {rt}")
 
     def compare(self, op, left, right, e):
         lt, rt = left.type, right.type
@@ -356,7 +363,7 @@ class ExprMixin:
 
     def divide(self, op, left, right, t, e):
         if right.const == 0:
-            raise CompileError(e.right.loc, "division by zero")
+            raise CompileError(e.loc, "division by zero")
         if left.const is None or right.const is None:
             raise unsupported(e.loc, f"'{op}' on run-time values (BMv2 has no division)")
         if left.const < 0 or right.const < 0:
@@ -470,6 +477,11 @@ class ExprMixin:
             raise CompileError(loc, f"type mismatch in {what}: expected {t}, got "
                                     f"{src if src is not None else 'a non-value'}")
         return v
+
+
+def name_loc(e):
+    """Location of the member name in `x.name` (where 'no such member' errors point)."""
+    return getattr(e, "name_loc", e.loc)
 
 
 def _fold(op, a, b):

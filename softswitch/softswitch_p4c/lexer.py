@@ -90,7 +90,42 @@ def tokenize(text, default_file):
             prev_end = m.end()
         pos = m.end()
     tokens.append(Token("eof", "<end of file>", SrcLoc(file, line, pos - line_start + 1)))
+    _restore_columns(tokens)
     return tokens
+
+
+def _restore_columns(tokens):
+    """cpp collapses whitespace; find each token's real column in the original source line."""
+    sources = {}
+    i = 0
+    while i < len(tokens) - 1:
+        loc = tokens[i].loc
+        j = i
+        while j < len(tokens) - 1 and tokens[j].loc.file == loc.file and \
+                tokens[j].loc.line == loc.line:
+            j += 1
+        text = _source_line(sources, loc.file, loc.line)
+        if text is not None:
+            pos = 0
+            for t in tokens[i:j]:
+                idx = text.find(t.text, pos)
+                if idx >= 0:
+                    t.loc = SrcLoc(loc.file, loc.line, idx + 1)
+                    pos = idx + len(t.text)
+        i = j
+
+
+def _source_line(sources, file, line):
+    if file not in sources:
+        try:
+            with open(file, encoding="utf-8", errors="replace") as f:
+                sources[file] = f.read().split("\n")
+        except OSError:
+            sources[file] = None
+    lines = sources[file]
+    if lines is None or not 1 <= line <= len(lines):
+        return None
+    return lines[line - 1]
 
 
 def _make_token(kind, tok, loc, glued):

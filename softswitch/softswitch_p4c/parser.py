@@ -154,8 +154,9 @@ class Parser:
         raise self.error("expected '(' after declaration name")
 
     def const_decl(self, annos):
-        loc = self.expect("const").loc
+        self.expect("const")
         ty = self.type_ref()
+        loc = self.tok.loc
         name = self.ident("constant name")
         self.expect("=")
         value = self.expression()
@@ -165,10 +166,11 @@ class Parser:
     def typedef_decl(self, annos):
         kw = self.advance()
         ty = self.type_ref() if not self.at_struct_kw() else self.inline_struct(annos)
+        loc = self.tok.loc
         name = self.ident("type name")
         self.expect(";")
         self.type_names.add(name)
-        return A.Typedef(kw.loc, annos, name, ty, kw.text == "type")
+        return A.Typedef(loc, annos, name, ty, kw.text == "type")
 
     def at_struct_kw(self):
         return self.tok.kind == "kw" and self.tok.text in ("header", "struct", "header_union")
@@ -178,18 +180,19 @@ class Parser:
 
     def struct_decl(self, annos):
         kw = self.advance()
+        loc = self.tok.loc
         name = self.ident(f"{kw.text} name")
         self.type_names.add(name)
         self.expect("{")
         fields = []
         while not self.accept("}"):
             f_annos = self.annotations()
-            floc = self.tok.loc
             ty = self.type_ref()
+            floc = self.tok.loc
             fname = self.ident("field name")
             self.expect(";")
             fields.append(A.StructField(floc, f_annos, ty, fname))
-        return A.StructLike(kw.loc, annos, name, kw.text, fields)
+        return A.StructLike(loc, annos, name, kw.text, fields)
 
     def enum_decl(self, annos):
         loc = self.expect("enum").loc
@@ -312,6 +315,7 @@ class Parser:
             if self.tok.kind == "kw" and self.tok.text in ("in", "out", "inout"):
                 direction = self.advance().text
             ty = self.type_ref()
+            loc = self.tok.loc
             name = self.ident("parameter name")
             default = self.expression() if self.accept("=") else None
             params.append(A.Param(loc, p_annos, direction, ty, name, default))
@@ -321,7 +325,8 @@ class Parser:
         return params
 
     def parser_decl(self, annos):
-        loc = self.expect("parser").loc
+        self.expect("parser")
+        loc = self.tok.loc
         name = self.ident("parser name")
         self.type_names.add(name)
         tps = self.type_params()
@@ -343,7 +348,8 @@ class Parser:
         return A.ParserDecl(loc, annos, name, tps, params, ctor, local_decls, states)
 
     def parser_state(self, annos):
-        loc = self.expect("state").loc
+        self.expect("state")
+        loc = self.tok.loc
         name = self.ident("state name")
         self.expect("{")
         stmts, transition = [], None
@@ -406,7 +412,8 @@ class Parser:
         return e
 
     def control_decl(self, annos):
-        loc = self.expect("control").loc
+        self.expect("control")
+        loc = self.tok.loc
         name = self.ident("control name")
         self.type_names.add(name)
         tps = self.type_params()
@@ -467,7 +474,8 @@ class Parser:
         return A.PackageDecl(loc, annos, name, tps, params)
 
     def action_decl(self, annos):
-        loc = self.expect("action").loc
+        self.expect("action")
+        loc = self.tok.loc
         name = self.ident("action name")
         params = self.params()
         body = self.block()
@@ -475,7 +483,8 @@ class Parser:
 
     # ------------------------------------------------------------ tables
     def table_decl(self, annos):
-        loc = self.expect("table").loc
+        self.expect("table")
+        loc = self.tok.loc
         name = self.ident("table name")
         self.expect("{")
         props = []
@@ -670,10 +679,11 @@ class Parser:
             name = self.ident("instance name")
             self.expect(";")
             return A.Instance(loc, annos, ty, args, name)
+        name_loc = self.tok.loc
         name = self.ident("variable name")
         init = self.expression() if self.accept("=") else None
         self.expect(";")
-        return A.VarDecl(loc, annos, ty, name, init)
+        return A.VarDecl(name_loc, annos, ty, name, init)
 
     def assign_or_call(self):
         loc = self.tok.loc
@@ -718,7 +728,8 @@ class Parser:
     def expression(self):
         cond = self.binary(0)
         if self.at("?"):
-            loc = self.advance().loc
+            self.advance()
+            loc = _start_loc(cond)
             then = self.expression()
             self.expect(":")
             other = self.expression()
@@ -741,11 +752,11 @@ class Parser:
             op = self.binary_op_here(_BINARY_PREC[level])
             if op is None:
                 return left
-            loc = self.advance().loc
+            self.advance()
             if op == ">>":
                 self.advance()
             right = self.binary(level + 1)
-            left = A.Binary(loc, op, left, right)
+            left = A.Binary(_start_loc(left), op, left, right)
 
     def at_cast(self):
         return self.at("(") and self.at_type_start(1) and self._cast_ahead()
@@ -810,17 +821,18 @@ class Parser:
             if self.accept("."):
                 name_tok = self.tok
                 name = self.ident("member name") if not self.at("apply") else self.advance().text
-                e = A.Member(name_tok.loc, e, name)
+                e = A.Member(_start_loc(e), e, name)
+                e.name_loc = name_tok.loc
             elif self.at("["):
                 self.advance()
                 first = self.expression()
                 if self.accept(":"):
                     lo = self.expression()
                     self.expect("]")
-                    e = A.Slice(t.loc, e, first, lo)
+                    e = A.Slice(_start_loc(e), e, first, lo)
                 else:
                     self.expect("]")
-                    e = A.Index(t.loc, e, first)
+                    e = A.Index(_start_loc(e), e, first)
             elif self.at("("):
                 e = A.Call(_start_loc(e), e, [], self.arguments())
             elif self.at("<") and self._generic_call_ahead():
@@ -867,8 +879,6 @@ class Parser:
 
 
 def _start_loc(e):
-    while isinstance(e, (A.Member, A.Index, A.Slice, A.Call)):
-        e = e.func if isinstance(e, A.Call) else e.expr
     return e.loc
 
 

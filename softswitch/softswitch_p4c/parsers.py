@@ -272,6 +272,9 @@ class ParserMixin:
                 self.deparser_stmts(s.stmts, ctx, order)
             elif isinstance(s, A.Empty):
                 continue
+            elif isinstance(s, A.Assign):
+                self.check_lvalue(self.eval_value(s.lhs, ctx), s.lhs)
+                raise unsupported(s.loc, "assignment in a deparser")
             elif isinstance(s, A.CallStmt) and isinstance(s.call.func, A.Member) and \
                     s.call.func.name == "emit":
                 self.deparser_emit(s.call, ctx, order)

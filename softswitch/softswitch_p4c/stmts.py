@@ -66,7 +66,7 @@ class StmtMixin:
             rhs = produced
         else:
             rhs = self.eval_value(s.rhs, ctx, lhs.type)
-        self.assign(ctx, lhs, rhs, s.rhs.loc)
+        self.assign(ctx, lhs, rhs, s.loc)
 
     def check_lvalue(self, v, e):
         if v.extra.get("is_const") or v.const is not None:
@@ -144,7 +144,7 @@ class StmtMixin:
         raise unsupported(s.loc, "'switch' statement inside an action")
 
     def st_CallStmt(self, s, ctx):
-        self.lower_call(s.call, ctx)
+        self.lower_call(s.call, ctx, stmt=True)
 
     def st_Instance(self, s, ctx):
         raise CompileError(s.loc, "instances cannot be declared inside a block")
@@ -216,7 +216,7 @@ class StmtMixin:
         self.emit(ctx, "assign_header", [lhs.ref.json(), rhs.ref.json()], loc)
 
     # ------------------------------------------------------------ calls
-    def lower_call(self, call, ctx, dest=None):
+    def lower_call(self, call, ctx, dest=None, stmt=False):
         """Lower a call; returns a Val for value-returning calls not written into `dest`."""
         f = self.eval_expr(call.func, ctx)
         x = f.extra
@@ -230,7 +230,7 @@ class StmtMixin:
             if isinstance(sym, ExternFuncSym):
                 return self.extern_function(sym, call, ctx, dest)
         if "method" in x:
-            return self.method_call(f, call, ctx, dest)
+            return self.method_call(f, call, ctx, dest, stmt)
         raise CompileError(call.loc, f"'{self.describe(call.func)}' is not callable")
 
     def check_no_dest(self, dest, call, what):
@@ -578,7 +578,7 @@ class StmtMixin:
     fn_verify_checksum_with_payload = fn_update_checksum_with_payload = checksum_outside
 
     # ------------------------------------------------------------ methods
-    def method_call(self, f, call, ctx, dest):
+    def method_call(self, f, call, ctx, dest, stmt=False):
         name, obj = f.extra["method"], f.extra["obj"]
         if name == "isValid":
             self.check_argc(call, [], name)
@@ -600,7 +600,7 @@ class StmtMixin:
         if "table" in obj.extra:
             raise CompileError(call.loc, "tables can only be applied in a control's apply block")
         if "extern" in obj.extra:
-            return self.extern_method(obj.extra["extern"], name, call, ctx, dest)
+            return self.extern_method(obj.extra["extern"], name, call, ctx, dest, stmt)
         if isinstance(obj.type, ExternT):
             return self.packet_method(obj, name, call, ctx, dest)
         raise CompileError(call.loc, f"unknown method '{name}'")
@@ -608,16 +608,17 @@ class StmtMixin:
     def find_methods(self, et, name, call):
         ms = [m for m in et.decl.methods if m.name == name and m.ret is not None]
         if not ms:
-            raise CompileError(call.func.loc, f"extern {et.name} has no method '{name}'")
+            raise CompileError(getattr(call.func, "name_loc", call.loc),
+                               f"extern {et.name} has no method '{name}'")
         return ms
 
-    def extern_method(self, inst, name, call, ctx, dest):
+    def extern_method(self, inst, name, call, ctx, dest, stmt=False):
         et = inst.type
         method = self.pick_overload(self.find_methods(et, name, call), call, name)
-        if method.ret is not None and not isinstance(self.resolve_type(method.ret, ctx.scope,
-                                                                       self.extern_env(et)), VoidT):
-            if dest is None and not (et.name == "register" and name == "read"):
-                pass
+        if stmt and A.find_annotation(method.annos, "noSideEffects"):
+            raise CompileError(call.loc, f"wrong number of arguments to '{name}' in a call "
+                                         f"statement: this form only returns a value, which "
+                                         f"would be discarded")
         env = self.call_type_env(method, call, ctx, self.extern_env(et))
         args = self.bind_args(call, method.params, name, ctx, env)
         handler = getattr(self, f"m_{et.name}_{name}", None)

@@ -76,7 +76,7 @@ extern direct_meter<T> {
 
 extern register<T, I> {
     register(bit<32> size);
-    T read(in I index);
+    @noSideEffects T read(in I index);
     void read(out T result, in I index);
     void write(in I index, in T value);
 }
