@@ -387,7 +387,8 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
             "header_union_stacks": [],
             "field_lists": j["field_lists"],
             "errors": [[n, v] for n, v in self.errors.items()],
-            "enums": [{"name": e.name, "entries": sorted(e.members.items(), key=lambda x: x[1])}
+            "enums": [{"name": e.name, "entries": sorted(([k, v] for k, v in e.members.items()),
+                                                key=lambda x: x[1])}
                       for e in self.enums if e.base is None],
             "parsers": j["parsers"],
             "parse_vsets": j["parse_vsets"],

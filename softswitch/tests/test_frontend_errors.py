@@ -1,0 +1,152 @@
+"""Bad P4 gets exactly one `file:line:col: error: message` line and a non-zero exit.
+
+Unsupported-but-valid constructs fail loudly with their name and location, and
+no input (including random corruptions of a valid program) produces a traceback.
+"""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from softswitch_p4c.cli import main
+from test_frontend_lowering import program
+
+ERROR_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.+)$")
+
+
+def compile_error(tmp_path, source, capsys, name="bad.p4"):
+    path = tmp_path / name
+    path.write_text(source)
+    rc = main([str(path), "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert rc != 0
+    assert len(lines) == 1, err
+    m = ERROR_LINE.match(lines[0])
+    assert m, lines[0]
+    assert "Traceback" not in err and "internal compiler error" not in err
+    assert not (tmp_path / "out" / (name[:-3] + ".json")).exists()
+    return int(m["line"]), int(m["col"]), m["msg"], m["file"]
+
+
+def line_of(source, needle):
+    for i, text in enumerate(source.splitlines(), 1):
+        if needle in text:
+            return i, text.index(needle) + 1
+    raise AssertionError(needle)
+
+
+CASES = [
+    # (description, program kwargs, text at the error position, words in the message)
+    ("undeclared variable", dict(apply="meta.m8 = nosuch;"), "nosuch", "undeclared"),
+    ("width mismatch", dict(apply="meta.m8 = hdr.ipv4.srcAddr;"), "meta.m8 =", "bit<32>"),
+    ("bad argument count", dict(ingress="action a(bit<8> x) { meta.m8 = x; }",
+                                apply="a(1, 2);"), "a(1, 2)", "arguments"),
+    ("action selector", dict(ingress="""
+        action a() { }
+        table t { key = { meta.m8: exact; } actions = { a; }
+                  implementation = action_selector(HashAlgorithm.crc16, 16, 8); }""",
+                             apply="t.apply();"), "implementation", "action_selector"),
+    ("table applied twice", dict(ingress="""
+        action a() { }
+        table t { key = { meta.m8: exact; } actions = { a; } }""",
+                                 apply="t.apply();\n t.apply(); /* twice */"), "t.apply(); /* twice */",
+     "more than once"),
+    ("switch on a value", dict(apply="switch (meta.m8) { default: { } }"), "switch", "switch"),
+    ("if in a parser", dict(states="""
+        state start {
+            pkt.extract(hdr.ethernet);
+            if (hdr.ethernet.etherType == 1) { meta.m8 = 1; }
+            transition accept;
+        }"""), "if (hdr.ethernet", "if"),
+    ("division at run time", dict(apply="meta.m8 = meta.m8 / 3;"), "meta.m8 / 3", "division"),
+    ("missing semicolon", dict(apply="meta.m8 = 1 meta.m16 = 2;"), "meta.m16", "expected"),
+    ("non-bool condition", dict(apply="if (meta.m8) { }"), "meta.m8)", "bool"),
+    ("assignment to in parameter", dict(deparse="hdr.ethernet.etherType = 1;"),
+     "hdr.ethernet.etherType = 1", "read-only"),
+    ("out of range stack index", dict(apply="hdr.hops[7].setValid();"), "7]", "out of bounds"),
+    ("bad default action", dict(ingress="""
+        action a() { } action b() { }
+        table t { key = { meta.m8: exact; } actions = { a; } default_action = b(); }""",
+                                apply="t.apply();"), "b();", "not in the actions list"),
+    ("undeclared match kind", dict(ingress="""
+        action a() { }
+        table t { key = { meta.m8: fuzzy; } actions = { a; } }""", apply="t.apply();"),
+     "fuzzy", "match kind"),
+]
+
+
+@pytest.mark.parametrize("desc,kw,needle,words", CASES, ids=[c[0] for c in CASES])
+def test_error_points_at_the_defect(desc, kw, needle, words, tmp_path, capsys):
+    source = program(**kw)
+    line, col, msg, file = compile_error(tmp_path, source, capsys)
+    assert (line, col) == line_of(source, needle)
+    assert words.lower() in msg.lower()
+    assert file.endswith("bad.p4")
+
+
+def test_unsupported_constructs_are_named(tmp_path, capsys):
+    source = program(ingress="action_profile(128) ap;")
+    _, _, msg, _ = compile_error(tmp_path, source, capsys)
+    assert msg.startswith("unsupported construct:") and "action_profile" in msg
+
+
+def test_error_in_an_included_file_names_that_file(tmp_path, capsys):
+    (tmp_path / "inc.p4").write_text("header h_t {\n  bit<8> a;\n  bit<8> a;\n}\n")
+    source = '#include "inc.p4"\n' + program()
+    line, col, msg, file = compile_error(tmp_path, source, capsys)
+    assert file.endswith("inc.p4") and (line, col) == (3, 10) and "duplicate" in msg
+
+
+def test_missing_include_is_a_preprocessor_error(tmp_path, capsys):
+    line, col, msg, _ = compile_error(tmp_path, '#include "nope.p4"\n', capsys)
+    assert line == 1 and "nope.p4" in msg
+
+
+def test_defines_and_include_dirs_from_the_command_line(tmp_path):
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "sizes.p4").write_text("const bit<32> SIZE = TABLE_SIZE;\n")
+    src = tmp_path / "prog.p4"
+    src.write_text('#include "sizes.p4"\n' + program(
+        ingress="action a() { } table t { key = { meta.m8: exact; } actions = { a; } "
+                "size = SIZE; }", apply="t.apply();"))
+    rc = main([str(src), "-o", str(tmp_path), "-I", str(inc), "-D", "TABLE_SIZE=77",
+               "--p4runtime-files", str(tmp_path / "p.txtpb")])
+    assert rc == 0
+    assert "size: 77" in (tmp_path / "p.txtpb").read_text()
+
+
+def test_missing_file(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "softswitch_p4c.cli",
+                           str(tmp_path / "none.p4"), "-o", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert ERROR_LINE.match(proc.stderr.strip()) and "Traceback" not in proc.stderr
+
+
+VALID = program(ingress="""
+    action fwd(bit<9> port) { sm.egress_spec = port; hdr.ipv4.ttl = hdr.ipv4.ttl - 1; }
+    table t { key = { hdr.ipv4.dstAddr: lpm; } actions = { fwd; NoAction; } }""",
+                apply="if (hdr.ipv4.isValid()) { t.apply(); }")
+TOKENS = re.findall(r"\w+|[^\w\s]", VALID[VALID.index("struct headers"):])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(start=st.integers(0, len(TOKENS) - 1), length=st.integers(1, 3),
+       insert=st.sampled_from(["", "}", "(", ";", "bit<8>", "x", "0", "apply", "@name"]))
+def test_corrupted_programs_never_crash(start, length, insert, tmp_path, capsys):
+    """Deleting/replacing tokens of a valid program: success or one error line, no crash."""
+    head = VALID[:VALID.index("struct headers")]
+    body = " ".join(TOKENS[:start] + [insert] + TOKENS[start + length:])
+    path = tmp_path / "fuzz.p4"
+    path.write_text(head + body)
+    rc = main([str(path), "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc in (0, 1), err
+    if rc:
+        assert len(err.strip().splitlines()) == 1 and ERROR_LINE.match(err.strip()), err

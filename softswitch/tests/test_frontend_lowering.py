@@ -1,0 +1,361 @@
+"""How softswitch-p4c lowers each P4 construct to BMv2 JSON / P4Info (LOWERING.md)."""
+import pytest
+from p4.config.v1 import p4info_pb2
+
+from softswitch_p4c.driver import compile_source
+from softswitch_p4c.validate import problems
+
+HEADERS = r"""
+#include <core.p4>
+#include <v1model.p4>
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> etherType; }
+header ipv4_t {
+    bit<4> version; bit<4> ihl; bit<6> dscp; bit<2> ecn; bit<16> totalLen;
+    bit<16> identification; bit<3> flags; bit<13> fragOffset; bit<8> ttl; bit<8> protocol;
+    bit<16> hdrChecksum; bit<32> srcAddr; bit<32> dstAddr;
+}
+header hop_t { bit<7> port; bit<1> bos; }
+header a_t { bit<8> x; }
+header b_t { bit<16> y; }
+header_union ab_t { a_t a; b_t b; }
+"""
+
+
+def program(ingress="", apply="", decls="", meta="bit<8> m8; bit<16> m16; bit<32> m32;",
+            states=None, headers="ethernet_t ethernet; ipv4_t ipv4; hop_t[4] hops; ab_t ab;",
+            egress_apply="", deparse="pkt.emit(hdr.ethernet); pkt.emit(hdr.ipv4);"):
+    states = states or """
+        state start {
+            pkt.extract(hdr.ethernet);
+            transition select(hdr.ethernet.etherType) { 0x0800: parse_ipv4; default: accept; }
+        }
+        state parse_ipv4 { pkt.extract(hdr.ipv4); transition accept; }"""
+    return HEADERS + decls + f"""
+struct headers {{ {headers} }}
+struct metadata {{ {meta} }}
+parser P(packet_in pkt, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {{
+    {states}
+}}
+control VC(inout headers hdr, inout metadata meta) {{ apply {{ }} }}
+control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {{
+    {ingress}
+    apply {{ {apply} }}
+}}
+control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {{
+    apply {{ {egress_apply} }}
+}}
+control CC(inout headers hdr, inout metadata meta) {{ apply {{ }} }}
+control D(packet_out pkt, in headers hdr) {{ apply {{ {deparse} }} }}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+@pytest.fixture
+def build(tmp_path):
+    def _build(**kw):
+        j, info = compile_source(program(**kw), tmp_path)
+        assert problems(j) == []
+        return j, info
+    return _build
+
+
+def action(j, name):
+    return next(a for a in j["actions"] if a["name"] == name)
+
+
+def tables(j, pipeline="ingress"):
+    p = next(p for p in j["pipelines"] if p["name"] == pipeline)
+    return {t["name"]: t for t in p["tables"]}
+
+
+def ops(a):
+    return [p["op"] for p in a["primitives"]]
+
+
+def test_if_inside_action_becomes_jumps(build):
+    j, _ = build(ingress="""
+        action a() {
+            if (hdr.ipv4.ttl == 0) { meta.m8 = 1; } else { meta.m8 = 2; meta.m16 = 3; }
+            meta.m32 = 4;
+        }
+        table t { key = { hdr.ipv4.dstAddr: exact; } actions = { a; } }""",
+                 apply="t.apply();")
+    a = action(j, "I.a")
+    assert ops(a) == ["_jump_if_zero", "assign", "_jump", "assign", "assign", "assign"]
+    assert a["primitives"][0]["parameters"][1] == {"type": "hexstr", "value": "0x03"}
+    assert a["primitives"][2]["parameters"][0] == {"type": "hexstr", "value": "0x05"}
+    assert a["primitives"][0]["parameters"][0]["value"]["op"] == "b2d"
+
+
+def test_hit_miss_and_action_run(build):
+    j, _ = build(ingress="""
+        action a() { meta.m8 = 1; }
+        action b() { meta.m8 = 2; }
+        table t1 { key = { hdr.ipv4.dstAddr: exact; } actions = { a; b; } }
+        table t2 { key = { meta.m8: exact; } actions = { a; b; NoAction; } }
+        table t3 { key = { meta.m16: exact; } actions = { a; } }""",
+                 apply="""
+        if (!t1.apply().hit) { meta.m16 = 7; }
+        switch (t2.apply().action_run) {
+            a: { t3.apply(); }
+            default: { meta.m32 = 9; }
+        }""")
+    t = tables(j)
+    after = [n for n in t if n.startswith("tbl_act")]
+    assert t["I.t1"]["next_tables"] == {"__MISS__": after[0], "__HIT__": "I.t2"}
+    t2 = t["I.t2"]["next_tables"]
+    assert t2["I.a"] == "I.t3" and t2["I.b"] == after[1] and t2["NoAction"] == after[1]
+    assert t["I.t3"]["base_default_next"] is None
+
+
+def test_switch_fallthrough_labels(build):
+    j, _ = build(ingress="""
+        action a() { } action b() { } action c() { }
+        table t { key = { meta.m8: exact; } actions = { a; b; c; } }""",
+                 apply="switch (t.apply().action_run) { a: b: { meta.m8 = 1; } }")
+    nt = tables(j)["I.t"]["next_tables"]
+    assert nt["I.a"] == nt["I.b"] and nt["I.a"].startswith("tbl_act") and nt["I.c"] is None
+
+
+def test_arithmetic_lowering(build):
+    j, _ = build(apply="""
+        meta.m8 = meta.m8 |+| 8w200;
+        meta.m16 = hdr.ipv4.dstAddr[31:16];
+        meta.m32 = meta.m16 ++ meta.m8 ++ 8w1;
+        meta.m8 = (bit<8>) hdr.ipv4.dstAddr;
+        hdr.ipv4.dstAddr[7:0] = 8w5;
+        meta.m16 = (bit<16>) ((int<16>) meta.m16 - 16s1);
+        meta.m32 = meta.m32 << 3;""")
+    prims = [p for a in j["actions"] for p in a["primitives"]]
+    sat = prims[0]["parameters"][1]["value"]["left"]["value"]
+    assert sat["op"] == "?"
+    sl = prims[1]["parameters"][1]["value"]
+    assert sl["op"] == "&" and sl["right"]["value"] == "0xffff" and sl["left"]["value"]["op"] == ">>"
+    assert prims[3]["parameters"][1]["value"]["right"]["value"] == "0xff"
+    slice_assign = prims[4]["parameters"]
+    assert slice_assign[0]["value"] == ["ipv4", "dstAddr"]
+    assert slice_assign[1]["value"]["op"] == "|"
+    assert "two_comp_mod" in str(prims[5])
+
+
+def test_constant_folding(build):
+    j, _ = build(decls="const bit<32> K = (1 << 4) * 3 + 2;", apply="meta.m32 = K;")
+    prims = [p for a in j["actions"] for p in a["primitives"]]
+    assert prims[0]["parameters"][1] == {"type": "hexstr", "value": "0x00000032"}
+
+
+def test_header_stacks_and_unions(build):
+    states = """
+        state start {
+            pkt.extract(hdr.ethernet);
+            transition select(hdr.ethernet.etherType) { 0x1234: parse_hop; default: accept; }
+        }
+        state parse_hop {
+            pkt.extract(hdr.hops.next);
+            transition select(hdr.hops.last.bos) { 1: accept; default: parse_hop; }
+        }"""
+    j, _ = build(states=states, apply="""
+        hdr.hops.pop_front(1);
+        hdr.hops.push_front(2);
+        hdr.hops[0].setValid();
+        meta.m32 = hdr.hops.lastIndex;
+        if (hdr.ab.isValid()) { hdr.ab.a.setInvalid(); }""",
+                 deparse="pkt.emit(hdr.ethernet); pkt.emit(hdr.hops); pkt.emit(hdr.ab);")
+    (stack,) = j["header_stacks"]
+    assert stack["name"] == "hops" and stack["size"] == 4 and len(stack["header_ids"]) == 4
+    hop = j["parsers"][0]["parse_states"][1]
+    assert hop["parser_ops"] == [{"op": "extract", "parameters": [{"type": "stack",
+                                                                   "value": "hops"}]}]
+    assert hop["transition_key"] == [{"type": "stack_field", "value": ["hops", "bos"]}]
+    prims = [p for a in j["actions"] for p in a["primitives"]]
+    assert [p["op"] for p in prims[:4]] == ["pop", "push", "add_header", "assign"]
+    assert prims[3]["parameters"][1]["value"]["op"] == "last_stack_index"
+    (u,) = j["header_unions"]
+    assert u["name"] == "ab" and j["header_union_types"][0]["headers"] == [["a", "a_t"],
+                                                                           ["b", "b_t"]]
+    cond = next(p for p in j["pipelines"] if p["name"] == "ingress")["conditionals"][0]
+    assert cond["expression"]["value"]["op"] == "valid_union"
+    assert j["deparsers"][0]["order"] == ["ethernet", "hops[0]", "hops[1]", "hops[2]",
+                                          "hops[3]", "ab.a", "ab.b"]
+
+
+def test_select_masks_ranges_tuples_value_sets_and_lookahead(build):
+    states = """
+        value_set<bit<16>>(4) pvs;
+        state start {
+            pkt.extract(hdr.ethernet);
+            transition select(hdr.ethernet.etherType, pkt.lookahead<bit<8>>()) {
+                (0x0800 &&& 0xff00, _): parse_ipv4;
+                (0x0a00 .. 0x0a02, 0x45): accept;
+                (_, 8w1): reject;
+                default: accept;
+            }
+        }
+        state parse_ipv4 {
+            pkt.extract(hdr.ipv4);
+            verify(hdr.ipv4.version == 4, error.HeaderTooShort);
+            transition select(hdr.ethernet.etherType) { pvs: accept; default: accept; }
+        }"""
+    j, info = build(states=states)
+    start, ipv4 = j["parsers"][0]["parse_states"]
+    assert start["transition_key"][1] == {"type": "lookahead", "value": [0, 8]}
+    tr = start["transitions"]
+    assert tr[0] == {"type": "hexstr", "value": "0x080000", "mask": "0xff0000",
+                     "next_state": "parse_ipv4"}
+    assert [t["value"] for t in tr[1:3]] == ["0x0a0045", "0x0a0245"]
+    assert tr[1]["mask"] == "0xfffeff" and tr[2]["mask"] is None
+    assert tr[3] == {"type": "hexstr", "value": "0x000001", "mask": "0x0000ff",
+                     "next_state": None}
+    assert tr[-1]["type"] == "default"
+    assert ipv4["parser_ops"][1]["op"] == "verify"
+    assert ipv4["parser_ops"][1]["parameters"][1] == {"type": "hexstr", "value": "0x00000004"}
+    assert ipv4["transitions"][0] == {"type": "parse_vset", "value": "P.pvs", "mask": None,
+                                      "next_state": None}
+    assert j["parse_vsets"][0]["compressed_bitwidth"] == 16
+    assert info.value_sets[0].preamble.name == "P.pvs" and info.value_sets[0].size == 4
+    assert ["HeaderTooShort", 4] in j["errors"]
+
+
+def test_enums_serializable_enums_and_errors(build):
+    j, _ = build(decls="""
+        enum Color { RED, GREEN }
+        enum bit<8> Proto { TCP = 6, UDP = 17 }""",
+                 ingress="Color c;",
+                 apply="""
+        c = Color.GREEN;
+        if (hdr.ipv4.protocol == (bit<8>) Proto.UDP && c == Color.GREEN) { meta.m8 = 1; }
+        if (sm.parser_error != error.NoError) { meta.m8 = 2; }""")
+    assert {"name": "Color", "entries": [["RED", 0], ["GREEN", 1]]} in j["enums"]
+    prims = [p for a in j["actions"] for p in a["primitives"]]
+    assert prims[0]["parameters"][1] == {"type": "hexstr", "value": "0x00000001"}
+    conds = next(p for p in j["pipelines"] if p["name"] == "ingress")["conditionals"]
+    assert "0x11" in str(conds[0]["expression"])
+
+
+def test_tables_const_entries_priorities_and_p4info(build):
+    j, info = build(ingress="""
+        action set(bit<8> v) { meta.m8 = v; }
+        @name("classify") @id(0x0200abcd)
+        table t {
+            key = { hdr.ipv4.dscp: ternary @name("dscp"); hdr.ipv4.totalLen: range;
+                    meta.m8: optional; }
+            actions = { set; @defaultonly NoAction; }
+            const entries = {
+                (6w46 &&& 6w63, 0 .. 1500, _): set(1);
+                priority=100: (_, _, 8w3): set(2);
+            }
+            const default_action = NoAction();
+            size = 64;
+        }""", apply="t.apply();")
+    t = tables(j)["I.classify"]
+    assert t["match_type"] == "range" and t["max_size"] == 64
+    assert t["key"][2]["match_type"] == "ternary"
+    e1, e2 = t["entries"]
+    assert e1["match_key"][0] == {"match_type": "ternary", "key": "0x2e", "mask": "0x3f"}
+    assert e1["match_key"][1] == {"match_type": "range", "start": "0x0000", "end": "0x05dc"}
+    assert e2["priority"] < e1["priority"]
+    assert t["default_entry"]["action_const"] is True
+    (pt,) = info.tables
+    assert pt.preamble.id == 0x0200ABCD and pt.is_const_table
+    assert [m.match_type for m in pt.match_fields] == [
+        p4info_pb2.MatchField.TERNARY, p4info_pb2.MatchField.RANGE, p4info_pb2.MatchField.OPTIONAL]
+    assert pt.match_fields[0].name == "dscp"
+    noaction = next(a for a in info.actions if a.preamble.name == "NoAction")
+    assert pt.const_default_action_id == noaction.preamble.id
+    assert [r.scope for r in pt.action_refs] == [p4info_pb2.ActionRef.TABLE_AND_DEFAULT,
+                                                 p4info_pb2.ActionRef.DEFAULT_ONLY]
+
+
+def test_direct_and_indirect_counters_and_meters(build):
+    j, info = build(meta="bit<8> m8; bit<16> m16; bit<2> color;", ingress="""
+        direct_counter(CounterType.packets_and_bytes) dc;
+        direct_meter<bit<2>>(MeterType.bytes) dm;
+        meter(16, MeterType.packets) m;
+        counter(8, CounterType.bytes) c;
+        action a() { dm.read(meta.color); }
+        action b() { m.execute_meter(32w3, meta.m16); c.count(32w1); }
+        table t { key = { meta.m8: exact; } actions = { a; } counters = dc; meters = dm; }
+        table u { key = { meta.m8: exact; } actions = { b; } }""",
+                    apply="t.apply(); u.apply();")
+    t = tables(j)["I.t"]
+    assert t["with_counters"] is True and t["direct_meters"] == "I.dm"
+    dc = next(c for c in j["counter_arrays"] if c["name"] == "I.dc")
+    assert dc["is_direct"] and dc["binding"] == "I.t"
+    assert ops(action(j, "I.b")) == ["execute_meter", "count"]
+    assert {d.preamble.name for d in info.direct_counters} == {"I.dc"}
+    (dmi,) = info.direct_meters
+    assert dmi.spec.unit == p4info_pb2.MeterSpec.BYTES
+    (ti,) = [x for x in info.tables if x.preamble.name == "I.t"]
+    assert set(ti.direct_resource_ids) == {info.direct_counters[0].preamble.id,
+                                           dmi.preamble.id}
+    assert info.meters[0].size == 16 and info.counters[0].spec.unit == p4info_pb2.CounterSpec.BYTES
+
+
+def test_v1model_externs(build):
+    j, info = build(decls="struct learn_t { bit<48> src; bit<9> port; }",
+                    meta="bit<8> m8; bit<16> m16; bit<32> m32; @field_list(1) bit<9> keep;",
+                    apply="""
+        hash(meta.m16, HashAlgorithm.crc16, 16w0, { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr }, 16w64);
+        random(meta.m32, 0, 100);
+        digest<learn_t>(1, { hdr.ethernet.src, sm.ingress_port });
+        clone(CloneType.I2E, 5);
+        clone_preserving_field_list(CloneType.I2E, 6, 1);
+        resubmit_preserving_field_list(1);
+        recirculate_preserving_field_list(1);
+        truncate(64);
+        log_msg("ttl={}", { hdr.ipv4.ttl });
+        assert(hdr.ipv4.ttl > 0);
+        assume(hdr.ipv4.ttl > 0);
+        mark_to_drop(sm);""")
+    prims = [p for a in j["actions"] for p in a["primitives"]]
+    assert [p["op"] for p in prims] == [
+        "modify_field_with_hash_based_offset", "modify_field_rng_uniform", "generate_digest",
+        "clone_ingress_pkt_to_egress", "clone_ingress_pkt_to_egress", "resubmit",
+        "recirculate", "truncate", "log_msg", "assert", "assume", "mark_to_drop"]
+    calc = next(c for c in j["calculations"] if c["name"] == prims[0]["parameters"][2]["value"])
+    assert calc["algo"] == "crc16" and len(calc["input"]) == 2
+    (ll,) = j["learn_lists"]
+    assert ll["name"] == "learn_t" and len(ll["elements"]) == 2
+    (fl,) = j["field_lists"]
+    assert fl["elements"] == [{"type": "field", "value": ["scalars", "userMetadata.keep"]}]
+    assert prims[8]["parameters"][0] == {"type": "string", "value": "ttl={}"}
+    assert info.digests[0].preamble.name == "learn_t"
+
+
+def test_controller_header_and_exit(build):
+    j, info = build(decls="""
+        @controller_header("packet_in") header packet_in_t { bit<9> ingress_port; bit<7> pad; }
+        @controller_header("packet_out") header packet_out_t { bit<9> egress_port; bit<7> pad; }""",
+                    headers="ethernet_t ethernet; ipv4_t ipv4; packet_in_t pin; packet_out_t pout;",
+                    apply="if (hdr.pout.isValid()) { sm.egress_spec = hdr.pout.egress_port; exit; }"
+                          " meta.m8 = 1;")
+    names = [(c.preamble.name, [(m.name, m.bitwidth) for m in c.metadata])
+             for c in info.controller_packet_metadata]
+    assert names == [("packet_in", [("ingress_port", 9), ("pad", 7)]),
+                     ("packet_out", [("egress_port", 9), ("pad", 7)])]
+    t = tables(j)
+    exit_tables = [n for n in t if "exit" in ops(action(j, t[n]["actions"][0]))]
+    assert len(exit_tables) == 1 and t[exit_tables[0]]["base_default_next"] is None
+
+
+def test_functions_and_nested_actions_are_inlined(build):
+    j, _ = build(decls="""
+        bit<8> dec(in bit<8> x) { return x - 1; }""",
+                 ingress="""
+        action inner(bit<8> v) { meta.m8 = v; }
+        action outer(bit<8> w) { inner(w); hdr.ipv4.ttl = dec(hdr.ipv4.ttl); }
+        table t { key = { meta.m8: exact; } actions = { outer; } }""",
+                 apply="t.apply();")
+    a = action(j, "I.outer")
+    assert ops(a) == ["assign", "assign", "_jump", "assign"]
+    assert a["primitives"][0]["parameters"][1] == {"type": "runtime_data", "value": 0}
+
+
+def test_locals_become_scalars(build):
+    j, _ = build(apply="bit<32> tmp = hdr.ipv4.srcAddr; bool flag = tmp == 0; "
+                       "if (flag) { meta.m8 = 1; }")
+    scalars = j["header_types"][0]
+    assert scalars["name"] == "scalars_0"
+    names = [f[0] for f in scalars["fields"]]
+    assert "tmp" in names and "flag" in names and "userMetadata.m8" in names
+    assert sum(f[1] for f in scalars["fields"]) % 8 == 0
