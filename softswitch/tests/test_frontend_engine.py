@@ -1,0 +1,106 @@
+"""The front-end's lowering, executed: compiled programs run on the real engine
+(`softswitch_engine.Switch.process_packet`) with Scapy packets."""
+import json
+
+
+from scapy.all import IP, UDP, Ether, raw
+
+from softswitch_p4c.driver import compile_source
+from test_frontend_lowering import program
+
+import softswitch_engine as se
+
+def switch_for(tmp_path, **kw):
+    j, _ = compile_source(program(**kw), tmp_path)
+    sw = se.Switch(ports={})
+    sw.load_pipeline(json.dumps(j))
+    return sw
+
+
+def packet(ttl=64, dst="10.0.1.5", ident=1, ethertype=None):
+    eth = Ether(dst="00:00:00:00:00:01", src="00:00:00:00:00:02")
+    if ethertype is not None:
+        eth.type = ethertype
+    return raw(eth / IP(src="10.0.0.1", dst=dst, ttl=ttl, id=ident) / UDP() / (b"x" * 10))
+
+
+def only(out):
+    assert len(out) == 1, out
+    port, frame = out[0]
+    return port, Ether(frame)
+
+
+def test_l3_forwarding_runs(tmp_path):
+    sw = switch_for(tmp_path, ingress="""
+        action fwd(bit<48> dmac, bit<9> port) {
+            sm.egress_spec = port; hdr.ethernet.src = hdr.ethernet.dst; hdr.ethernet.dst = dmac;
+            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+        }
+        action drop() { mark_to_drop(sm); }
+        table lpm { key = { hdr.ipv4.dstAddr: lpm; } actions = { fwd; drop; }
+                    default_action = drop(); }""",
+                    apply="if (hdr.ipv4.isValid()) { lpm.apply(); } else { drop(); }")
+    sw.table_add("I.lpm", [("lpm", bytes([10, 0, 1, 0]), 24)], "I.fwd",
+                 [bytes.fromhex("aabbccddeeff"), (3).to_bytes(2, "big")])
+    port, p = only(sw.process_packet(1, packet()))
+    assert port == 3 and p.dst == "aa:bb:cc:dd:ee:ff" and p.src == "00:00:00:00:00:01"
+    assert p[IP].ttl == 63
+    assert sw.process_packet(1, packet(dst="10.9.9.9")) == []
+
+
+def test_arithmetic_and_jumps_compute_what_p4_says(tmp_path):
+    sw = switch_for(tmp_path, ingress="""
+        action calc(bit<8> limit) {
+            if (hdr.ipv4.ttl > limit) { hdr.ipv4.ttl = hdr.ipv4.ttl |+| 8w250; }
+            else { hdr.ipv4.ttl = hdr.ipv4.ttl |-| 8w100; }
+            hdr.ipv4.identification = hdr.ipv4.srcAddr[7:0] ++ hdr.ipv4.srcAddr[31:24];
+        }
+        table t { key = { hdr.ipv4.isValid(): exact; } actions = { calc; } }""",
+                    apply="sm.egress_spec = 2; t.apply(); hdr.ipv4.dstAddr[7:0] = 8w9;"
+                          " hdr.ipv4.protocol = (bit<8>) (hdr.ipv4.totalLen - 16w60);")
+    sw.table_add("I.t", [("exact", b"\x01")], "I.calc", [bytes([50])])
+    _, hi = only(sw.process_packet(0, packet(ttl=60)))
+    _, lo = only(sw.process_packet(0, packet(ttl=40)))
+    assert hi[IP].ttl == 255 and lo[IP].ttl == 0
+    assert hi[IP].id == 0x010A
+    assert hi[IP].dst == "10.0.1.9"
+    assert hi[IP].proto == (38 - 60) & 0xFF
+
+
+def test_hit_miss_and_action_run_routing(tmp_path):
+    sw = switch_for(tmp_path, ingress="""
+        action a() { } action b() { }
+        table t { key = { hdr.ipv4.dstAddr: exact; } actions = { a; b; NoAction; } }
+        table u { key = { hdr.ipv4.dstAddr: exact; } actions = { a; } }""",
+                    apply="""
+        switch (t.apply().action_run) {
+            a: { sm.egress_spec = 1; }
+            b: { sm.egress_spec = 2; }
+            default: { sm.egress_spec = 3; }
+        }
+        if (!u.apply().hit) { sm.egress_spec = sm.egress_spec + 4; }""")
+    for last, action in ((1, "I.a"), (2, "I.b")):
+        sw.table_add("I.t", [("exact", bytes([10, 0, 1, last]))], action, [])
+    sw.table_add("I.u", [("exact", bytes([10, 0, 1, 1]))], "I.a", [])
+    ports = [only(sw.process_packet(0, packet(dst=f"10.0.1.{i}")))[0] for i in (1, 2, 3)]
+    assert ports == [1, 6, 7]
+
+
+def test_parser_select_masks_and_ranges(tmp_path):
+    states = """
+        state start {
+            pkt.extract(hdr.ethernet);
+            transition select(hdr.ethernet.etherType) {
+                0x0800: parse_ipv4;
+                0x8800 &&& 0xff00: masked;
+                0x9000 .. 0x9005: ranged;
+                default: accept;
+            }
+        }
+        state masked { meta.m8 = 2; transition accept; }
+        state ranged { meta.m8 = 3; transition accept; }
+        state parse_ipv4 { pkt.extract(hdr.ipv4); meta.m8 = 1; transition accept; }"""
+    sw = switch_for(tmp_path, states=states, apply="sm.egress_spec = (bit<9>) meta.m8;")
+    got = {t: only(sw.process_packet(0, packet(ethertype=t)))[0]
+           for t in (0x0800, 0x88AB, 0x9000, 0x9005, 0x9006, 0x1234)}
+    assert got == {0x0800: 1, 0x88AB: 2, 0x9000: 3, 0x9005: 3, 0x9006: 0, 0x1234: 0}
