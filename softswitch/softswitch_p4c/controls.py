@@ -29,6 +29,7 @@ class ControlInfo:
     tables: list = field(default_factory=list)
     conditionals: list = field(default_factory=list)
     applied: set = field(default_factory=set)
+    var_inits: list = field(default_factory=list)   # control-level `T x = e;` run first
 
 
 class _Seq:
@@ -163,10 +164,10 @@ class ControlMixin:
         elif isinstance(d, A.Instance):
             self.declare_instance(d, scope, info)
         elif isinstance(d, A.VarDecl):
-            if d.init is not None:
-                raise unsupported(d.loc, "initialized variable declared outside 'apply'")
             t = self.resolve_type(d.type, scope)
             scope.declare(d.name, self.declare_local(d, t, ctx), d.loc)
+            if d.init is not None:
+                info.var_inits.append(A.Assign(d.loc, A.Name(d.loc, d.name), d.init))
         else:
             raise unsupported(d.loc, f"{type(d).__name__} in a control")
 
@@ -174,7 +175,7 @@ class ControlMixin:
     def lower_pipeline(self, name, decl):
         info = self.control_scope(decl)
         ctx = Ctx(Scope(info.scope), None, "control", info)
-        seq = self.g_stmts(decl.body.stmts, ctx)
+        seq = self.g_stmts(info.var_inits + decl.body.stmts, ctx)
         _patch(seq.exits, END)
         init = None if seq.entry in (None, END) else seq.entry
         self.json["pipelines"].append({
@@ -279,8 +280,8 @@ class ControlMixin:
         if isinstance(s, A.CallStmt):
             tsym = self.table_of_apply(s.call, ctx)
             if tsym:
-                table = self.apply_table(tsym, s.call)
-                return table["name"], [self.all_next_slot(table)]
+                entry, table = self.apply_table(tsym, s.call)
+                return entry, [self.all_next_slot(table)]
             return self.g_action_call(s.call, ctx)
         raise unsupported(s.loc, f"statement {type(s).__name__} in a control")
 
@@ -327,12 +328,12 @@ class ControlMixin:
         hit = self.hit_condition(s.cond, ctx)
         if hit is not None:
             tsym, want_hit = hit
-            table = self.apply_table(tsym, s.cond)
+            entry, table = self.apply_table(tsym, s.cond)
             table["next_tables"] = {"__HIT__": None, "__MISS__": None}
             t_entry, t_exits = self.g_branch(s.then, ctx)
             f_entry, f_exits = self.g_branch(s.other, ctx)
             hit_key, miss_key = ("__HIT__", "__MISS__") if want_hit else ("__MISS__", "__HIT__")
-            return table["name"], self.branch_exits(
+            return entry, self.branch_exits(
                 table, [(hit_key, t_entry, t_exits), (miss_key, f_entry, f_exits)])
         cond = self.eval_value(s.cond, Ctx(ctx.scope, None, "control", ctx.control))
         self.require_bool(cond, s.cond.loc, "condition of 'if'")
@@ -407,7 +408,7 @@ class ControlMixin:
             raise unsupported(s.loc, "switch on an expression other than "
                                      "`table.apply().action_run`")
         tsym = self.table_of_apply(e.expr, ctx)
-        table = self.apply_table(tsym, e.expr)
+        table_entry, table = self.apply_table(tsym, e.expr)
         branches, pending_labels, default = [], [], None
         for case in s.cases:
             pending_labels.append(case)
@@ -424,7 +425,7 @@ class ControlMixin:
             for c in pending_labels:
                 if not isinstance(c.label, A.DefaultExpr):
                     branches.append((self.switch_label(c, tsym, table), None, None))
-        return table["name"], self.switch_exits(table, branches, default)
+        return table_entry, self.switch_exits(table, branches, default)
 
     def switch_label(self, case, tsym, table):
         if not isinstance(case.label, A.Name):
@@ -460,16 +461,25 @@ class ControlMixin:
         if tsym.name in info.applied:
             raise unsupported(at.loc, f"applying table '{tsym.decl.name}' more than once")
         info.applied.add(tsym.name)
-        table = self.lower_table(tsym)
+        key_temps = []
+        table = self.lower_table(tsym, key_temps)
         info.tables.append(table)
-        return table
+        if not key_temps:
+            return table["name"], table
+        prims = []
+        ctx = Ctx(tsym.scope, prims, "control", info)
+        for tmp, value, loc in key_temps:
+            self.assign(ctx, tmp, value, loc)
+        entry, exits = self.synthetic_table(info, "act", prims, at.loc)
+        _patch(exits, table["name"])
+        return entry, table
 
-    def lower_table(self, tsym):
+    def lower_table(self, tsym, key_temps):
         d = tsym.decl
         props = self.table_properties(d)
         if "actions" not in props:
             raise CompileError(d.loc, f"table '{d.name}' has no actions property")
-        keys, p4keys = self.table_keys(tsym, props.get("key"))
+        keys, p4keys = self.table_keys(tsym, props.get("key"), key_temps)
         actions, refs = self.table_actions(tsym, props["actions"])
         match_type = self.table_match_type(d, keys, props.get("key"))
         size = self.table_size(tsym, props.get("size"))
@@ -493,7 +503,7 @@ class ControlMixin:
             props[p.name] = p
         return props
 
-    def table_keys(self, tsym, prop):
+    def table_keys(self, tsym, prop, key_temps):
         keys, p4 = [], []
         ctx = Ctx(tsym.scope, None, "control", tsym.control)
         lpm_seen = False
@@ -508,7 +518,7 @@ class ControlMixin:
                                                     f"lpm key")
                 lpm_seen = True
             v = self.eval_value(k.expr, ctx)
-            target, mask, width = self.key_target(v, k)
+            target, mask, width = self.key_target(v, k, key_temps)
             name = self.key_name(k)
             kind = "ternary" if k.match_kind == "optional" else k.match_kind
             keys.append({"match_type": kind, "name": name, "target": target, "mask": mask})
@@ -525,7 +535,7 @@ class ControlMixin:
             return f"{self.describe(k.expr.func.expr)}.$valid$"
         return self.describe(k.expr)
 
-    def key_target(self, v, k):
+    def key_target(self, v, k, key_temps):
         if isinstance(v.ref, FieldRef):
             return [v.ref.header, v.ref.field], None, storage_width(v.type)
         if "slice" in v.extra and isinstance(v.extra["slice"][0].ref, FieldRef):
@@ -536,8 +546,12 @@ class ControlMixin:
         j = v.json
         if v.is_boolexpr and j["value"]["op"] == "d2b" and j["value"]["right"]["type"] == "field":
             return list(j["value"]["right"]["value"]), None, 1
-        raise unsupported(k.loc, f"table key expression '{self.describe(k.expr)}' (keys must be "
-                                 f"fields, slices of fields or isValid())")
+        if not v.type.is_scalar or isinstance(v.type, IntT):
+            raise CompileError(k.loc, f"table key must be a fixed-width scalar, not {v.type}")
+        # p4c style: other expressions are computed into a scalar before the table
+        tmp = self.new_scalar(self.unique_name("key"), v.type)
+        key_temps.append((tmp, v, k.loc))
+        return [tmp.ref.header, tmp.ref.field], None, storage_width(v.type)
 
     def table_match_type(self, d, keys, prop):
         kinds = {k["match_type"] for k in keys}

@@ -2,13 +2,11 @@
 (`softswitch_engine.Switch.process_packet`) with Scapy packets."""
 import json
 
-
+import softswitch_engine as se
 from scapy.all import IP, UDP, Ether, raw
 
 from softswitch_p4c.driver import compile_source
 from test_frontend_lowering import program
-
-import softswitch_engine as se
 
 def switch_for(tmp_path, **kw):
     j, _ = compile_source(program(**kw), tmp_path)
@@ -104,3 +102,13 @@ def test_parser_select_masks_and_ranges(tmp_path):
     got = {t: only(sw.process_packet(0, packet(ethertype=t)))[0]
            for t in (0x0800, 0x88AB, 0x9000, 0x9005, 0x9006, 0x1234)}
     assert got == {0x0800: 1, 0x88AB: 2, 0x9000: 3, 0x9005: 3, 0x9006: 0, 0x1234: 0}
+
+
+def test_expression_keys_are_computed_before_the_table(tmp_path):
+    sw = switch_for(tmp_path, ingress="""
+        action to(bit<9> p) { sm.egress_spec = p; }
+        table t { key = { hdr.ipv4.ttl + 8w1: exact @name("ttl_plus_one"); } actions = { to; } }""",
+                    apply="t.apply();")
+    sw.table_add("I.t", [("exact", bytes([65]))], "I.to", [(5).to_bytes(2, "big")])
+    assert only(sw.process_packet(0, packet(ttl=64)))[0] == 5
+    assert only(sw.process_packet(0, packet(ttl=63)))[0] == 0

@@ -359,3 +359,10 @@ def test_locals_become_scalars(build):
     names = [f[0] for f in scalars["fields"]]
     assert "tmp" in names and "flag" in names and "userMetadata.m8" in names
     assert sum(f[1] for f in scalars["fields"]) % 8 == 0
+
+
+def test_control_variables_with_initializers_are_set_first(build):
+    j, _ = build(ingress="bit<8> base = 8w7;", apply="meta.m8 = base + 1;")
+    (act,) = [a for a in j["actions"] if a["name"].startswith("act")]
+    assert [p["parameters"][0]["value"][1] for p in act["primitives"]] == ["base",
+                                                                          "userMetadata.m8"]
