@@ -137,3 +137,11 @@ def test_packet_out_needs_a_cpu_port(sw):
         sw.packet_out(udp_frame())
     assert sw.poll_packet_in(0.01) is None
     assert sw.poll_digest(0.01) is None
+
+
+def test_optional_key_is_parsed_and_checked_against_the_table(sw):
+    # The fixture's table is LPM-only, so p4core refuses an optional element.
+    with pytest.raises(ValueError):
+        sw.table_add(TABLE, [("optional", None)], FORWARD, [b"\x00" * 6, b"\x00" * 6, b"\x00\x01"])
+    with pytest.raises(ValueError):
+        sw.table_add(TABLE, [("optional", b"\x0a\x00\x00\x01", 5)], FORWARD, [])

@@ -158,3 +158,22 @@ def test_cpu_port_packet_in_and_packet_out(lab, switch):
                             / UDP(sport=9, dport=UDP_PORT) / b"\x00\x00\x00\x07hello"))
     [got] = iolab.finish_receiver(rx)["received"]
     assert got["seq"] == 7
+
+
+def test_red_ecn_program_carries_tcp_between_the_hosts(lab, tmp_path):
+    """p4src/red_ecn.p4 compiled by softswitch-p4c, no RED entry (drop-tail), 10 Mb/s bottleneck."""
+    sw = se.Switch(ports=lab.ports, seed=1)
+    sw.load_pipeline(iolab.red_ecn_program())
+    lab.install_routes(sw)
+    sw.configure_port(1, rate_bps=10_000_000, buffer_packets=50)
+    sw.start()
+    try:
+        a, b = lab.hosts["a"], lab.hosts["b"]
+        nbytes = 1 << 20
+        rx = iolab.start_receiver(b, 5201, 0, 30.0, mode="tcp-recv")
+        iolab.send_tcp(a, b.ip, 5201, nbytes)
+        got = iolab.finish_receiver(rx)
+    finally:
+        sw.stop()
+    assert got == {"bytes": nbytes, "sha256": hashlib.sha256(iolab.tcp_payload(nbytes)).hexdigest()}
+    assert sw.counter_read("MyEgress.port_tx", 1)[0] > nbytes // 1500

@@ -55,7 +55,9 @@ fn match_key(t: &Bound<'_, PyAny>) -> PyResult<MatchKey> {
         "lpm" => want(3).and_then(|_| Ok(MatchKey::Lpm(bytes(1)?, t.get_item(2)?.extract()?))),
         "ternary" => want(3).and_then(|_| Ok(MatchKey::Ternary(bytes(1)?, bytes(2)?))),
         "range" => want(3).and_then(|_| Ok(MatchKey::Range(bytes(1)?, bytes(2)?))),
-        other => Err(PyValueError::new_err(format!("unknown match kind '{other}' (exact, lpm, ternary, range)"))),
+        "optional" if t.len() == 2 && t.get_item(1)?.is_none() => Ok(MatchKey::Optional(None)),
+        "optional" => want(2).and_then(|_| Ok(MatchKey::Optional(Some(bytes(1)?)))),
+        other => Err(PyValueError::new_err(format!("unknown match kind '{other}' (exact, lpm, ternary, range, optional)"))),
     }
 }
 
