@@ -31,15 +31,22 @@ pub fn write_bits(buf: &mut [u8], bit_off: usize, width: u32, v: u128) {
         buf[start..start + w / 8].copy_from_slice(&bytes[16 - w / 8..]);
         return;
     }
-    for i in 0..w {
-        let bit = (v >> (w - 1 - i)) & 1;
-        let pos = bit_off + i;
-        let mask = 0x80u8 >> (pos % 8);
-        if bit == 1 {
-            buf[pos / 8] |= mask;
-        } else {
-            buf[pos / 8] &= !mask;
-        }
+    // Unaligned: merge the value into the covering bytes (at most 17) byte by byte.
+    let lead = bit_off % 8;
+    let nbytes = (lead + w).div_ceil(8);
+    let trailing = nbytes * 8 - lead - w;
+    let start = bit_off / 8;
+    for (i, byte) in buf[start..start + nbytes].iter_mut().enumerate() {
+        // Bit positions of this byte, counted from the field's end.
+        let hi = (nbytes - i) * 8 - trailing; // exclusive upper bound
+        let lo = hi as isize - 8;
+        let field_mask: u8 = {
+            let top = if i == 0 { 0xffu8 >> lead } else { 0xff };
+            let bottom = if i == nbytes - 1 { 0xffu8 << trailing } else { 0xff };
+            top & bottom
+        };
+        let bits = if lo >= 0 { (v >> lo) as u8 } else { (v << (-lo) as u32) as u8 };
+        *byte = (*byte & !field_mask) | (bits & field_mask);
     }
 }
 

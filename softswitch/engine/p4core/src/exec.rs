@@ -218,8 +218,8 @@ impl Executor {
         let s = &prog.std;
         let mut pkt = self.fresh_packet(port, frame.len(), itype, keep);
         self.flags = Flags::default();
-        out.parser_error = self.parse_and_verify(st, &mut pkt, frame);
-        self.run_pipeline(st, &mut pkt, prog.ingress.init);
+        out.parser_error = self.parse_and_verify(&prog, st, &mut pkt, frame);
+        self.run_pipeline(&prog, st, &mut pkt, prog.ingress.init);
         self.flags.exit = false;
         out.assert_failed |= self.flags.assert_failed;
         let flags = std::mem::take(&mut self.flags);
@@ -278,11 +278,12 @@ impl Executor {
     /// BMv2 re-parses the original frame for an ingress clone and copies the field list.
     #[allow(clippy::too_many_arguments)]
     fn clone_i2e(&mut self, st: &State, pkt: &PacketState, port: u32, frame: &[u8], session: u32, fl: Option<usize>, out: &mut IngressOutcome) {
+        let prog = self.prog.clone();
         let Some(cfg) = st.clone_sessions.read().get(&session).cloned() else { return };
         let keep = self.preserved(pkt, fl);
         let mut copy = self.fresh_packet(port, frame.len(), instance_type::INGRESS_CLONE, &[]);
         let saved = std::mem::take(&mut self.flags);
-        self.parse_and_verify(st, &mut copy, frame);
+        self.parse_and_verify(&prog, st, &mut copy, frame);
         self.flags = saved;
         for (f, v) in keep {
             copy.fields[f] = v;
@@ -309,8 +310,8 @@ impl Executor {
 
     /// Runs egress for a dequeued packet, then deparses it.
     pub fn egress(&mut self, st: &State, qp: QueuedPacket, q: QueueMeta, now_us: u64) -> EgressOutcome {
-        self.now_us = now_us;
         let prog = self.prog.clone();
+        self.now_us = now_us;
         let s = &prog.std;
         let mut pkt = qp.pkt;
         let mut out = EgressOutcome::default();
@@ -324,7 +325,7 @@ impl Executor {
         let len = pkt.ingress_len as i128;
         set_opt(&mut pkt, s.packet_length, len);
         self.flags = Flags::default();
-        self.run_pipeline(st, &mut pkt, prog.egress.init);
+        self.run_pipeline(&prog, st, &mut pkt, prog.egress.init);
         let flags = std::mem::take(&mut self.flags);
         out.assert_failed = flags.assert_failed;
 
@@ -334,7 +335,7 @@ impl Executor {
         if get_opt(&pkt, s.egress_spec) == DROP_PORT as i128 || flags.assert_failed {
             return out;
         }
-        let mut frame = self.deparse(st, &mut pkt);
+        let mut frame = self.deparse(&prog, st, &mut pkt);
         if let Some(fl) = flags.recirculate {
             out.recirculate = Some(Recirculation {
                 port: get_opt(&pkt, s.ingress_port) as u32,
@@ -371,19 +372,18 @@ impl Executor {
     // ---------------- parser ----------------
 
     /// Parses `frame` into `pkt`, verifies checksums; returns the parser error code (0 = none).
-    fn parse_and_verify(&mut self, st: &State, pkt: &mut PacketState, frame: &[u8]) -> i128 {
-        let (pos, error) = self.parse(st, pkt, frame);
+    fn parse_and_verify(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, frame: &[u8]) -> i128 {
+        let (pos, error) = self.parse(prog, st, pkt, frame);
         pkt.payload.clear();
         pkt.payload.extend_from_slice(&frame[pos.min(frame.len())..]);
         set_opt(pkt, self.prog.std.parser_error, error);
-        let bad = self.verify_checksums(st, pkt);
+        let bad = self.verify_checksums(prog, st, pkt);
         set_opt(pkt, self.prog.std.checksum_error, bad as i128);
         error
     }
 
     /// Returns (bytes consumed, error code).
-    fn parse(&mut self, st: &State, pkt: &mut PacketState, frame: &[u8]) -> (usize, i128) {
-        let prog = self.prog.clone();
+    fn parse(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, frame: &[u8]) -> (usize, i128) {
         let errs = &prog.errors;
         let mut pos = 0usize;
         let mut state = prog.parser.init;
@@ -395,7 +395,7 @@ impl Executor {
             }
             let ps = &prog.parser.states[si];
             for op in &ps.ops {
-                if let Err(e) = self.parser_op(st, pkt, frame, &mut pos, op) {
+                if let Err(e) = self.parser_op(prog, st, pkt, frame, &mut pos, op) {
                     return (pos, e);
                 }
             }
@@ -407,8 +407,8 @@ impl Executor {
         (pos, 0)
     }
 
-    fn parser_op(&mut self, st: &State, pkt: &mut PacketState, frame: &[u8], pos: &mut usize, op: &ParserOp) -> Result<(), i128> {
-        let env = Env { st, locals: &[], look: Some((frame, *pos)) };
+    fn parser_op(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, frame: &[u8], pos: &mut usize, op: &ParserOp) -> Result<(), i128> {
+        let env = &Env { st, locals: &[], look: Some((frame, *pos)) };
         let errs = &self.prog.errors;
         match op {
             ParserOp::Extract(t) => {
@@ -445,7 +445,7 @@ impl Executor {
                 *pos = to;
             }
             ParserOp::Primitive(p) => {
-                self.prim(env, pkt, p);
+                self.prim(prog, env, pkt, p);
             }
         }
         Ok(())
@@ -502,7 +502,7 @@ impl Executor {
         key.clear();
         for part in &ps.key {
             let (v, w) = match part {
-                KeyPart::Field(e, w) => (self.eval(Env { st, locals: &[], look: None }, pkt, e) as u128, *w),
+                KeyPart::Field(e, w) => (self.eval(&Env { st, locals: &[], look: None }, pkt, e) as u128, *w),
                 KeyPart::Lookahead(off, w) => {
                     let start = pos * 8 + *off as usize;
                     if start + *w as usize > frame.len() * 8 {
@@ -536,17 +536,16 @@ impl Executor {
 
     // ---------------- checksums and deparser ----------------
 
-    fn verify_checksums(&mut self, st: &State, pkt: &PacketState) -> bool {
-        let prog = self.prog.clone();
+    fn verify_checksums(&mut self, prog: &Program, st: &State, pkt: &PacketState) -> bool {
         let mut bad = false;
         for c in prog.checksums.iter().filter(|c| c.verify) {
             if let Some(cond) = &c.cond {
-                if self.eval(Env { st, locals: &[], look: None }, pkt, cond) == 0 {
+                if self.eval(&Env { st, locals: &[], look: None }, pkt, cond) == 0 {
                     continue;
                 }
             }
             let w = prog.field_width(c.target);
-            let want = self.calculate(pkt, c.calc) as u128 & mask_of(w);
+            let want = self.calculate(prog, pkt, c.calc) as u128 & mask_of(w);
             if want != pkt.fields[c.target] as u128 & mask_of(w) {
                 bad = true;
             }
@@ -554,22 +553,20 @@ impl Executor {
         bad
     }
 
-    fn update_checksums(&mut self, st: &State, pkt: &mut PacketState) {
-        let prog = self.prog.clone();
+    fn update_checksums(&mut self, prog: &Program, st: &State, pkt: &mut PacketState) {
         for c in prog.checksums.iter().filter(|c| c.update) {
             if let Some(cond) = &c.cond {
-                if self.eval(Env { st, locals: &[], look: None }, pkt, cond) == 0 {
+                if self.eval(&Env { st, locals: &[], look: None }, pkt, cond) == 0 {
                     continue;
                 }
             }
-            let v = self.calculate(pkt, c.calc) as i128;
+            let v = self.calculate(prog, pkt, c.calc) as i128;
             self.set_field(pkt, c.target, v);
         }
     }
 
     /// Evaluates a calculation (hash) over its inputs; invalid headers are skipped.
-    fn calculate(&mut self, pkt: &PacketState, calc: usize) -> u64 {
-        let prog = self.prog.clone();
+    fn calculate(&mut self, prog: &Program, pkt: &PacketState, calc: usize) -> u64 {
         let c = &prog.calculations[calc];
         let mut w = std::mem::take(&mut self.calc);
         w.clear();
@@ -630,8 +627,8 @@ impl Executor {
         headers + pkt.payload.len()
     }
 
-    fn deparse(&mut self, st: &State, pkt: &mut PacketState) -> Vec<u8> {
-        self.update_checksums(st, pkt);
+    fn deparse(&mut self, prog: &Program, st: &State, pkt: &mut PacketState) -> Vec<u8> {
+        self.update_checksums(prog, st, pkt);
         let mut w = BitWriter { buf: Vec::with_capacity(self.wire_len(pkt)), bits: 0 };
         for h in &self.prog.deparser {
             if pkt.valid[*h] && !self.prog.headers[*h].metadata {
@@ -644,8 +641,7 @@ impl Executor {
 
     // ---------------- controls ----------------
 
-    fn run_pipeline(&mut self, st: &State, pkt: &mut PacketState, init: Option<Node>) {
-        let prog = self.prog.clone();
+    fn run_pipeline(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, init: Option<Node>) {
         let mut node = init;
         let mut steps = 0;
         while let Some(n) = node {
@@ -654,10 +650,10 @@ impl Executor {
                 break;
             }
             node = match n {
-                Node::Table(t) => self.apply_table(st, pkt, t),
+                Node::Table(t) => self.apply_table(prog, st, pkt, t),
                 Node::Cond(c) => {
                     let cond = &prog.conditionals[c];
-                    if self.eval(Env { st, locals: &[], look: None }, pkt, &cond.expr) != 0 {
+                    if self.eval(&Env { st, locals: &[], look: None }, pkt, &cond.expr) != 0 {
                         cond.true_next
                     } else {
                         cond.false_next
@@ -665,20 +661,19 @@ impl Executor {
                 }
                 Node::ActionCall(a) => {
                     let call = &prog.action_calls[a];
-                    self.run_action(st, pkt, call.action, &[]);
+                    self.run_action(prog, st, pkt, call.action, &[]);
                     call.next
                 }
             };
         }
     }
 
-    fn apply_table(&mut self, st: &State, pkt: &mut PacketState, ti: usize) -> Option<Node> {
-        let prog = self.prog.clone();
+    fn apply_table(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, ti: usize) -> Option<Node> {
         let t = &prog.tables[ti];
         let mut key = std::mem::take(&mut self.key);
         key.clear();
         for kf in &t.keys {
-            let v = self.eval(Env { st, locals: &[], look: None }, pkt, &kf.source) as u128 & mask_of(kf.width);
+            let v = self.eval(&Env { st, locals: &[], look: None }, pkt, &kf.source) as u128 & mask_of(kf.width);
             key.push(kf.mask.map_or(v, |m| v & m));
         }
         let ts = st.tables[ti].read();
@@ -695,13 +690,13 @@ impl Executor {
                         self.set_field(pkt, f, color);
                     }
                 }
-                self.run_action(st, pkt, e.call.action, &e.call.args);
+                self.run_action(prog, st, pkt, e.call.action, &e.call.args);
                 t.next_hit.unwrap_or_else(|| t.next_by_action.get(&e.call.action).copied().unwrap_or(t.base_default_next))
             }
             None => {
                 let action = ts.default.as_ref().map(|d| d.action);
                 if let Some(d) = &ts.default {
-                    self.run_action(st, pkt, d.action, &d.args);
+                    self.run_action(prog, st, pkt, d.action, &d.args);
                 }
                 let by_action = action.and_then(|a| t.next_by_action.get(&a).copied());
                 t.next_miss.unwrap_or_else(|| by_action.unwrap_or(t.base_default_next))
@@ -719,10 +714,9 @@ impl Executor {
         }
     }
 
-    fn run_action(&mut self, st: &State, pkt: &mut PacketState, action: usize, args: &[i128]) {
-        let prog = self.prog.clone();
+    fn run_action(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, action: usize, args: &[i128]) {
         let prims = &prog.actions[action].prims;
-        let env = Env { st, locals: args, look: None };
+        let env = &Env { st, locals: args, look: None };
         let mut pc = 0;
         let mut steps = 0;
         while pc < prims.len() && !self.flags.exit {
@@ -734,19 +728,18 @@ impl Executor {
                 Prim::Jump(t) => pc = *t,
                 Prim::JumpIfZero(c, t) => pc = if self.eval(env, pkt, c) == 0 { *t } else { pc + 1 },
                 p => {
-                    self.prim(env, pkt, p);
+                    self.prim(prog, env, pkt, p);
                     pc += 1;
                 }
             }
         }
     }
 
-    fn prim(&mut self, env: Env, pkt: &mut PacketState, p: &Prim) {
-        let prog = self.prog.clone();
+    fn prim(&mut self, prog: &Program, env: &Env, pkt: &mut PacketState, p: &Prim) {
         let s = &prog.std;
         match p {
             Prim::Assign(lv, e) => {
-                let v = self.eval(env, pkt, e);
+                let v = self.leaf(env, pkt, e);
                 self.store(env, pkt, lv, v);
             }
             Prim::AssignVL(d, src) => {
@@ -851,7 +844,7 @@ impl Executor {
                 self.store(env, pkt, lv, color);
             }
             Prim::RegisterRead(lv, r, idx) => {
-                let v = self.eval(env, pkt, &Expr::RegisterRead(*r, Box::new(idx.clone())));
+                let v = self.register_value(env, pkt, *r, idx);
                 self.store(env, pkt, lv, v);
             }
             Prim::RegisterWrite(r, idx, val) => {
@@ -866,7 +859,7 @@ impl Executor {
             Prim::Hash(lv, base, calc, max) => {
                 let base = self.eval(env, pkt, base);
                 let max = self.eval(env, pkt, max);
-                let h = self.calculate(pkt, *calc) as i128;
+                let h = self.calculate(prog, pkt, *calc) as i128;
                 let v = if max > 0 { base.wrapping_add(h % max) } else { base.wrapping_add(h) };
                 self.store(env, pkt, lv, v);
             }
@@ -963,7 +956,7 @@ impl Executor {
 
     // ---------------- expressions ----------------
 
-    fn header(&self, env: Env, pkt: &PacketState, h: &HeaderRef) -> Option<usize> {
+    fn header(&self, env: &Env, pkt: &PacketState, h: &HeaderRef) -> Option<usize> {
         match h {
             HeaderRef::Fixed(i) => Some(*i),
             HeaderRef::StackElem(s, idx) => {
@@ -975,7 +968,7 @@ impl Executor {
         }
     }
 
-    fn union(&self, env: Env, pkt: &PacketState, u: &UnionRef) -> Option<usize> {
+    fn union(&self, env: &Env, pkt: &PacketState, u: &UnionRef) -> Option<usize> {
         match u {
             UnionRef::Fixed(i) => Some(*i),
             UnionRef::StackElem(s, idx) => {
@@ -986,11 +979,11 @@ impl Executor {
         }
     }
 
-    fn dyn_field(&self, env: Env, pkt: &PacketState, h: &HeaderRef, off: usize) -> Option<usize> {
+    fn dyn_field(&self, env: &Env, pkt: &PacketState, h: &HeaderRef, off: usize) -> Option<usize> {
         self.header(env, pkt, h).map(|h| self.prog.headers[h].first_field + off)
     }
 
-    fn store(&self, env: Env, pkt: &mut PacketState, lv: &LValue, v: i128) {
+    fn store(&self, env: &Env, pkt: &mut PacketState, lv: &LValue, v: i128) {
         let f = match lv {
             LValue::Field(f) => Some(*f),
             LValue::DynField(h, off) => self.dyn_field(env, pkt, h, *off),
@@ -1002,12 +995,22 @@ impl Executor {
 
     /// Writes a value into a field, truncated (two's complement) to its width.
     fn set_field(&self, pkt: &mut PacketState, f: usize, v: i128) {
-        let loc = self.prog.field_locs[f];
-        let fd = &self.prog.header_types[self.prog.headers[loc.header].type_idx].fields[loc.offset];
-        pkt.fields[f] = if fd.signed { sign_extend(v as u128, fd.width) } else { (v as u128 & mask_of(fd.width)) as i128 };
+        let (width, signed) = self.prog.field_info[f];
+        pkt.fields[f] = if signed { sign_extend(v as u128, width) } else { (v as u128 & mask_of(width)) as i128 };
     }
 
-    fn eval(&self, env: Env, pkt: &PacketState, e: &Expr) -> i128 {
+    /// Leaves (constants, fields, parameters) inline; everything else through `eval`.
+    #[inline(always)]
+    fn leaf(&self, env: &Env, pkt: &PacketState, e: &Expr) -> i128 {
+        match e {
+            Expr::Const(v) => *v,
+            Expr::Field(f) => pkt.fields[*f],
+            Expr::Local(i) => env.locals.get(*i).copied().unwrap_or(0),
+            _ => self.eval(env, pkt, e),
+        }
+    }
+
+    fn eval(&self, env: &Env, pkt: &PacketState, e: &Expr) -> i128 {
         match e {
             Expr::Const(v) => *v,
             Expr::Field(f) => pkt.fields[*f],
@@ -1031,11 +1034,7 @@ impl Executor {
             }
             Expr::LastStackIndex(s) => pkt.stack_next[*s] as i128 - 1,
             Expr::SizeStack(s) => pkt.stack_next[*s] as i128,
-            Expr::RegisterRead(r, idx) => {
-                let i = self.eval(env, pkt, idx);
-                let cells = env.st.registers[*r].lock();
-                usize::try_from(i).ok().and_then(|i| cells.get(i).copied()).unwrap_or(0)
-            }
+            Expr::RegisterRead(r, idx) => self.register_value(env, pkt, *r, idx),
             Expr::Lookahead(off, w) => match env.look {
                 Some((frame, pos)) if (pos * 8 + *off as usize + *w as usize) <= frame.len() * 8 => {
                     read_bits(frame, pos * 8 + *off as usize, *w) as i128
@@ -1045,14 +1044,21 @@ impl Executor {
         }
     }
 
-    fn binop(&self, env: Env, pkt: &PacketState, op: BinOp, a: &Expr, b: &Expr) -> i128 {
+    /// A register cell (0 when the index is out of range).
+    fn register_value(&self, env: &Env, pkt: &PacketState, r: usize, idx: &Expr) -> i128 {
+        let i = self.eval(env, pkt, idx);
+        let cells = env.st.registers[r].lock();
+        usize::try_from(i).ok().and_then(|i| cells.get(i).copied()).unwrap_or(0)
+    }
+
+    fn binop(&self, env: &Env, pkt: &PacketState, op: BinOp, a: &Expr, b: &Expr) -> i128 {
         // Logical operators short-circuit.
         match op {
             BinOp::And => return (self.eval(env, pkt, a) != 0 && self.eval(env, pkt, b) != 0) as i128,
             BinOp::Or => return (self.eval(env, pkt, a) != 0 || self.eval(env, pkt, b) != 0) as i128,
             _ => {}
         }
-        let (x, y) = (self.eval(env, pkt, a), self.eval(env, pkt, b));
+        let (x, y) = (self.leaf(env, pkt, a), self.leaf(env, pkt, b));
         match op {
             BinOp::Add => x.wrapping_add(y),
             BinOp::Sub => x.wrapping_sub(y),

@@ -307,8 +307,9 @@ impl Loader {
                 self.p.num_varbits - 1
             });
             let first_field = self.p.field_locs.len();
-            for offset in 0..ht.fields.len() {
+            for (offset, fd) in ht.fields.iter().enumerate() {
                 self.p.field_locs.push(FieldLoc { header: i, offset });
+                self.p.field_info.push((fd.width, fd.signed));
             }
             if let Some(id) = h.get("id").and_then(Value::as_i64) {
                 ids.insert(id, i);
@@ -1243,7 +1244,7 @@ impl Loader {
             by_name.insert(aname, idx);
             actions.push(idx);
         }
-        let mut next_by_action = HashMap::new();
+        let mut next_by_action = rustc_hash::FxHashMap::default();
         let (mut next_hit, mut next_miss) = (None, None);
         if let Some(nt) = obj(t, path)?.get("next_tables") {
             let npath = format!("{path}.next_tables");

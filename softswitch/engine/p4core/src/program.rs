@@ -273,7 +273,7 @@ pub struct Table {
     pub actions: Vec<usize>,
     pub max_size: usize,
     /// Next node per action index (as in `actions`); `None` ends the pipeline.
-    pub next_by_action: HashMap<usize, Option<Node>>,
+    pub next_by_action: rustc_hash::FxHashMap<usize, Option<Node>>,
     pub next_hit: Option<Option<Node>>,
     pub next_miss: Option<Option<Node>>,
     pub base_default_next: Option<Node>,
@@ -476,6 +476,8 @@ pub struct Program {
     pub unions: Vec<HeaderUnion>,
     pub union_stacks: Vec<UnionStack>,
     pub field_locs: Vec<FieldLoc>,
+    /// (width, signed) per global field index, for the per-packet path.
+    pub field_info: Vec<(u32, bool)>,
     pub num_varbits: usize,
     pub actions: Vec<Action>,
     pub tables: Vec<Table>,
@@ -519,15 +521,11 @@ impl Program {
     }
 
     pub fn field_width(&self, f: usize) -> u32 {
-        let loc = self.field_locs[f];
-        let h = &self.headers[loc.header];
-        self.header_types[h.type_idx].fields[loc.offset].width
+        self.field_info[f].0
     }
 
     pub fn field_signed(&self, f: usize) -> bool {
-        let loc = self.field_locs[f];
-        let h = &self.headers[loc.header];
-        self.header_types[h.type_idx].fields[loc.offset].signed
+        self.field_info[f].1
     }
 
     pub fn table_index(&self, name: &str) -> Option<usize> {

@@ -6,6 +6,7 @@
 use crate::load::mask_of;
 use crate::program::*;
 use parking_lot::{Mutex, RwLock};
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -131,9 +132,9 @@ pub(crate) struct Entry {
 
 #[derive(Debug, Default)]
 pub(crate) struct TableState {
-    pub entries: HashMap<u64, Entry>,
+    pub entries: FxHashMap<u64, Entry>,
     /// Exact tables: key values -> handle.
-    pub exact: HashMap<Box<[u128]>, u64>,
+    pub exact: FxHashMap<Box<[u128]>, u64>,
     /// Other tables: handles ordered by (rank desc, seq asc).
     pub order: Vec<u64>,
     pub default: Option<ActionCall>,
@@ -190,6 +191,9 @@ impl TableState {
 
     /// The matching entry with the highest rank, if any.
     pub(crate) fn lookup(&self, t: &Table, key: &[u128]) -> Option<&Entry> {
+        if self.entries.is_empty() {
+            return None;
+        }
         if t.all_exact {
             return self.exact.get(key).map(|h| &self.entries[h]);
         }
@@ -335,6 +339,9 @@ impl State {
         let (ti, t) = self.table(table)?;
         if !t.const_entries.is_empty() {
             return Err(RuntimeError::Immutable(format!("table '{table}' has const entries")));
+        }
+        if t.keys.is_empty() {
+            return Err(RuntimeError::BadValue(format!("table '{table}' has no key: set its default action instead")));
         }
         let key = self.key_elems(t, keys)?;
         let call = self.action_call(t, action, args)?;

@@ -1,0 +1,68 @@
+//! Interpreter speed: ingress + egress per packet for a BMv2 JSON program,
+//! single thread, no I/O. For p4src's RED program it installs a route, a
+//! sampling period and RED parameters first so the full RED path runs.
+//!   cargo run --release -p p4core --example p4bench -- build/red_ecn.json [RESULTS.md]
+use p4core::*;
+use std::sync::Arc;
+use std::time::Instant;
+
+const PACKETS: u64 = 500_000;
+
+fn udp_frame(len: usize) -> Vec<u8> {
+    let mut f = vec![0u8; len.max(42)];
+    f[0..6].copy_from_slice(&[0, 0, 0, 0, 0, 2]);
+    f[6..12].copy_from_slice(&[0, 0, 0, 0, 0, 1]);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip_len = (f.len() - 14) as u16;
+    f[14..34].copy_from_slice(&[0x45, 0x02, 0, 0, 0, 1, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+    f[34..42].copy_from_slice(&[0x30, 0x39, 0x00, 0x35, 0, 8, 0, 0]);
+    f
+}
+
+/// Installs the RED program's forwarding and RED entries (skipped for other programs).
+fn configure_red(st: &State) {
+    if st.program().table_index("MyIngress.ipv4_lpm").is_none() {
+        return;
+    }
+    let b = |v: u64, n: usize| v.to_be_bytes()[8 - n..].to_vec();
+    st.table_add("MyIngress.ipv4_lpm", &[MatchKey::Lpm(vec![10, 0, 0, 0], 8)], "MyIngress.ipv4_forward", &[b(2, 6), b(1, 6), b(1, 2)], 0)
+        .unwrap();
+    st.table_add("MyIngress.telemetry_sampling", &[MatchKey::Exact(b(1, 2))], "MyIngress.set_sampling", &[b(100, 4)], 0).unwrap();
+    let (minth, maxth, maxp) = (5u64 << 16, 15u64 << 16, (0.1 * 4294967296.0) as u64);
+    let slope = (maxp << 16) / (maxth - minth);
+    let args = [b(1, 1), b(1, 1), b(1, 1), b(9, 1), b(minth, 4), b(maxth, 4), b(maxp, 4), b(slope, 6), b(slope, 6), b(10, 1)];
+    st.table_add("MyEgress.red_config", &[MatchKey::Exact(b(1, 2))], "MyEgress.set_red", &args, 0).unwrap();
+}
+
+fn measure(prog: &Arc<Program>, st: &State, frame: &[u8]) -> (f64, u64) {
+    let mut ex = Executor::new(prog.clone(), 1);
+    let mut sent = 0;
+    let start = Instant::now();
+    for i in 0..PACKETS {
+        let now = i * 10;
+        for q in ex.ingress(st, 0, frame, now).queued {
+            let meta = QueueMeta { enq_timestamp: now, enq_qdepth: i % 40, deq_timedelta: 5, deq_qdepth: 0 };
+            sent += ex.egress(st, q, meta, now + 5).out.is_some() as u64;
+        }
+    }
+    (start.elapsed().as_nanos() as f64 / PACKETS as f64, sent)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let path = args.first().expect("usage: p4bench PROGRAM.json [RESULTS.md]");
+    let prog = Arc::new(Program::from_json(&std::fs::read_to_string(path).unwrap()).unwrap_or_else(|e| panic!("{path}: {e}")));
+    let st = State::new(&prog);
+    configure_red(&st);
+    let mut report = format!("| program | frame bytes | ns/packet (ingress+egress) | Mpps (1 core) | forwarded |\n|---|---|---|---|---|\n");
+    for len in [64, 1500] {
+        let (ns, sent) = measure(&prog, &st, &udp_frame(len));
+        let line = format!("| {} | {len} | {ns:.0} | {:.2} | {sent}/{PACKETS} |\n", path.rsplit('/').next().unwrap(), 1e3 / ns);
+        print!("{line}");
+        report.push_str(&line);
+    }
+    if let Some(out) = args.get(1) {
+        std::fs::write(out, report).unwrap();
+    }
+}
