@@ -108,8 +108,8 @@ class Target:
     #: shell command the tests run after every pipeline push ("" = none)
     after_push = ""
 
-    def __init__(self, ns, log_dir, seed):
-        self.ns, self.log_dir, self.seed = ns, log_dir, seed
+    def __init__(self, ns, log_dir, seed, trace=False):
+        self.ns, self.log_dir, self.seed, self.trace = ns, log_dir, seed, trace
         self.proc = None
 
     def start(self):
@@ -144,7 +144,7 @@ class Softswitch(Target):
                  "--seed", str(self.seed),
                  "--tm", f"{BOTTLENECK_PORT}:rate={BOTTLENECK_RATE_BPS},"
                          f"buffer={BOTTLENECK_BUFFER}"]
-        return argv
+        return argv + (["--log-console"] if self.trace else [])
 
 
 class Bmv2(Target):
@@ -179,7 +179,7 @@ TARGETS = {"softswitch": Softswitch, "bmv2": Bmv2}
 def ptf_argv(args, test_params, interfaces):
     """The PTF command line; ``interfaces`` are PTF's "PORT@IFACE" specs."""
     argv = [str(Path(sys.executable).parent / "ptf"), "--test-dir", str(HERE / "tests"),
-            "--log-dir", str(args.log_dir), "--qlen", "100000",
+            "--log-dir", str(args.log_dir / "ptf"), "--qlen", "100000",
             "--default-negative-timeout", "0.3",
             "--test-params", ";".join(f"{k}={v!r}" for k, v in test_params.items())]
     if args.failfast:
@@ -209,6 +209,8 @@ def main():
     ap.add_argument("--after-push", default="", help="external target only")
     ap.add_argument("--log-dir", type=Path, default=REPO / "build/ptf-logs")
     ap.add_argument("--failfast", action="store_true")
+    ap.add_argument("--trace", action="store_true",
+                    help="per-packet trace in the target's log (softswitch --log-console)")
     ap.add_argument("tests", nargs="*", help="PTF test specs (default: all)")
     args = ap.parse_args()
     for f in (args.p4info, args.json):
@@ -234,7 +236,7 @@ def run_in_namespace(args, params):
     # SIGTERM (e.g. a CI timeout) must still run the finally blocks below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with Namespace(ns_name):
-        target = TARGETS[args.target](ns_name, args.log_dir, args.seed)
+        target = TARGETS[args.target](ns_name, args.log_dir, args.seed, args.trace)
         params["grpc"] = GRPC_ADDR
         params["after_push"] = target.after_push
         try:
@@ -246,7 +248,8 @@ def run_in_namespace(args, params):
         finally:
             target.stop()
     if status != 0:
-        print(f"run_ptf: FAILED (logs in {args.log_dir})", file=sys.stderr)
+        print(f"run_ptf: FAILED (logs: {args.log_dir}/ptf/, target: {args.log_dir}/{args.target}.log)",
+              file=sys.stderr)
     return status
 
 

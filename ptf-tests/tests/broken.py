@@ -9,19 +9,21 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from aqm import AqmTest, compile_program, param
+from aqm import NOT_ECT, AqmTest, compile_program, param
 from ecn import EcnChecks
 from probability import CLASSIC, ProbabilityChecks
 
-# name -> (text in red_ecn.p4, its broken replacement, check that must fail)
+MAXP_DOUBLED = "maxp doubled (p_b twice RED's between the thresholds)"
+NOT_ECT_MARKED = "Not-ECT packets marked instead of dropped"
+# name -> (text in red_ecn.p4, its broken replacement)
 VARIANTS = {
-    "maxp doubled (p_b twice RED's between the thresholds)": (
-        "* (bit<64>) meta.red.slope)", "* ((bit<64>) meta.red.slope << 1))",
-        lambda test: test.check_marking_probability(*CLASSIC, bursts=100)),
-    "Not-ECT packets marked instead of dropped": (
-        "hdr.ipv4.ecn != ECN_NOT_ECT", "true",
-        lambda test: test.check_ecn_rules()),
+    MAXP_DOUBLED: ("* (bit<64>) meta.red.slope)", "* ((bit<64>) meta.red.slope << 1))"),
+    NOT_ECT_MARKED: ("hdr.ipv4.ecn != ECN_NOT_ECT", "true"),
 }
+# Positions of the classic probability test that the doubled curve pushes out
+# of their bands at 100 bursts: at least this many, so the catch is the
+# defect's doing and not one stray position.
+MIN_POSITIONS_OUT = 3
 
 
 def build_variant(workdir, original, broken):
@@ -40,15 +42,24 @@ def build_variant(workdir, original, broken):
 
 
 class BrokenVariantsAreCaught(AqmTest, EcnChecks, ProbabilityChecks):
-    """maxp doubled in the data plane fails the marking-probability check
-    (power > 1 - 1e-9 with 100 bursts); marking Not-ECT frames fails the
-    ECN-rules check (deterministic).  The unmodified program passes both
-    checks in probability.py and ecn.py."""
+    """maxp doubled in the data plane puts >= 3 positions of the classic
+    marking-probability check out of their bands (500 of 500 simulated runs
+    with 100 bursts, unit/test_redmodel.py); marking Not-ECT frames fails the ECN-rules check
+    for Not-ECT (deterministic).  The unmodified program passes both checks
+    in probability.py and ecn.py."""
 
     def runTest(self):
-        for name, (original, broken, check) in VARIANTS.items():
-            with tempfile.TemporaryDirectory(prefix="pt-broken-") as workdir:
-                p4info, json_path = build_variant(workdir, original, broken)
-                self.push_pipeline(json_path, p4info)
-                with self.assertRaises(AssertionError, msg=f"suite missed: {name}"):
-                    check(self)
+        self.push_variant(MAXP_DOUBLED)
+        problems, marks, _probs = self.marking_problems(*CLASSIC, bursts=100)
+        self.assertGreaterEqual(len(problems), MIN_POSITIONS_OUT,
+                                f"suite missed: {MAXP_DOUBLED} (marks {marks})")
+        self.push_variant(NOT_ECT_MARKED)
+        with self.assertRaisesRegex(AssertionError, "must not be marked",
+                                    msg=f"suite missed: {NOT_ECT_MARKED}"):
+            self.check_codepoint(True, NOT_ECT)
+
+    def push_variant(self, name):
+        original, broken = VARIANTS[name]
+        with tempfile.TemporaryDirectory(prefix="pt-broken-") as workdir:
+            p4info, json_path = build_variant(workdir, original, broken)
+            self.push_pipeline(json_path, p4info)

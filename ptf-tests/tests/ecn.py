@@ -29,11 +29,8 @@ class EcnChecks:
         cfg = RedConfig(ecn=ecn_on, **CERTAIN)
         self.ctl.set_red(BOTTLENECK, cfg)
         selected = expected_selection(cfg)
-        before = self.ctl.port_counters(BOTTLENECK)
-        burst = self.burst(BURST, ecn=codepoint)
-        after = self.ctl.port_counters(BOTTLENECK)
-        marks = after["early_marks"] - before["early_marks"]
-        drops = after["early_drops"] - before["early_drops"]
+        burst = self.burst(BURST, ecn=codepoint, counters=True)
+        marks, drops = burst.counted["early_marks"], burst.counted["early_drops"]
         what = f"ECN {codepoint:02b} with ECN {'on' if ecn_on else 'off'}"
         burst.assert_intact(self, route_for(BOTTLENECK))
         if codepoint == CE:
@@ -49,7 +46,8 @@ class EcnChecks:
         self.assertEqual(marks, len(burst.changed()) + (len(selected) if codepoint == CE else 0),
                          f"{what}: early_marks counter differs from the wire")
         self.assertEqual(drops, len(burst.missing()), f"{what}: early_drops counter differs")
-        self.assertEqual(after["forced_drops"], before["forced_drops"])
+        self.assertEqual(burst.counted["forced_drops"], 0)
+        self.assertEqual(burst.counted["packets"], len(burst.arrived), "port_tx counter")
 
     def check_ecn_rules(self):
         for codepoint in (ECT0, ECT1, CE, NOT_ECT):

@@ -6,8 +6,7 @@ real-valued curve (``redctl.convert.red_pb``), not the fixed-point constants
 the controller installs, so an error in the data plane or in the conversion
 shows up alike (the two differ by < 1e-6, far inside every band).
 """
-import math
-
+import numpy as np
 from scipy.stats import binom
 
 from redctl.convert import red_pb
@@ -93,17 +92,26 @@ def check_marked_fractions(marks, trials, probs, confidence=0.99):
     return problems
 
 
-def detection_power(trials, probs_true, probs_wrong, confidence=0.99):
-    """Probability that the bands built on probs_true reject a switch
-    following probs_wrong (at least one position outside its band)."""
-    tested = [i for i, p in enumerate(probs_true) if 0.0 < p < 1.0]
-    alpha = (1 - confidence) / max(1, len(tested))
-    all_inside = 1.0
-    for i in tested:
-        lo, hi = binomial_band(trials, probs_true[i], alpha)
-        q = probs_wrong[i]
-        all_inside *= binom.cdf(hi, trials, q) - binom.cdf(lo - 1, trials, q)
-    return 1.0 - all_inside
+def simulate_marks(cfg, avgs, bursts, rng):
+    """Marks per position over ``bursts`` independent bursts, drawn by the
+    specification's stored-random count law itself (numpy ``rng``); for
+    estimating false-failure rates and power of the band checks."""
+    marks = np.zeros(len(avgs), dtype=int)
+    count = np.zeros(bursts, dtype=int)
+    draw = np.zeros(bursts)
+    for i, avg in enumerate(avgs):
+        pb = red_pb(cfg, avg)
+        if pb is None or avg < cfg.minth:
+            marks[i] = bursts if pb is None else 0
+            count[:] = 0
+            continue
+        fresh = count == 0
+        draw[fresh] = rng.random(int(fresh.sum()))
+        count += 1
+        selected = count * pb > draw
+        marks[i] = int(selected.sum())
+        count[selected] = 0
+    return marks
 
 
 def burst_depths(length):
@@ -125,7 +133,3 @@ def fixed_point_ewma(depths, wq_log, avg=0):
 
 def first_index_at_or_above(values, threshold):
     return next((i for i, v in enumerate(values) if v >= threshold), None)
-
-
-def log2_ratio(a, b):
-    return abs(math.log2(a / b))

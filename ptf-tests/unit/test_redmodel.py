@@ -1,35 +1,21 @@
-"""Unit tests of the PTF suite's reference model (tests/redmodel.py)."""
-import random
+"""Unit tests of the PTF suite's reference model (tests/redmodel.py), and
+the error rates the PTF docstrings state, estimated by simulation."""
+import dataclasses
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from redctl.convert import RedConfig, red_pb  # noqa: E402
-from redmodel import (burst_depths, check_marked_fractions, detection_power,  # noqa: E402
-                      ewma, fixed_point_ewma, idle_decay_factor, selection_probabilities)
+from redmodel import (burst_depths, check_marked_fractions, ewma,  # noqa: E402
+                      fixed_point_ewma, idle_decay_factor, selection_probabilities,
+                      simulate_marks)
 
-
-def simulate(cfg, avgs, runs, rng):
-    """Monte Carlo of the specification's stored-random count law."""
-    hits = [0] * len(avgs)
-    for _ in range(runs):
-        count, r = 0, None
-        for i, avg in enumerate(avgs):
-            pb = red_pb(cfg, avg)
-            if pb is None or avg < cfg.minth:
-                hits[i] += pb is None
-                count = 0
-                continue
-            if count == 0:
-                r = rng.random()
-            count += 1
-            if count * pb > r:
-                hits[i] += 1
-                count = 0
-    return [h / runs for h in hits]
+CLASSIC = (RedConfig(minth=2, maxth=14, maxp=0.3, wq_log=0), 14)
+GENTLE = (RedConfig(minth=2, maxth=8, maxp=0.2, wq_log=0, gentle=True), 16)
 
 
 def test_constant_pb_spaces_marks_uniformly():
@@ -44,15 +30,15 @@ def test_constant_pb_spaces_marks_uniformly():
 
 @pytest.mark.parametrize("gentle", [False, True])
 def test_exact_probabilities_match_simulation(gentle):
-    """Exact DP vs 20000 simulated bursts of a varying average; the
-    tolerance is 4.5 standard errors per position (false alarm < 1e-4)."""
+    """Exact DP vs 50000 simulated bursts of a varying average; tolerance
+    4.5 standard errors per position (false alarm < 1e-4)."""
     cfg = RedConfig(minth=2, maxth=7, maxp=0.3, wq_log=0, gentle=gentle)
-    rng = random.Random(7)
-    avgs = [rng.uniform(0, 15 if gentle else 8) for _ in range(25)]
+    rng = np.random.default_rng(7)
+    avgs = list(rng.uniform(0, 15 if gentle else 8, size=25))
     exact, _ = selection_probabilities(cfg, avgs)
-    observed = simulate(cfg, avgs, 20000, rng)
+    observed = simulate_marks(cfg, avgs, 50000, rng) / 50000
     for p, q in zip(exact, observed):
-        assert abs(p - q) <= 4.5 * max(p * (1 - p), 1e-9) ** 0.5 / 20000 ** 0.5 + 1e-12
+        assert abs(p - q) <= 4.5 * (p * (1 - p) / 50000) ** 0.5 + 1e-12
 
 
 def test_ewma_recursions_agree():
@@ -62,16 +48,58 @@ def test_ewma_recursions_agree():
         assert max(abs(a - b) for a, b in zip(real, fixed)) <= 2.0 ** (k - 16) * 2 + 1e-12
 
 
-def test_bands_accept_truth_and_reject_doubled_maxp():
-    cfg = RedConfig(minth=2, maxth=14, maxp=0.3, wq_log=0)
-    probs, _ = selection_probabilities(cfg, burst_depths(14))
-    assert check_marked_fractions([round(p * 200) for p in probs], 200, probs) == []
-    doubled, _ = selection_probabilities(RedConfig(minth=2, maxth=14, maxp=0.6, wq_log=0),
-                                         burst_depths(14))
-    assert check_marked_fractions([round(p * 200) for p in doubled], 200, probs) != []
-    assert detection_power(100, probs, doubled) > 1 - 1e-9
+def rejection_rates(cfg, length, truth, bursts, runs, seed):
+    """Over ``runs`` simulated experiments of a switch following ``truth``:
+    fraction rejected by the bands built for ``cfg``, and the distribution of
+    the number of positions out of band."""
+    probs, _ = selection_probabilities(cfg, burst_depths(length))
+    rng = np.random.default_rng(seed)
+    outs = [len(check_marked_fractions(simulate_marks(truth, burst_depths(length), bursts, rng),
+                                       bursts, probs)) for _ in range(runs)]
+    return np.mean([o > 0 for o in outs]), np.array(outs)
+
+
+@pytest.mark.parametrize("cfg,length", [CLASSIC, GENTLE])
+def test_correct_switch_rarely_fails(cfg, length):
+    """The stated false-failure bound (<= 1%, Bonferroni) holds: 400
+    simulated 200-burst runs of a correct switch fail at most 4% of the time
+    (a 1% true rate exceeds that with probability < 0.001)."""
+    rate, _ = rejection_rates(cfg, length, cfg, 200, 400, seed=11)
+    assert rate <= 0.04
+
+
+def test_doubled_maxp_is_caught():
+    """The broken variant (maxp doubled) on the classic curve: at 100
+    bursts, every one of 500 simulated runs has >= 3 positions out of band
+    (broken.py's criterion; a correct switch has even one out <= 1%)."""
+    cfg, length = CLASSIC
+    doubled = dataclasses.replace(cfg, maxp=2 * cfg.maxp)
+    _, outs = rejection_rates(cfg, length, doubled, 100, 500, seed=12)
+    assert outs.min() >= 3
+
+
+def test_depth_error_at_minth_is_caught():
+    """A frame at exactly minth has p_b = 0: any mark there fails the band."""
+    cfg, length = CLASSIC
+    probs, _ = selection_probabilities(cfg, burst_depths(length))
+    assert probs[3] == 0.0
+    marks = [round(p * 200) for p in probs]
+    marks[3] = 1
+    assert check_marked_fractions(marks, 200, probs) != []
 
 
 def test_idle_decay_factor():
     assert idle_decay_factor(500, 1000, 3) == 1.0          # shorter than one frame
     assert idle_decay_factor(11000, 1000, 1) == pytest.approx(0.5 ** 10)
+
+
+@pytest.mark.parametrize("cfg,length", [CLASSIC, GENTLE])
+def test_geometric_marking_is_caught(cfg, length):
+    """Marking with p_b itself (no count, geometric spacing) is rejected in
+    at least 99% of 300 simulated 200-burst runs."""
+    probs, _ = selection_probabilities(cfg, burst_depths(length))
+    pb = [red_pb(cfg, a) if a >= cfg.minth else 0.0 for a in burst_depths(length)]
+    rng = np.random.default_rng(13)
+    rejected = [check_marked_fractions(rng.binomial(200, pb), 200, probs) != []
+                for _ in range(300)]
+    assert np.mean(rejected) >= 0.99
