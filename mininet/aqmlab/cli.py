@@ -3,7 +3,6 @@
 import argparse
 import os
 import sys
-from pathlib import Path
 
 from aqmlab.config import ConfigError, load_experiment
 

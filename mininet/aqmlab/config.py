@@ -104,6 +104,7 @@ class WorkloadSpec:
     embedded: int
     max_size: int
     tcp: TcpTuning
+    tool: str = "agent"
 
 
 @dataclass(frozen=True)
@@ -284,7 +285,8 @@ def parse_distribution(value, path, default):
 
 
 WORKLOAD_FIELDS = ("name", "kind", "pairs", "connections", "start", "size", "repeat",
-                   "request_bytes", "object_size", "think", "embedded", "max_size", "tcp")
+                   "request_bytes", "object_size", "think", "embedded", "max_size", "tcp", "tool")
+TOOLS = ("agent", "iperf3")
 
 
 def parse_workload(table, path, tcp_defaults):
@@ -301,6 +303,9 @@ def parse_workload(table, path, tcp_defaults):
     else:
         size = _unit(table, "size", path, parse_size, size)
     is_surge = kind == "surge"
+    tool = _choice(table, "tool", path, TOOLS, "agent")
+    if tool == "iperf3" and (kind != "bulk" or table.get("repeat", False)):
+        _fail(f"{path}.tool", "iperf3 runs only bulk workloads without repeat")
     return WorkloadSpec(
         name, kind,
         _number(table, "pairs", path, 1, low=1, integer=True),
@@ -314,7 +319,7 @@ def parse_workload(table, path, tcp_defaults):
                            SURGE_INTERVAL if is_surge else THINK_TIME),
         _number(table, "embedded", path, 3, low=0, high=100, integer=True),
         _unit(table, "max_size", path, parse_size, "100MB"),
-        parse_tcp(table.get("tcp", {}), f"{path}.tcp", tcp_defaults))
+        parse_tcp(table.get("tcp", {}), f"{path}.tcp", tcp_defaults), tool)
 
 
 def parse_scenario(table, name, prefix):

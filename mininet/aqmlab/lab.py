@@ -11,9 +11,11 @@ every root-namespace interface is listed in a state file
 import json
 import os
 import random
+import re
 import signal
 import string
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -110,12 +112,42 @@ def _reap(pid):
         pass
 
 
+def _tag_pattern(tag):
+    """Names of this lab's nodes: `<tag>h<k>`, `<tag>s<k>` (and their interfaces)."""
+    return re.compile(rf"(?<![A-Za-z0-9]){tag}[hs][0-9]+")
+
+
+def _tagged_processes(tag):
+    """Processes whose command line names one of the lab's nodes (a shell
+    `mininet:<node>`, a switch on `<node>-ethN`, an agent's files)."""
+    pattern, found = _tag_pattern(tag), {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if pattern.search(cmdline):
+                found[int(entry.name)] = _start_time(int(entry.name))
+    return found
+
+
+def _tagged_interfaces(tag):
+    out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    names = (line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line)
+    return [name for name in names if _tag_pattern(tag).match(name)]
+
+
 def cleanup_state(path):
-    """Remove everything a (possibly crashed) run listed in its state file."""
+    """Remove everything a (possibly crashed or interrupted) run created: the
+    processes and interfaces its state file lists, then anything else that
+    carries its tag (a Ctrl-C can land between creating and recording)."""
     data = json.loads(Path(path).read_text())
-    for pid, cmdline in data["pids"].items():
-        _kill(int(pid), cmdline)
-    for name in data["interfaces"]:
+    pids = {int(pid): start for pid, start in data["pids"].items()}
+    pids.update(_tagged_processes(data["tag"]))
+    for pid, start in pids.items():
+        _kill(pid, start)
+    for name in set(data["interfaces"]) | set(_tagged_interfaces(data["tag"])):
         if Path(f"/sys/class/net/{name}").exists():
             subprocess.run(["ip", "link", "del", name], capture_output=True)
     Path(path).unlink(missing_ok=True)
@@ -194,11 +226,17 @@ class LabNetwork:
 
     # ------------------------------------------------------------- cleanup
     def close(self):
-        for proc in reversed(self.processes):
-            if proc.poll() is None:
-                self.stop_process(proc)
         try:
+            for proc in reversed(self.processes):
+                if proc.poll() is None:
+                    self.stop_process(proc)
+            # An interrupt inside node.cmd() leaves the shell marked busy.
+            for node in self.net.hosts + self.net.switches:
+                node.waiting = False
             self.net.stop()
+        except Exception as error:   # the state cleanup below removes what is left
+            print(f"aqmlab: lab {self.tag}: Mininet stop failed ({error!r}); removing by "
+                  "pid and name", file=sys.stderr)
         finally:
             cleanup_state(self.state.path)
 

@@ -16,7 +16,6 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aqmlab.lab import LabNetwork
 from aqmlab.p4switch import SWITCH_CLASSES, PortQueue
 from aqmlab.tuning import apply_sysctls
 
@@ -41,7 +40,9 @@ def port_mac(switch_index, port):
 
 
 def bdp_packets(rate_bps, rtt_s):
-    return max(1, math.ceil(rate_bps * rtt_s / MTU_BITS))
+    """C x RTT in MTU packets, where RTT is what a full-size packet sees: the
+    propagation RTT plus its own transmission time (8 ms at 1.5 Mb/s)."""
+    return max(1, math.ceil(rate_bps * rtt_s / MTU_BITS) + 1)
 
 
 def resolve_buffer(link, topology, flows):
@@ -249,5 +250,3 @@ def build(scenario, target, lab, build_dir=None, seed=1):
     network.start(build_dir)
     return network
 
-
-__all__ = ["build", "Dumbbell", "LabNetwork", "host_ip", "resolve_buffer", "bdp_packets"]

@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from aqmlab import iperf
+
 AGENT = [sys.executable, "-m", "aqmlab.agent"]
 READY_TIMEOUT = 15.0
 START_LEAD = 1.0        # seconds between launching clients and the common epoch
@@ -20,14 +22,28 @@ def start_servers(lab, pairs):
         key = (pair.server.host.name, pair.port)
         if key in started:
             continue
+        log_name = f"server-{pair.server.host.name}-{pair.port}.log"
+        if pair.workload.tool == "iperf3":
+            started[key] = lab.popen(pair.server.host, iperf.server_args(pair.port), log_name)
+            wait_listening(pair.server.host, pair.port, started[key], lab.workdir)
+            continue
         ready = lab.workdir / f"ready-{pair.server.host.name}-{pair.port}"
         ready.unlink(missing_ok=True)
         args = AGENT + ["serve", "--port", str(pair.port), "--ready-file", str(ready)]
         started[key] = lab.popen(pair.server.host, args + pair.workload.tcp.sender_args(),
-                                 f"server-{pair.server.host.name}-{pair.port}.log")
+                                 log_name)
         ready_files.append((ready, started[key]))
     wait_ready(ready_files, lab.workdir)
     return list(started.values())
+
+
+def wait_listening(host, port, proc, workdir):
+    deadline = time.time() + READY_TIMEOUT
+    while not host.cmd(f"ss -Hltn 'sport = :{port}'").strip():
+        if proc.poll() is not None or time.time() > deadline:
+            raise RuntimeError(f"iperf3 server on {host.name}:{port} did not start; see "
+                               f"{workdir}")
+        time.sleep(0.05)
 
 
 def wait_ready(ready_files, workdir):
@@ -65,12 +81,17 @@ class Run:
         self.epoch = time.time() + START_LEAD
         self.logs, self.clients = [], []
         for pair in pairs:
-            log = lab.workdir / f"transfers-{pair.workload.name}-{pair.index}.jsonl"
+            name = f"{pair.workload.name}-{pair.index}"
+            if pair.workload.tool == "iperf3":
+                log = lab.workdir / f"iperf3-{name}.json"
+                args = iperf.client_args(pair, self.epoch + pair.workload.start - time.time(),
+                                         duration - pair.workload.start, log)
+            else:
+                log = lab.workdir / f"transfers-{name}.jsonl"
+                args = client_args(pair, self.epoch, duration, seed, log)
             log.unlink(missing_ok=True)
-            self.logs.append(log)
-            self.clients.append(lab.popen(pair.client.host,
-                                          client_args(pair, self.epoch, duration, seed, log),
-                                          f"client-{pair.workload.name}-{pair.index}.log"))
+            self.logs.append((pair, log))
+            self.clients.append(lab.popen(pair.client.host, args, f"client-{name}.log"))
 
     @property
     def end(self):
@@ -102,12 +123,13 @@ class Run:
                 self.lab.stop_process(proc)
 
     def records(self):
-        return read_records(self.logs)
-
-
-def read_records(paths):
-    records = []
-    for path in paths:
-        if Path(path).exists():
-            records += [json.loads(line) for line in Path(path).read_text().splitlines() if line]
-    return records
+        records = []
+        for pair, log in self.logs:
+            if pair.workload.tool == "iperf3":
+                records += iperf.records(log, pair.workload.name, pair.client.host.name,
+                                         f"{pair.workload.name}.{pair.index}",
+                                         self.epoch + pair.workload.start)
+            elif Path(log).exists():
+                records += [json.loads(line) for line in Path(log).read_text().splitlines()
+                            if line]
+        return records

@@ -26,14 +26,17 @@ def lab_tags(folder):
     return {p.name[:3] for p in folder.rglob("l*s1.log")}
 
 
-def wait_for_running_lab(state_dir, timeout=30):
-    """The tag of a lab whose traffic agents are running."""
+def wait_for_running_lab(state_dir, processes=8, timeout=30):
+    """The tag of a lab that has started this many processes (shells, switches, agents)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         for state in state_dir.glob("*.json"):
-            if len(json.loads(state.read_text())["pids"]) >= 8:   # shells, switches, agents
-                return state.stem
-        time.sleep(0.2)
+            try:
+                if len(json.loads(state.read_text())["pids"]) >= processes:
+                    return state.stem
+            except ValueError:
+                pass                      # caught mid-write
+        time.sleep(0.01)
     raise AssertionError("the run did not start its lab")
 
 
@@ -77,10 +80,11 @@ def test_failure_during_setup_removes_the_lab(tmp_path):
     assert leftovers(tags.pop()) == []
 
 
-def test_ctrl_c_removes_the_lab(tmp_path):
+@pytest.mark.parametrize("processes", [3, 10, 14], ids=["hosts", "switches", "traffic"])
+def test_ctrl_c_removes_the_lab(tmp_path, processes):
     state = tmp_path / "state"
     proc = aqmlab(["run", str(DEFAULT), "--results", str(tmp_path / "r"), "--no-progress"], state)
-    tag = wait_for_running_lab(state)
+    tag = wait_for_running_lab(state, processes)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

@@ -66,6 +66,7 @@ def test_workload_tcp_inherits_the_file_defaults():
     ({"scenario": [{"name": "a"}, {"name": "a"}]}, "scenario[1].name"),
     ({"scenario": [{"name": "a", "aqm": {"maxp": 0}}]}, "scenario[0].aqm.maxp"),
     ({"target": "tofino"}, "target"),
+    ({"workload": [{"kind": "crr", "tool": "iperf3"}]}, "workload[0].tool"),
 ])
 def test_mistakes_are_reported_with_their_field(change, field):
     with pytest.raises(ConfigError) as error:

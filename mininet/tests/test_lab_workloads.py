@@ -114,3 +114,16 @@ def test_pareto_request_interval_distribution():
     assert min(values) >= 1.0
     # median of Pareto(k, a) is k 2^(1/a); the sample median is within 3%
     assert statistics.median(values) == pytest.approx(2 ** (1 / 1.5), rel=0.03)
+
+
+def test_iperf3_bulk_records_each_stream_and_reaches_the_link_rate(lab):
+    """iperf3's own 0.5 s intervals follow its bursty reads, so the rate is
+    checked over each stream's whole transfer."""
+    job, records = run(lab, 6, kind="bulk", tool="iperf3", connections=2)
+    finals = [r for r in records if r["kind"] == "bulk"]
+    assert sorted(r["flow"] for r in finals) == ["w.0.0", "w.0.1"]
+    assert all(abs(r["start"] - job.epoch) < 0.5 and r["end"] - r["start"] > 5.5 for r in finals)
+    rate = sum(8 * r["bytes"] / (r["end"] - r["start"]) for r in finals)
+    assert 0.85 * RATE < rate < 1.0 * RATE
+    samples = [r for r in records if r["kind"] == "sample"]
+    assert len(samples) >= 20
