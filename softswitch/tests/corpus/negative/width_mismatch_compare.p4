@@ -1,4 +1,4 @@
-// expect-error: 103:51: bit<16>
+// expect-error: 103:35: bit<16>
 // Defect: comparing fields of different widths.
 #include <core.p4>
 #include <v1model.p4>
