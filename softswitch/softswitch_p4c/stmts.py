@@ -308,15 +308,85 @@ class StmtMixin:
         d = sym.decl
         call = A.Call(loc, A.Name(loc, d.name), [], args)
         bound = self.bind_args(call, d.params, d.name, ctx)
-        scope = Scope(sym.scope)
-        for p in d.params:
-            v = bound[p.name]
-            if p.direction == "in":
-                v = Val(v.type, const=v.const, json=v.json, ref=v.ref, is_boolexpr=v.is_boolexpr,
-                        extra=dict(v.extra, readonly=True))
-            scope.declare(p.name, v, p.loc)
+        scope = self.callee_scope(sym.scope, d, bound, ctx)
         self.inline_body(d.body, ctx, scope, None)
         return None
+
+    def callee_scope(self, parent, d, bound, ctx):
+        scope = Scope(parent)
+        writes = None
+        for p in d.params:
+            v = bound[p.name]
+            if p.direction in ("", "in") and v.const is None:
+                if writes is None:
+                    writes = self.possible_writes(d.body.stmts, Scope(parent))
+                v = self.copy_in(p, v, ctx, writes)
+            elif p.direction in ("", "in"):
+                v = _readonly(v)
+            scope.declare(p.name, v, p.loc)
+        return scope
+
+    def copy_in(self, p, v, ctx, writes):
+        """P4 copy-in: an `in`/directionless argument whose storage the callee may write is
+        copied to a temporary first, so the callee sees the value at the call."""
+        reads = _storage_read(v)
+        aliased = writes == "ALL" or any(r in writes or (r[0], None) in writes for r in reads)
+        if aliased and v.type is not None and v.type.is_scalar and not isinstance(v.type, IntT):
+            tmp = self.new_scalar(self.unique_name(p.name), v.type)
+            self.assign(ctx, tmp, v, p.loc)
+            v = tmp
+        return _readonly(v)
+
+    def possible_writes(self, stmts, scope):
+        """(header, field) pairs (field None: whole header) a body may write, or "ALL"."""
+        writes = set()
+        for s in stmts:
+            if isinstance(s, A.Block):
+                more = self.possible_writes(s.stmts, scope)
+            elif isinstance(s, A.If):
+                more = self.possible_writes([s.then] + ([s.other] if s.other else []), scope)
+            elif isinstance(s, A.Assign):
+                more = self.written_by(s.lhs, scope)
+            elif isinstance(s, A.CallStmt):
+                more = self.call_writes(s.call, scope)
+            else:
+                more = set()
+            if more == "ALL":
+                return "ALL"
+            writes |= more
+        return writes
+
+    def call_writes(self, call, scope):
+        f = call.func
+        if isinstance(f, A.Name) and isinstance(scope.lookup(f.name), (ActionSym, FuncSym)):
+            return "ALL"
+        out = set()
+        targets = list(call.args)
+        if isinstance(f, A.Member) and f.name in ("setValid", "setInvalid", "push_front",
+                                                  "pop_front"):
+            targets.append(f.expr)
+        for e in targets:
+            more = self.written_by(e, scope)
+            if more == "ALL":
+                return "ALL"
+            out |= more
+        return out
+
+    def written_by(self, e, scope):
+        try:
+            v = self.eval_expr(e, Ctx(scope))
+        except CompileError:
+            return set()            # names local to the callee cannot alias an argument
+        if "slice" in v.extra:
+            v = v.extra["slice"][0]
+        ref = v.ref
+        if isinstance(ref, FieldRef):
+            return {(ref.header, ref.field)}
+        if isinstance(ref, HeaderRef):
+            return {(ref.name, None)}
+        if ref is None:
+            return set()
+        return "ALL"
 
     def inline_body(self, body, ctx, scope, return_target):
         inner = Ctx(scope, ctx.prims, ctx.kind, ctx.control)
@@ -333,9 +403,7 @@ class StmtMixin:
         if ctx.prims is None:
             raise CompileError(call.loc, f"call to function '{d.name}' is not allowed here")
         bound = self.bind_args(call, d.params, d.name, ctx)
-        scope = Scope(sym.scope)
-        for p in d.params:
-            scope.declare(p.name, bound[p.name], p.loc)
+        scope = self.callee_scope(sym.scope, d, bound, ctx)
         ret_t = self.resolve_type(d.ret, sym.scope)
         target = None
         if not isinstance(ret_t, VoidT):
@@ -727,3 +795,25 @@ class StmtMixin:
 
     def inst_direct_meter(self, inst):
         inst.info["unit"] = self.counter_unit(inst.args[0])
+
+
+def _readonly(v):
+    return Val(v.type, const=v.const, json=v.json, ref=v.ref, is_boolexpr=v.is_boolexpr,
+               extra=dict(v.extra, readonly=True))
+
+
+def _storage_read(v):
+    """(header, field) pairs an argument value reads."""
+    found = set()
+
+    def walk(j):
+        if isinstance(j, dict):
+            if j.get("type") == "field":
+                found.add(tuple(j["value"]))
+            for x in j.values():
+                walk(x)
+        elif isinstance(j, list):
+            for x in j:
+                walk(x)
+    walk(v.ref.json() if isinstance(v.ref, FieldRef) else v.json)
+    return found

@@ -112,3 +112,11 @@ def test_expression_keys_are_computed_before_the_table(tmp_path):
     sw.table_add("I.t", [("exact", bytes([65]))], "I.to", [(5).to_bytes(2, "big")])
     assert only(sw.process_packet(0, packet(ttl=64)))[0] == 5
     assert only(sw.process_packet(0, packet(ttl=63)))[0] == 0
+
+
+def test_action_arguments_are_copied_in(tmp_path):
+    sw = switch_for(tmp_path, ingress="""
+        action set_port(bit<8> v) { hdr.ipv4.ttl = 0; sm.egress_spec = (bit<9>) v; }""",
+                    apply="set_port(hdr.ipv4.ttl);")
+    port, p = only(sw.process_packet(0, packet(ttl=9)))
+    assert port == 9 and p[IP].ttl == 0
