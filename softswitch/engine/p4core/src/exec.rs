@@ -355,11 +355,8 @@ impl Executor {
         let Some(cfg) = st.clone_sessions.read().get(&session).cloned() else { return };
         let keep = self.preserved(pkt, fl);
         let mut copy = Box::new(pkt.clone());
-        for (h, hdr) in self.prog.headers.iter().enumerate() {
-            if hdr.metadata {
-                copy.fields[hdr.first_field..hdr.first_field + hdr.num_fields].fill(0);
-                let _ = h;
-            }
+        for hdr in self.prog.headers.iter().filter(|h| h.metadata) {
+            copy.fields[hdr.first_field..hdr.first_field + hdr.num_fields].fill(0);
         }
         for (f, v) in keep {
             copy.fields[f] = v;

@@ -172,6 +172,8 @@ struct Loader {
     header_ids: HashMap<i64, usize>,
     union_ids: HashMap<i64, usize>,
     union_type_names: HashMap<String, Vec<(String, String)>>,
+    /// Parameter count of the action being loaded (runtime_data bounds).
+    action_params: std::cell::Cell<Option<usize>>,
 }
 
 impl Program {
@@ -190,6 +192,7 @@ impl Program {
             header_ids: HashMap::new(),
             union_ids: HashMap::new(),
             union_type_names: HashMap::new(),
+            action_params: std::cell::Cell::new(None),
         };
         l.load(&root)?;
         Ok(l.p)
@@ -611,8 +614,12 @@ impl Loader {
             "bool" => Expr::Const(value.as_bool().map_or_else(|| err(path, "bool value expected"), Ok)? as i128),
             "field" => self.field_expr(value, path)?,
             "runtime_data" | "local" => {
-                let i = value.as_u64().map_or_else(|| err(path, "runtime_data index expected"), Ok)?;
-                Expr::Local(i as usize)
+                let i = value.as_u64().map_or_else(|| err(path, "runtime_data index expected"), Ok)? as usize;
+                match self.action_params.get() {
+                    Some(n) if i < n => Expr::Local(i),
+                    Some(n) => return err(path, format!("runtime_data index {i} out of range ({n} parameters)")),
+                    None => return err(path, "runtime_data is only valid inside an action"),
+                }
             }
             "stack_field" => {
                 let (s, f) = str_pair(value, path)?;
@@ -970,9 +977,10 @@ impl Loader {
             let mut prims = Vec::new();
             for (j, pj) in prims_json.iter().enumerate() {
                 let ppath = format!("{path}.primitives[{j}]");
-                let prim = self.prim(pj, &ppath, Some(prims_json.len()))?;
-                self.check_locals(&prim, params.len(), &ppath)?;
-                prims.push(prim);
+                self.action_params.set(Some(params.len()));
+                let prim = self.prim(pj, &ppath, Some(prims_json.len()));
+                self.action_params.set(None);
+                prims.push(prim?);
             }
             self.p.actions.push(Action {
                 name: get_str(a, "name", &path)?.to_string(),
@@ -980,20 +988,6 @@ impl Loader {
                 params,
                 prims,
             });
-        }
-        Ok(())
-    }
-
-    /// Rejects runtime_data references beyond the action's parameters.
-    fn check_locals(&self, prim: &Prim, n: usize, path: &str) -> R<()> {
-        let text = format!("{prim:?}");
-        let mut rest = text.as_str();
-        while let Some(pos) = rest.find("Local(") {
-            rest = &rest[pos + 6..];
-            let end = rest.find(')').unwrap_or(0);
-            if rest[..end].parse::<usize>().is_ok_and(|i| i >= n) {
-                return err(path, format!("runtime_data index {} out of range ({n} parameters)", &rest[..end]));
-            }
         }
         Ok(())
     }
