@@ -181,3 +181,32 @@ fn parser_value_set_and_default_drop() {
     let miss = ex.ingress(&st, 0, &eth([9; 6], MAC_A, 0x0800, &[0; 10]), 0);
     assert!(miss.dropped);
 }
+
+#[test]
+fn header_union_member_switch() {
+    let (prog, st, mut ex) = setup("ingress.set_ub", &[vec![1]]);
+    let q = field(&prog, "scalars", "meta.q");
+    let with_a = eth(DST, MAC_A, 0x88b6, &[0x11, 0xee, 0xee]);
+    let out = ex.ingress(&st, 0, &with_a, 0);
+    assert_eq!(out.queued[0].field(q), 1, "valid_union: member a was extracted");
+    let f = ex.egress(&st, out.queued.into_iter().next().unwrap(), QueueMeta::default(), 0).out.unwrap().1;
+    assert_eq!(&f[14..], &[0xab, 0xcd, 0xee, 0xee], "setting b valid invalidated a");
+    let out = ex.ingress(&st, 0, &eth(DST, MAC_A, 0x0800, &[0; 4]), 0);
+    assert_eq!(out.queued[0].field(q), 0);
+}
+
+#[test]
+fn stack_elements_by_runtime_index() {
+    let (prog, st, mut ex) = load("pre.json");
+    let (flag, r) = (field(&prog, "scalars", "meta.flag"), field(&prog, "scalars", "meta.r"));
+    let double = eth(DST, MAC_A, 0x8100, &[0x00, 0x05, 0x81, 0x00, 0x00, 0x06, 0x08, 0x00, 9, 9]);
+    for (idx, want_flag, want) in [(1u8, 1, [0x00, 0x05, 0x81, 0x00, 0x0f, 0xff]), (5, 0, [0x00, 0x05, 0x81, 0x00, 0x00, 0x06])] {
+        st.table_clear("ingress.fwd").unwrap();
+        st.table_add("ingress.fwd", &[MatchKey::Exact(DST.to_vec())], "ingress.dyn_vid", &[vec![1], vec![idx]], 0).unwrap();
+        let q = ex.ingress(&st, 0, &double, 0).queued.pop().unwrap();
+        assert_eq!(q.field(flag), want_flag, "valid(vlan[{idx}])");
+        assert_eq!(q.field(r), 1, "last_stack_index");
+        let f = ex.egress(&st, q, QueueMeta::default(), 0).out.unwrap().1;
+        assert_eq!(&f[14..20], &want, "vlan[{idx}].vid written (out of range: ignored)");
+    }
+}
