@@ -11,7 +11,7 @@ from .exprs import ExprMixin
 from .parsers import ParserMixin
 from .stmts import StmtMixin
 from .symbols import (ActionSym, BlockSym, ExternFuncSym, ExternInstance, FuncSym, Scope,
-                      TypeSym)
+                      SubControlSym, TypeSym)
 from .types import (Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, MatchKindT, StackT,
                     StringT, StructT, TupleT, TypeVar, VarbitT, VoidT, BlockT, storage_width)
 from .values import FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val, field_val
@@ -243,12 +243,15 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
     # ------------------------------------------------------------ instances
     def declare_instance(self, d, scope, control):
         t = self.resolve_type(d.type, scope)
+        if isinstance(t, BlockT) and isinstance(t.decl, A.ControlDecl) and control is not None:
+            if d.args or t.decl.body is None:
+                raise unsupported(d.loc, f"instance of control '{t.decl.name}' with arguments")
+            scope.declare(d.name, SubControlSym(d.name, t.decl, d.loc), d.loc)
+            return
         if isinstance(t, BlockT):
-            if not isinstance(t.decl, A.PackageDecl):
-                raise unsupported(d.loc, f"top-level instance of {t.decl.name}")
-            if control is not None:
-                raise unsupported(d.loc, f"instantiating {t.kind[:-4].lower()} "
-                                         f"'{t.decl.name}' inside another block")
+            if not isinstance(t.decl, A.PackageDecl) or control is not None:
+                raise unsupported(d.loc, f"instance of {t.kind[:-4].lower()} '{t.decl.name}' "
+                                         f"here (sub-parsers, top-level block instances)")
             self.check_package_args(d, t, scope)
             scope.declare(d.name, Val(t, extra={"instance": d}), d.loc)
             return

@@ -13,7 +13,7 @@ from . import ast as A
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
-from .symbols import ActionSym, BlockSym, ExternInstance, Scope, TableSym
+from .symbols import ActionSym, BlockSym, ExternInstance, Scope, SubControlSym, TableSym
 from .types import Bits, BoolT, EnumT, ExternT, IntT, StructT, storage_width
 from .values import FieldRef, HeaderRef, Val, as_bool, as_data, hexstr, mask_of
 
@@ -30,6 +30,7 @@ class ControlInfo:
     conditionals: list = field(default_factory=list)
     applied: set = field(default_factory=set)
     var_inits: list = field(default_factory=list)   # control-level `T x = e;` run first
+    parent: Any = None                               # enclosing control of a sub-control
 
 
 class _Seq:
@@ -205,7 +206,8 @@ class ControlMixin:
         if isinstance(s, (A.Assign, A.VarDecl, A.Empty)):
             return True
         if isinstance(s, A.CallStmt):
-            return not (self.table_of_apply(s.call, ctx) or self.const_action_call(s.call, ctx))
+            return not (self.table_of_apply(s.call, ctx) or self.const_action_call(s.call, ctx)
+                        or self.subcontrol_of_apply(s.call, ctx))
         return False
 
     def flush_run(self, run, ctx, seq):
@@ -270,6 +272,8 @@ class ControlMixin:
         if isinstance(s, A.Switch):
             return self.g_switch(s, ctx)
         if isinstance(s, A.Return):
+            if ctx.control.parent is not None:
+                raise unsupported(s.loc, "'return' inside an applied sub-control")
             if s.value is not None:
                 raise CompileError(s.loc, "a control's apply block cannot return a value")
             return END, []
@@ -282,6 +286,9 @@ class ControlMixin:
             if tsym:
                 entry, table = self.apply_table(tsym, s.call)
                 return entry, [self.all_next_slot(table)]
+            sub = self.subcontrol_of_apply(s.call, ctx)
+            if sub:
+                return self.g_subcontrol(sub, s.call, ctx)
             return self.g_action_call(s.call, ctx)
         raise unsupported(s.loc, f"statement {type(s).__name__} in a control")
 
@@ -294,6 +301,35 @@ class ControlMixin:
                     raise CompileError(call.loc, "table apply() takes no arguments")
                 return sym
         return None
+
+    def subcontrol_of_apply(self, call, ctx):
+        f = call.func
+        if isinstance(f, A.Member) and f.name == "apply" and isinstance(f.expr, A.Name):
+            sym = ctx.scope.lookup(f.expr.name)
+            if isinstance(sym, SubControlSym):
+                return sym
+        return None
+
+    def g_subcontrol(self, sub, call, ctx):
+        """Inline an applied sub-control into the enclosing pipeline graph (p4c style:
+        its tables, actions and externs are named `<Outer>.<instance>.<name>`)."""
+        if sub.applied:
+            raise unsupported(call.loc, f"applying control instance '{sub.name}' more than once")
+        sub.applied = True
+        outer = ctx.control
+        d = sub.decl
+        bound = self.bind_args(call, d.params, sub.name, Ctx(ctx.scope))
+        scope = Scope(self.globals)
+        for p in d.params:
+            v = bound[p.name]
+            scope.declare(p.name, self.readonly_view(v) if p.direction == "in" else v, p.loc)
+        info = ControlInfo(f"{outer.name}.{sub.name}", d, scope, outer.tables,
+                           outer.conditionals, outer.applied, [], outer)
+        for local in d.locals:
+            self.declare_control_local(local, info, Ctx(scope, None, "control", info))
+        seq = self.g_stmts(info.var_inits + d.body.stmts,
+                           Ctx(Scope(scope), None, "control", info))
+        return seq.entry, seq.exits
 
     def const_action_call(self, call, ctx):
         """An action called with constant arguments gets its own `tbl_<action>` (p4c style)."""
@@ -793,7 +829,7 @@ class ControlMixin:
 
     # ------------------------------------------------------------ actions
     def action_json(self, sym):
-        key = id(sym.decl)
+        key = (id(sym.decl), sym.control.name if sym.control else None)
         if key in self.action_cache:
             return self.action_cache[key]
         d = sym.decl

@@ -63,6 +63,15 @@ class ValueSetSym:
 
 
 @dataclass
+class SubControlSym:
+    """A control instantiated inside another control; `inst.apply(...)` inlines it."""
+    name: str
+    decl: Any
+    loc: Any
+    applied: bool = False
+
+
+@dataclass
 class StateSym:
     name: str
 

@@ -120,3 +120,21 @@ def test_action_arguments_are_copied_in(tmp_path):
                     apply="set_port(hdr.ipv4.ttl);")
     port, p = only(sw.process_packet(0, packet(ttl=9)))
     assert port == 9 and p[IP].ttl == 0
+
+
+def test_sub_controls_are_inlined(tmp_path):
+    sub = """
+        control Route(inout headers hdr, inout standard_metadata_t sm, in bit<9> fallback) {
+            action to(bit<9> p) { sm.egress_spec = p; }
+            table routes { key = { hdr.ipv4.dstAddr: exact; } actions = { to; NoAction; } }
+            apply { if (!routes.apply().hit) { sm.egress_spec = fallback; } }
+        }"""
+    j, info = compile_source(program(controls=sub, ingress="Route() route;",
+                                     apply="route.apply(hdr, sm, 9w6);"), tmp_path)
+    assert "I.route.routes" in {t.preamble.name for t in info.tables}
+    sw = se.Switch(ports={})
+    sw.load_pipeline(json.dumps(j))
+    sw.table_add("I.route.routes", [("exact", bytes([10, 0, 1, 5]))], "I.route.to",
+                 [(2).to_bytes(2, "big")])
+    assert only(sw.process_packet(0, packet()))[0] == 2
+    assert only(sw.process_packet(0, packet(dst="10.0.1.6")))[0] == 6

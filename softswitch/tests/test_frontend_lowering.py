@@ -23,7 +23,7 @@ header_union ab_t { a_t a; b_t b; }
 
 def program(ingress="", apply="", decls="", meta="bit<8> m8; bit<16> m16; bit<32> m32;",
             states=None, headers="ethernet_t ethernet; ipv4_t ipv4; hop_t[4] hops; ab_t ab;",
-            egress_apply="", deparse="pkt.emit(hdr.ethernet); pkt.emit(hdr.ipv4);"):
+            egress_apply="", deparse="pkt.emit(hdr.ethernet); pkt.emit(hdr.ipv4);", controls=""):
     states = states or """
         state start {
             pkt.extract(hdr.ethernet);
@@ -33,6 +33,7 @@ def program(ingress="", apply="", decls="", meta="bit<8> m8; bit<16> m16; bit<32
     return HEADERS + decls + f"""
 struct headers {{ {headers} }}
 struct metadata {{ {meta} }}
+{controls}
 parser P(packet_in pkt, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {{
     {states}
 }}
