@@ -13,6 +13,7 @@ import json
 import os
 import pathlib
 import re
+import struct
 import subprocess
 import sys
 import tomllib
@@ -20,6 +21,7 @@ import tomllib
 import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
+from scapy.all import IP, TCP, UDP, Ether, raw
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
 POSITIVE = CORPUS / "positive"
@@ -629,3 +631,185 @@ def test_known_gaps_name_existing_programs():
 
 def test_corpus_meets_issue_2_minimums():
     assert len(POSITIVE_NAMES) >= 12 and len(NEGATIVE_NAMES) >= 25
+
+
+# --------------------------------------------------------------------------
+# The compiled corpus behaves as written, on the built-in engine
+# (synchronous process_packet: no ports, no traffic-manager timing).
+
+MAC_A, MAC_B, MAC_R = "00:00:00:00:00:0a", "00:00:00:00:00:0b", "00:00:00:00:00:aa"
+
+
+def engine(prog: Compiled, **options):
+    import softswitch_engine
+    switch = softswitch_engine.Switch(ports={}, **options)
+    switch.load_pipeline(prog.json_bytes.decode())
+    return switch
+
+
+def mac(text: str) -> bytes:
+    return bytes.fromhex(text.replace(":", ""))
+
+
+def ip4(text: str) -> bytes:
+    return bytes(int(b) for b in text.split("."))
+
+
+def udp4(dst="10.0.2.2", ttl=64, tos=0, dport=7, payload=b"payload!"):
+    return raw(Ether(src=MAC_A, dst=MAC_R) / IP(src="10.0.1.1", dst=dst, ttl=ttl, tos=tos)
+               / UDP(sport=1234, dport=dport) / payload)
+
+
+def ipv4_checksum_ok(frame: bytes) -> bool:
+    ip = Ether(frame)[IP]
+    fresh = ip.copy()
+    del fresh.chksum
+    return IP(raw(fresh)).chksum == ip.chksum
+
+
+def test_basic_l3_routes_and_decrements_ttl(compiled):
+    sw = engine(compiled("basic_l3"))
+    sw.table_add("MyIngress.ipv4_lpm", [("lpm", ip4("10.0.2.0"), 24)],
+                 "MyIngress.ipv4_forward", [mac(MAC_B), (2).to_bytes(2, "big")])
+    [(port, frame)] = sw.process_packet(1, udp4())
+    out = Ether(frame)
+    assert (port, out.src, out.dst, out[IP].ttl) == (2, MAC_R, MAC_B, 63)
+    assert ipv4_checksum_ok(frame)
+    assert sw.process_packet(1, udp4(dst="10.9.9.9")) == []     # no route: drop()
+    assert sw.process_packet(1, udp4(ttl=1)) == []               # TTL expired
+
+
+@pytest.mark.parametrize("op, a, b, result", [
+    ("+", 5, 7, 12), ("-", 5, 7, 2**32 - 2), ("&", 0xF0F0, 0xFF00, 0xF000),
+    ("|", 0xF0, 0x0F, 0xFF), ("^", 0xFF, 0x0F, 0xF0), ("*", 6, 7, 42),
+    ("<", 1, 33, 2), ("p", 2**32 - 1, 2, 2**32 - 1), ("m", 1, 2, 0),
+    ("#", 0x12345678, 0x9ABCDEF0, 0x5678DEF0),
+])
+def test_calculator_answers(compiled, op, a, b, result):
+    sw = engine(compiled("calculator"))
+    ask = raw(Ether(src=MAC_A, dst=MAC_R, type=0x1234)) + struct.pack(
+        "!4BIII", 0x50, 0x34, 1, ord(op), a, b, 0)
+    [(port, frame)] = sw.process_packet(3, ask)
+    assert port == 3 and Ether(frame).dst == MAC_A              # returned to sender
+    assert struct.unpack("!I", frame[26:30])[0] == result
+
+
+def test_calculator_drops_unknown_opcodes(compiled):
+    sw = engine(compiled("calculator"))
+    ask = raw(Ether(type=0x1234)) + struct.pack("!4BIII", 0x50, 0x34, 1, ord("/"), 1, 2, 0)
+    assert sw.process_packet(3, ask) == []
+
+
+def test_source_routing_pops_one_hop_per_switch(compiled):
+    sw = engine(compiled("source_routing"))
+    hops = [(0, 3), (0, 5), (1, 2)]                               # (bos, port)
+    routes = b"".join(((bos << 15) | port).to_bytes(2, "big") for bos, port in hops)
+    ip_part = raw(IP(dst="10.0.3.3", ttl=9) / UDP())
+    frame = raw(Ether(src=MAC_A, dst=MAC_B, type=0x1234)) + routes + ip_part
+    [(port, out)] = sw.process_packet(1, frame)
+    assert port == 3 and out[14:18] == routes[2:]
+    assert IP(out[18:]).ttl == 8                                  # every hop counts
+    last = raw(Ether(src=MAC_A, dst=MAC_B, type=0x1234)) + routes[4:] + ip_part
+    [(port, out)] = sw.process_packet(1, last)
+    assert port == 2 and Ether(out).type == 0x0800 and Ether(out)[IP].ttl == 8
+
+
+def test_tunnel_encapsulates_and_decapsulates(compiled):
+    prog = compiled("tunnel")
+    edge_in, edge_out = engine(prog), engine(prog)
+    edge_in.table_add("MyIngress.ipv4_lpm", [("lpm", ip4("10.0.2.0"), 24)],
+                      "MyIngress.myTunnel_ingress", [(7).to_bytes(2, "big")])
+    edge_in.table_add("MyIngress.myTunnel_exact", [("exact", (7).to_bytes(2, "big"))],
+                      "MyIngress.myTunnel_forward", [(4).to_bytes(2, "big")])
+    [(port, tunnelled)] = edge_in.process_packet(1, udp4())
+    assert port == 4 and tunnelled[12:18] == bytes.fromhex("1212" "0800" "0007")
+    edge_out.table_add("MyIngress.myTunnel_exact", [("exact", (7).to_bytes(2, "big"))],
+                       "MyIngress.myTunnel_egress", [mac(MAC_B), (2).to_bytes(2, "big")])
+    [(port, plain)] = edge_out.process_packet(3, tunnelled)
+    assert port == 2 and Ether(plain).type == 0x0800 and Ether(plain).dst == MAC_B
+    assert raw(Ether(plain)[IP]) == raw(Ether(udp4())[IP])
+    assert edge_out.counter_read("MyIngress.egressTunnelCounter", 7)[0] == 1
+
+
+def test_mri_appends_a_trace_per_hop(compiled):
+    sw = engine(compiled("mri"))
+    sw.table_add("MyIngress.ipv4_lpm", [("lpm", ip4("10.0.2.0"), 24)],
+                 "MyIngress.ipv4_forward", [mac(MAC_B), (2).to_bytes(2, "big")])
+    sw.table_set_default("MyEgress.swtrace", "MyEgress.add_swtrace", [(42).to_bytes(4, "big")])
+    option = bytes([0x1F, 4]) + (0).to_bytes(2, "big")          # MRI option, count 0
+    packet = IP(dst="10.0.2.2", ihl=6, options=[]) / UDP()
+    ip_bytes = bytearray(raw(packet))
+    ip_bytes[0], ip_bytes[2:4] = 0x46, (len(ip_bytes) + 4).to_bytes(2, "big")
+    frame = raw(Ether(src=MAC_A, dst=MAC_R, type=0x0800)) + bytes(ip_bytes[:20]) + option \
+        + bytes(ip_bytes[20:])
+    [(port, out)] = sw.process_packet(1, frame)
+    ip = out[14:]
+    assert port == 2 and ip[0] == 0x48                            # ihl 5 + 1 + 2 words
+    assert ip[21] == 12 and ip[22:24] == (1).to_bytes(2, "big")   # option length, count
+    assert ip[24:28] == (42).to_bytes(4, "big")                   # swid of this hop
+
+
+def test_firewall_admits_only_replies_to_inside_connections(compiled):
+    sw = engine(compiled("firewall"))
+    for net, port in (("10.0.1.0", 1), ("10.0.2.0", 2)):
+        sw.table_add("MyIngress.ipv4_lpm", [("lpm", ip4(net), 24)], "MyIngress.ipv4_forward",
+                     [mac(MAC_B), port.to_bytes(2, "big")])
+    for ingress, egress, direction in ((1, 2, 0), (2, 1, 1)):    # 1 inside, 2 outside
+        sw.table_add("MyIngress.check_ports", [("exact", ingress.to_bytes(2, "big")),
+                                               ("exact", egress.to_bytes(2, "big"))],
+                     "MyIngress.set_direction", [bytes([direction])])
+
+    def tcp(src, dst, sport, dport, flags):
+        return raw(Ether(dst=MAC_R) / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, flags=flags))
+
+    reply = tcp("10.0.2.2", "10.0.1.1", 80, 5555, "SA")
+    assert sw.process_packet(2, reply) == []                      # nobody asked
+    assert [p for p, _ in sw.process_packet(1, tcp("10.0.1.1", "10.0.2.2", 5555, 80, "S"))] == [2]
+    assert [p for p, _ in sw.process_packet(2, reply)] == [1]     # now remembered
+
+
+def test_l2_learning_reports_unknown_sources_and_floods(compiled):
+    sw = engine(compiled("l2_learning"))
+    sw.mc_group_set(1, [(1, 1), (2, 1), (3, 1)])
+    frame = raw(Ether(src=MAC_A, dst=MAC_B) / IP())
+    assert sorted(p for p, _ in sw.process_packet(2, frame)) == [1, 3]   # not back to 2
+    name, fields = sw.poll_digest(1.0)
+    assert name == "learn_t" and fields[0] == mac(MAC_A)
+    assert int.from_bytes(fields[1], "big") == 2
+    sw.table_add("MyIngress.dmac", [("exact", mac(MAC_B))], "MyIngress.forward",
+                 [(3).to_bytes(2, "big")])
+    assert [p for p, _ in sw.process_packet(2, frame)] == [3]
+
+
+def test_packet_io_carries_controller_headers(compiled):
+    sw = engine(compiled("packet_io"), cpu_port=255)
+    frame = raw(Ether(src=MAC_A, dst=MAC_B) / IP())
+    packet_out = ((2 << 7).to_bytes(2, "big"))                   # egress_port 2, pad 0
+    assert sw.process_packet(255, packet_out + frame) == [(2, frame)]
+    sw.table_add("l2_forward", [("exact", mac(MAC_B))],          # @name(".l2_forward")
+                 "MyIngress.send_to_cpu", [])
+    [(port, punted)] = sw.process_packet(5, frame)
+    assert port == 255 and punted == (5 << 7).to_bytes(2, "big") + frame
+
+
+def test_mirror_recirc_loops_then_strips_the_loop_header(compiled):
+    sw = engine(compiled("mirror_recirc"))
+    sw.table_add("MyIngress.port_security", [("exact", (4).to_bytes(2, "big")),
+                                             ("exact", mac(MAC_A))],
+                 "MyIngress.forward", [(6).to_bytes(2, "big")])
+    inner = raw(IP() / UDP())
+    looped = raw(Ether(src=MAC_A, dst=MAC_B, type=0x88B5)) + bytes([2]) + b"\x08\x00" + inner
+    [(port, out)] = sw.process_packet(4, looped)
+    assert port == 6 and out == raw(Ether(src=MAC_A, dst=MAC_B, type=0x0800)) + inner
+
+
+def test_qos_classifies_with_const_rules(compiled):
+    sw = engine(compiled("qos_dscp"))
+    sw.table_add("MyIngress.policer", [("exact", bytes([46])), ("lpm", ip4("10.0.2.0"), 24)],
+                 "MyIngress.police", [(2).to_bytes(2, "big")])
+    sw.table_add("MyIngress.policer", [("exact", bytes([0])), ("lpm", ip4("10.0.2.0"), 24)],
+                 "MyIngress.police", [(3).to_bytes(2, "big")])
+    [(port, voice)] = sw.process_packet(1, udp4(dport=20000))
+    assert port == 2 and Ether(voice)[IP].tos >> 2 == 46 and ipv4_checksum_ok(voice)
+    [(port, other)] = sw.process_packet(1, udp4(dport=9))
+    assert port == 3 and Ether(other)[IP].tos >> 2 == 0
