@@ -14,7 +14,7 @@ from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
 from .symbols import ActionSym, BlockSym, ExternInstance, Scope, SubControlSym, TableSym
-from .types import Bits, BoolT, EnumT, ExternT, IntT, StructT, storage_width
+from .types import Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StructT, storage_width
 from .values import FieldRef, HeaderRef, Val, as_bool, as_data, hexstr, mask_of
 
 END = "__END__"
@@ -441,8 +441,13 @@ class ControlMixin:
         e = s.expr
         if not (isinstance(e, A.Member) and e.name == "action_run" and
                 isinstance(e.expr, A.Call) and self.table_of_apply(e.expr, ctx)):
-            raise unsupported(s.loc, "switch on an expression other than "
-                                     "`table.apply().action_run`")
+            if self.contains_apply(e):
+                raise unsupported(s.loc, "switch on a table apply result other than action_run")
+            v = self.eval_value(e, Ctx(ctx.scope, None, "control", ctx.control))
+            if not isinstance(v.type, (Bits, EnumT, ErrorT)):
+                raise CompileError(e.loc, f"switch expression must be bit<>, int<>, an enum or "
+                                          f"error, not {v.type}")
+            return self.g_if(self.switch_as_ifs(s), ctx)
         tsym = self.table_of_apply(e.expr, ctx)
         table_entry, table = self.apply_table(tsym, e.expr)
         branches, pending_labels, default = [], [], None
@@ -462,6 +467,27 @@ class ControlMixin:
                 if not isinstance(c.label, A.DefaultExpr):
                     branches.append((self.switch_label(c, tsym, table), None, None))
         return table_entry, self.switch_exits(table, branches, default)
+
+    def switch_as_ifs(self, s):
+        """`switch (expr)` on a value: an if/else-if chain (labels without body fall through)."""
+        groups, labels, default = [], [], None
+        for case in s.cases:
+            labels.append(case)
+            if case.body is None:
+                continue
+            if any(isinstance(c.label, A.DefaultExpr) for c in labels):
+                default = case.body
+            else:
+                groups.append(([c.label for c in labels], case.body))
+            labels = []
+        chain = default if default is not None else A.Block(s.loc, [])
+        for group_labels, body in reversed(groups):
+            cond = None
+            for label in group_labels:
+                test = A.Binary(label.loc, "==", s.expr, label)
+                cond = test if cond is None else A.Binary(label.loc, "||", cond, test)
+            chain = A.If(s.loc, cond, body, chain)
+        return chain
 
     def switch_label(self, case, tsym, table):
         if not isinstance(case.label, A.Name):
@@ -674,7 +700,8 @@ class ControlMixin:
 
     def table_extras(self, tsym, props, table, p4):
         for name, prop in props.items():
-            if name in ("key", "actions", "default_action", "entries", "size"):
+            if name in ("key", "actions", "default_action", "entries", "size",
+                        "largest_priority_wins"):
                 continue
             if name == "counters":
                 self.bind_direct(tsym, prop, "direct_counter", table, p4)
@@ -736,18 +763,32 @@ class ControlMixin:
             entry = {"source_info": source_info(e.loc), "match_key": match_key,
                      "action_entry": {"action_id": action["id"], "action_data": data}}
             prio = None
+            anno = A.find_annotation(e.annos, "priority")
             if e.priority is not None:
                 prio = self.const_int(e.priority, tsym.scope, "entry priority")
+            elif anno and anno.args and isinstance(anno.args[0], A.IntLit):
+                prio = anno.args[0].value
             entries.append(entry)
             prios.append(prio)
-        self.assign_priorities(entries, prios)
+        self.assign_priorities(entries, prios, self.largest_wins(tsym))
         return entries
 
-    def assign_priorities(self, entries, prios):
-        """P4: larger priority wins, unset ones follow source order; BMv2: smaller wins."""
+    def largest_wins(self, tsym):
+        prop = self.table_properties(tsym.decl).get("largest_priority_wins")
+        if prop is None:
+            return True
+        v = self.eval_value(prop.value, Ctx(tsym.scope))
+        if not isinstance(v.const, bool):
+            raise CompileError(prop.value.loc, "largest_priority_wins must be true or false")
+        return v.const
+
+    def assign_priorities(self, entries, prios, largest_wins=True):
+        """P4: explicit priorities (largest wins unless `largest_priority_wins = false`),
+        unset ones follow source order (first wins); BMv2: priority 1 wins."""
         n = len(entries)
-        effective = [p if p is not None else n - i for i, p in enumerate(prios)]
-        order = sorted(range(n), key=lambda i: (-effective[i], i))
+        sign = -1 if largest_wins else 1
+        effective = [sign * p if p is not None else -(n - i) for i, p in enumerate(prios)]
+        order = sorted(range(n), key=lambda i: (effective[i], i))
         for rank, i in enumerate(order):
             entries[i]["priority"] = rank + 1
 

@@ -138,3 +138,14 @@ def test_sub_controls_are_inlined(tmp_path):
                  [(2).to_bytes(2, "big")])
     assert only(sw.process_packet(0, packet()))[0] == 2
     assert only(sw.process_packet(0, packet(dst="10.0.1.6")))[0] == 6
+
+
+def test_switch_on_a_value_becomes_conditionals(tmp_path):
+    sw = switch_for(tmp_path, apply="""
+        switch (hdr.ipv4.ttl) {
+            1: 2: { sm.egress_spec = 1; }
+            3: { sm.egress_spec = 3; }
+            default: { sm.egress_spec = 9; }
+        }""")
+    ports = [only(sw.process_packet(0, packet(ttl=t)))[0] for t in (1, 2, 3, 4)]
+    assert ports == [1, 1, 3, 9]

@@ -56,7 +56,8 @@ CASES = [
         table t { key = { meta.m8: exact; } actions = { a; } }""",
                                  apply="t.apply();\n t.apply(); /* twice */"), "t.apply(); /* twice */",
      "more than once"),
-    ("switch on a value", dict(apply="switch (meta.m8) { default: { } }"), "switch", "switch"),
+    ("switch on a bool", dict(apply="switch (meta.m8 == 1) { true: { } }"), "meta.m8 == 1",
+     "switch expression"),
     ("if in a parser", dict(states="""
         state start {
             pkt.extract(hdr.ethernet);
