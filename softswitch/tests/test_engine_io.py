@@ -177,3 +177,41 @@ def test_red_ecn_program_carries_tcp_between_the_hosts(lab, tmp_path):
         sw.stop()
     assert got == {"bytes": nbytes, "sha256": hashlib.sha256(iolab.tcp_payload(nbytes)).hexdigest()}
     assert sw.counter_read("MyEgress.port_tx", 1)[0] > nbytes // 1500
+
+
+def test_trace_logs_every_step_of_a_packet(lab, capfd):
+    sw = se.Switch(ports=lab.ports, trace=True)
+    sw.load_pipeline(iolab.forward_program())
+    lab.install_routes(sw)
+    sw.start()
+    try:
+        assert len(ping_rtts_ms(lab, count=1)) == 1
+    finally:
+        sw.stop()
+    err = capfd.readouterr().err
+    for step in ("port 0 rx 98 bytes", "port 1 enqueue 98 bytes, enq_qdepth 0", "port 1 tx 98 bytes",
+                 "port 1 rx 98 bytes", "port 0 tx 98 bytes"):
+        assert step in err
+
+
+def test_control_plane_changes_while_packets_flow(lab, switch):
+    """Routes are added and removed thousands of times during a UDP stream:
+    nothing crashes, and the route that stays in place keeps forwarding."""
+    import threading
+    stop = threading.Event()
+
+    def churn():
+        ip = iolab.ip_to_bytes("10.77.5.0")
+        args = [b"\x00" * 6, b"\x00" * 6, b"\x00\x01"]
+        while not stop.is_set():
+            h = switch.table_add("MyIngress.ipv4_lpm", [("lpm", ip, 24)], "MyIngress.ipv4_forward", args)
+            switch.table_delete("MyIngress.ipv4_lpm", h)
+
+    worker = threading.Thread(target=churn)
+    worker.start()
+    try:
+        got = udp_burst(lab, 2000, size=200)
+    finally:
+        stop.set()
+        worker.join()
+    assert len(got) == 2000

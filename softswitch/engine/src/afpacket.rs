@@ -95,32 +95,73 @@ impl RawPort {
         Ok(n as usize)
     }
 
-    /// Sends the frames (all of them unless the socket's buffer fills);
-    /// returns how many the kernel took.
-    pub fn send_batch(&self, frames: &[&[u8]]) -> usize {
-        let (mut sent, mut lost) = (0, 0);
-        while sent < frames.len() {
-            let chunk = &frames[sent..frames.len().min(sent + BATCH)];
-            let mut iov: Vec<libc::iovec> = chunk
-                .iter()
-                .map(|f| libc::iovec { iov_base: f.as_ptr() as *mut _, iov_len: f.len() })
-                .collect();
-            let mut hdrs: Vec<libc::mmsghdr> = (0..chunk.len()).map(|_| unsafe { std::mem::zeroed() }).collect();
-            for (h, v) in hdrs.iter_mut().zip(iov.iter_mut()) {
-                h.msg_hdr.msg_iov = v;
-                h.msg_hdr.msg_iovlen = 1;
-            }
-            let n = unsafe { libc::sendmmsg(self.fd.as_raw_fd(), hdrs.as_mut_ptr(), hdrs.len() as u32, 0) };
-            if n <= 0 {
-                // EAGAIN (socket buffer full) or a frame the device refuses: count the
-                // head frame as lost and go on, so one bad frame cannot stall the port.
-                sent += 1;
-                lost += 1;
+    /// Sends frames from the front of `frames` until all are sent or the
+    /// kernel pushes back (device or socket queue full: retry those later).
+    /// A frame the kernel refuses for any other reason is skipped and counted.
+    pub fn send_batch(&self, frames: &[&[u8]], scratch: &mut SendScratch) -> SendOutcome {
+        let mut out = SendOutcome::default();
+        while out.done() < frames.len() {
+            let chunk = &frames[out.done()..frames.len().min(out.done() + BATCH)];
+            scratch.prepare(chunk);
+            let n = unsafe { libc::sendmmsg(self.fd.as_raw_fd(), scratch.hdrs.as_mut_ptr(), chunk.len() as u32, 0) };
+            if n > 0 {
+                out.sent += n as usize;
                 continue;
             }
-            sent += n as usize;
+            match io::Error::last_os_error().raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => {
+                    out.blocked = true;
+                    break;
+                }
+                _ => out.refused += 1,
+            }
         }
-        sent - lost
+        out
+    }
+}
+
+#[derive(Default, Debug)]
+pub struct SendOutcome {
+    /// Frames the kernel took.
+    pub sent: usize,
+    /// Frames it refused for good (counted as drops).
+    pub refused: usize,
+    /// It pushed back: the remaining frames should be sent again later.
+    pub blocked: bool,
+}
+
+impl SendOutcome {
+    /// How many frames from the front are finished with (sent or refused).
+    pub fn done(&self) -> usize {
+        self.sent + self.refused
+    }
+}
+
+/// Reusable sendmmsg headers (no allocation per send).
+pub struct SendScratch {
+    iov: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+}
+
+unsafe impl Send for SendScratch {}
+
+impl Default for SendScratch {
+    fn default() -> Self {
+        SendScratch {
+            iov: (0..BATCH).map(|_| libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }).collect(),
+            hdrs: (0..BATCH).map(|_| unsafe { std::mem::zeroed() }).collect(),
+        }
+    }
+}
+
+impl SendScratch {
+    fn prepare(&mut self, chunk: &[&[u8]]) {
+        for (i, f) in chunk.iter().enumerate() {
+            self.iov[i] = libc::iovec { iov_base: f.as_ptr() as *mut _, iov_len: f.len() };
+            self.hdrs[i] = unsafe { std::mem::zeroed() };
+            self.hdrs[i].msg_hdr.msg_iov = &mut self.iov[i];
+            self.hdrs[i].msg_hdr.msg_iovlen = 1;
+        }
     }
 }
 

@@ -18,12 +18,18 @@ impl Clock {
         self.origin.elapsed().as_nanos() as u64
     }
 
-    /// Switch time of a CLOCK_REALTIME instant in the recent past (a kernel
-    /// receive timestamp), never later than `now_ns` nor more than 1 s before it.
-    pub fn from_realtime_ns(&self, realtime_ns: u64, now_ns: u64) -> u64 {
-        let real_now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
-        let age = real_now.saturating_sub(realtime_ns).min(1_000_000_000);
-        now_ns.saturating_sub(age)
+    /// CLOCK_REALTIME minus switch time, right now: take it once per receive
+    /// batch so the frames of the batch keep their order when converted.
+    pub fn realtime_offset_ns(&self) -> i128 {
+        let real = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as i128;
+        real - self.now_ns() as i128
+    }
+
+    /// Switch time of a kernel receive timestamp (CLOCK_REALTIME ns), never
+    /// later than `now_ns` nor more than 1 s before it.
+    pub fn from_realtime_ns(realtime_ns: u64, offset_ns: i128, now_ns: u64) -> u64 {
+        let t = (realtime_ns as i128 - offset_ns).clamp(now_ns as i128 - 1_000_000_000, now_ns as i128);
+        t.max(0) as u64
     }
 
     /// Wall-clock time of a switch timestamp (for pcap records).

@@ -7,7 +7,7 @@
 //! ingress and egress (the program's state is shared with the control plane
 //! through p4core's own fine-grained locks).
 
-use crate::afpacket::{RawPort, RecvBufs};
+use crate::afpacket::{RawPort, RecvBufs, SendScratch};
 use crate::clock::{tighten_timer_slack, Clock};
 use crate::pcap::PortCapture;
 use crate::shared::{Digest, Pipeline, Shared};
@@ -28,6 +28,8 @@ const RX_BATCHES_PER_TURN: usize = 4;
 /// Recirculate/clone chains longer than this are dropped (a loop in the program);
 /// p4core bounds resubmits itself.
 const MAX_PASSES: u32 = 16;
+/// A port whose socket reports an error is polled again after this long.
+const FAILING_PORT_RETRY_NS: u64 = 100_000_000;
 
 struct Active {
     generation: u64,
@@ -46,6 +48,9 @@ pub struct PacketLoop {
     wire: BTreeMap<u32, DelayLine<Vec<u8>>>,
     captures: BTreeMap<u32, PortCapture>,
     bufs: Option<Box<RecvBufs>>,
+    send_scratch: SendScratch,
+    /// Ports whose receive failed, with the time to try again.
+    failing: BTreeMap<u32, u64>,
     /// Moving average of how late timed wake-ups were (ns).
     wake_lateness_ns: u64,
 }
@@ -71,6 +76,8 @@ impl PacketLoop {
             config_gen: u64::MAX,
             captures,
             bufs: Some(Box::new(RecvBufs::new())),
+            send_scratch: SendScratch::default(),
+            failing: BTreeMap::new(),
             wake_lateness_ns: MIN_SPIN_NS,
         })
     }
@@ -113,10 +120,11 @@ impl PacketLoop {
         self.queues.values_mut().for_each(|q| {
             q.flush();
         });
-        self.active = self.shared.current().map(|pipeline| Active {
-            generation: gen,
-            exec: Executor::new(pipeline.program.clone(), self.shared.seed),
-            pipeline,
+        let trace = self.shared.trace;
+        self.active = self.shared.current().map(|pipeline| {
+            let mut exec = Executor::new(pipeline.program.clone(), self.shared.seed);
+            exec.set_logging(trace); // the program's log_msg lines join the trace
+            Active { generation: gen, exec, pipeline }
         });
     }
 
@@ -124,7 +132,9 @@ impl PacketLoop {
         let starts = self.queues.values().filter_map(|q| q.next_start_ns());
         let sends = self.wire.values().filter_map(|w| w.next_due_ns());
         let arrivals = self.arriving.values().filter_map(|w| w.next_due_ns());
-        starts.chain(sends).chain(arrivals).min()
+        let now = self.clock.now_ns();
+        let retries = self.failing.values().copied().filter(|&t| t > now);
+        starts.chain(sends).chain(arrivals).chain(retries).min()
     }
 
     fn spin_margin_ns(&self) -> u64 {
@@ -134,10 +144,15 @@ impl PacketLoop {
     /// Sleeps until a port is readable, the control plane wakes us, or the
     /// next scheduled event is a spin margin away. Returns the readable port ids.
     fn wait(&mut self) -> Vec<u32> {
+        let now = self.clock.now_ns();
+        // A failing port (interface gone or down) sits out until its retry time: ppoll ignores fd -1.
         let mut fds: Vec<libc::pollfd> = self
             .ports
-            .values()
-            .map(|p| libc::pollfd { fd: p.fd(), events: libc::POLLIN, revents: 0 })
+            .iter()
+            .map(|(p, s)| {
+                let resting = self.failing.get(p).is_some_and(|&retry| retry > now);
+                libc::pollfd { fd: if resting { -1 } else { s.fd() }, events: libc::POLLIN, revents: 0 }
+            })
             .collect();
         fds.push(libc::pollfd { fd: self.shared.waker.fd(), events: libc::POLLIN, revents: 0 });
         let before = self.clock.now_ns();
@@ -167,14 +182,22 @@ impl PacketLoop {
             for _ in 0..RX_BATCHES_PER_TURN {
                 let mut bufs = self.bufs.take().expect("receive buffers in use");
                 let n = match sock.recv_batch(&mut bufs) {
-                    Ok(n) => n,
+                    Ok(n) => {
+                        if self.failing.remove(&port).is_some() {
+                            eprintln!("softswitch: {}: receiving again", sock.ifname);
+                        }
+                        n
+                    }
                     Err(e) => {
-                        eprintln!("softswitch: {}: receive failed: {e}", sock.ifname);
+                        if self.failing.insert(port, now + FAILING_PORT_RETRY_NS).is_none() {
+                            eprintln!("softswitch: {}: receive failed: {e}; retrying every 100 ms", sock.ifname);
+                        }
                         0
                     }
                 };
+                let offset = self.clock.realtime_offset_ns();
                 for i in 0..n {
-                    let at = bufs.kernel_timestamp_ns(i).map_or(now, |ts| self.clock.from_realtime_ns(ts, now));
+                    let at = bufs.kernel_timestamp_ns(i).map_or(now, |ts| Clock::from_realtime_ns(ts, offset, now));
                     self.arrive(port, bufs.frame(i), at);
                 }
                 self.bufs = Some(bufs);
@@ -227,6 +250,7 @@ impl PacketLoop {
             return self.trace(now, format_args!("no pipeline loaded: dropped"));
         };
         let out = a.exec.ingress(&a.pipeline.state, port, frame, now / 1000);
+        self.program_logs(now);
         self.after_ingress(out, now, 0);
     }
 
@@ -284,6 +308,7 @@ impl PacketLoop {
             deq_qdepth: dep.deq_qdepth as u64,
         };
         let out: EgressOutcome = a.exec.egress(&a.pipeline.state, dep.pkt, meta, dep.deq_ns / 1000);
+        self.program_logs(dep.deq_ns);
         match out.out {
             Some((_, frame)) if Some(port) == self.shared.cpu_port => {
                 self.shared.count(port, |c| &c.tx, 1);
@@ -306,29 +331,40 @@ impl PacketLoop {
         }
     }
 
+    /// Sends every frame whose delivery time has come. Frames the kernel
+    /// pushes back on stay at the head of their line and go next turn.
     fn transmit(&mut self, now: u64) {
         let ports = self.ports.clone();
         for (&port, sock) in ports.iter() {
-            let line = self.wire.get_mut(&port).unwrap();
-            let mut due = Vec::new();
-            while let Some(item) = line.pop_due(now) {
-                due.push(item);
-            }
-            if due.is_empty() {
+            let line = &self.wire[&port];
+            let n = line.count_due(now);
+            if n == 0 {
                 continue;
             }
-            let frames: Vec<&[u8]> = due.iter().map(|(_, f)| f.as_slice()).collect();
-            let sent = sock.send_batch(&frames);
-            self.shared.count(port, |c| &c.tx, sent as u64);
-            self.shared.count(port, |c| &c.drops, (due.len() - sent) as u64);
-            if let Some(cap) = self.captures.get_mut(&port) {
-                for (t, f) in &due {
-                    cap.record(self.clock.wall(*t), f);
+            let frames: Vec<&[u8]> = line.front_items(n).map(|(_, f)| f.as_slice()).collect();
+            let outcome = sock.send_batch(&frames, &mut self.send_scratch);
+            self.shared.count(port, |c| &c.tx, outcome.sent as u64);
+            self.shared.count(port, |c| &c.drops, outcome.refused as u64);
+            for _ in 0..outcome.done() {
+                let (t, f) = self.wire.get_mut(&port).unwrap().pop_due(now).unwrap();
+                if let Some(cap) = self.captures.get_mut(&port) {
+                    cap.record(self.clock.wall(t), &f);
                 }
-            }
-            for (t, f) in &due {
                 self.trace(now, format_args!("port {port} tx {} bytes, {} us after its due time", f.len(), (now - t) / 1000));
             }
+            if outcome.blocked {
+                self.trace(now, format_args!("port {port}: kernel queue full, {} frames wait", n - outcome.done()));
+            }
+        }
+    }
+
+    fn program_logs(&mut self, now: u64) {
+        if !self.shared.trace {
+            return;
+        }
+        let logs = self.active.as_mut().map(|a| a.exec.take_logs()).unwrap_or_default();
+        for line in logs {
+            self.trace(now, format_args!("log_msg: {line}"));
         }
     }
 

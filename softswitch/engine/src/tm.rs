@@ -197,6 +197,16 @@ impl<T> DelayLine<T> {
         if self.items.front()?.0 <= now_ns { self.items.pop_front() } else { None }
     }
 
+    /// How many items from the front are due by `now_ns`.
+    pub fn count_due(&self, now_ns: u64) -> usize {
+        self.items.iter().take_while(|(t, _)| *t <= now_ns).count()
+    }
+
+    /// The first `n` items, without removing them.
+    pub fn front_items(&self, n: usize) -> impl Iterator<Item = &(u64, T)> {
+        self.items.iter().take(n)
+    }
+
     pub fn len(&self) -> usize {
         self.items.len()
     }
