@@ -30,7 +30,10 @@ def main(argv=None):
         bmv2_json, p4info_text = compile_file(args.program, args.includes, args.defines)
         write_outputs(args, bmv2_json, p4info_text)
     except CompileError as e:
-        print(e.render(), file=sys.stderr)
+        if e.loc is None:       # errors about the program as a whole
+            print(f"{args.program}:1:1: error: {e.message}", file=sys.stderr)
+        else:
+            print(e.render(), file=sys.stderr)
         return 1
     except OSError as e:
         print(f"{args.program}:1:1: error: {e.strerror}: {e.filename}", file=sys.stderr)

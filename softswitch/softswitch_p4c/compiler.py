@@ -55,13 +55,9 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
             self.declare_global(d)
         main = self.globals.lookup("main")
         if main is None:
-            raise CompileError(self._last_loc(), "program has no 'main' package instance")
+            raise CompileError(None, "program has no 'main' package instance")
         self.lower_main(main)
         return self.assemble_json()
-
-    def _last_loc(self):
-        decls = self.program.decls
-        return decls[-1].loc if decls else A.IntLit(None, 0).loc
 
     # ------------------------------------------------------------ declarations
     def declare_global(self, d):

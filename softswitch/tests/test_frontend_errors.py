@@ -103,6 +103,13 @@ def test_error_in_an_included_file_names_that_file(tmp_path, capsys):
     assert file.endswith("inc.p4") and (line, col) == (3, 10) and "duplicate" in msg
 
 
+def test_program_without_main(tmp_path, capsys):
+    _, _, msg, file = compile_error(tmp_path, "#include <v1model.p4>\n", capsys)
+    assert "main" in msg and file.endswith("bad.p4")
+    _, _, msg, _ = compile_error(tmp_path, "", capsys)
+    assert "main" in msg
+
+
 def test_missing_include_is_a_preprocessor_error(tmp_path, capsys):
     line, col, msg, _ = compile_error(tmp_path, '#include "nope.p4"\n', capsys)
     assert line == 1 and "nope.p4" in msg
