@@ -667,6 +667,13 @@ impl Executor {
 
     fn apply_table(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, ti: usize) -> Option<Node> {
         let t = &prog.tables[ti];
+        if t.default_fixed {
+            // p4c's keyless "dummy" tables: always a miss with a constant action, no lock needed.
+            let Some(d) = &t.default_entry else { return t.base_default_next };
+            self.run_action(prog, st, pkt, d.action, &d.args);
+            let by_action = t.next_by_action.get(&d.action).copied();
+            return t.next_miss.unwrap_or_else(|| by_action.unwrap_or(t.base_default_next));
+        }
         let mut key = std::mem::take(&mut self.key);
         key.clear();
         for kf in &t.keys {
@@ -846,11 +853,9 @@ impl Executor {
             }
             Prim::RegisterWrite(r, idx, val) => {
                 let i = self.eval(env, pkt, idx);
-                let v = self.eval(env, pkt, val);
-                let width = prog.registers[*r].width;
-                let mut cells = env.st.registers[*r].lock();
-                if i >= 0 && (i as usize) < cells.len() {
-                    cells[i as usize] = (v as u128 & mask_of(width)) as i128;
+                let v = self.leaf(env, pkt, val);
+                if let Ok(i) = usize::try_from(i) {
+                    env.st.registers[*r].set(i, v as u128 & mask_of(prog.registers[*r].width));
                 }
             }
             Prim::Hash(lv, base, calc, max) => {
@@ -1043,9 +1048,8 @@ impl Executor {
 
     /// A register cell (0 when the index is out of range).
     fn register_value(&self, env: &Env, pkt: &PacketState, r: usize, idx: &Expr) -> i128 {
-        let i = self.eval(env, pkt, idx);
-        let cells = env.st.registers[r].lock();
-        usize::try_from(i).ok().and_then(|i| cells.get(i).copied()).unwrap_or(0)
+        let i = self.leaf(env, pkt, idx);
+        usize::try_from(i).ok().and_then(|i| env.st.registers[r].get(i)).unwrap_or(0)
     }
 
     fn binop(&self, env: &Env, pkt: &PacketState, op: BinOp, a: &Expr, b: &Expr) -> i128 {

@@ -1256,6 +1256,7 @@ impl Loader {
         }
         let base_default_next = node_ref(names, opt_str(t, "base_default_next", path)?, path)?;
         let (default_entry, default_const) = self.default_entry(t, &actions, path)?;
+        let entry_const = t.get("default_entry").is_some_and(|d| opt_bool(d, "action_entry_const", false, path).unwrap_or(false));
         let needs_priority = keys.iter().any(|k| matches!(k.kind, MatchKind::Ternary | MatchKind::Range | MatchKind::Optional));
         let mut table = Table {
             name,
@@ -1271,6 +1272,7 @@ impl Loader {
             base_default_next,
             default_entry,
             default_const,
+            default_fixed: false,
             const_entries: Vec::new(),
             direct_counter: None,
             direct_meter: None,
@@ -1279,6 +1281,7 @@ impl Loader {
             let entry = self.const_entry(&table, e, &format!("{path}.entries[{j}]"))?;
             table.const_entries.push(entry);
         }
+        table.default_fixed = table.keys.is_empty() && table.default_const && entry_const && table.default_entry.is_some();
         Ok(table)
     }
 

@@ -279,6 +279,8 @@ pub struct Table {
     pub base_default_next: Option<Node>,
     pub default_entry: Option<ActionCall>,
     pub default_const: bool,
+    /// Keyless table whose default action and data are both const: never changes.
+    pub default_fixed: bool,
     pub const_entries: Vec<ConstEntry>,
     pub direct_counter: Option<usize>,
     pub direct_meter: Option<usize>,

@@ -225,6 +225,46 @@ pub struct CloneSession {
     pub truncate: usize,
 }
 
+/// Register cells: lock-free for widths up to 64 bits (the common case).
+pub(crate) enum RegisterCells {
+    Narrow(Vec<AtomicU64>),
+    Wide(Mutex<Vec<i128>>),
+}
+
+impl RegisterCells {
+    fn new(r: &RegisterArray) -> RegisterCells {
+        if r.width <= 64 {
+            RegisterCells::Narrow(atomics(r.size))
+        } else {
+            RegisterCells::Wide(Mutex::new(vec![0; r.size]))
+        }
+    }
+
+    /// The (unsigned) value at `i`, or None if out of range.
+    pub(crate) fn get(&self, i: usize) -> Option<i128> {
+        match self {
+            RegisterCells::Narrow(c) => c.get(i).map(|x| x.load(Ordering::Relaxed) as i128),
+            RegisterCells::Wide(c) => c.lock().get(i).copied(),
+        }
+    }
+
+    /// Stores an already width-masked value; out-of-range indices are ignored.
+    pub(crate) fn set(&self, i: usize, v: u128) {
+        match self {
+            RegisterCells::Narrow(c) => {
+                if let Some(x) = c.get(i) {
+                    x.store(v as u64, Ordering::Relaxed);
+                }
+            }
+            RegisterCells::Wide(c) => {
+                if let Some(x) = c.lock().get_mut(i) {
+                    *x = v as i128;
+                }
+            }
+        }
+    }
+}
+
 pub(crate) struct CounterCells {
     pub pkts: Vec<AtomicU64>,
     pub bytes: Vec<AtomicU64>,
@@ -235,7 +275,7 @@ pub struct State {
     pub(crate) prog: Arc<Program>,
     pub(crate) tables: Vec<RwLock<TableState>>,
     pub(crate) counters: Vec<CounterCells>,
-    pub(crate) registers: Vec<Mutex<Vec<i128>>>,
+    pub(crate) registers: Vec<RegisterCells>,
     pub(crate) meters: Vec<Mutex<Vec<Meter>>>,
     pub(crate) mc_groups: RwLock<HashMap<u32, Vec<(u32, u32)>>>,
     pub(crate) clone_sessions: RwLock<HashMap<u32, CloneSession>>,
@@ -282,7 +322,7 @@ impl State {
             prog: prog.clone(),
             tables,
             counters: prog.counters.iter().map(|c| CounterCells { pkts: atomics(c.size), bytes: atomics(c.size) }).collect(),
-            registers: prog.registers.iter().map(|r| Mutex::new(vec![0; r.size])).collect(),
+            registers: prog.registers.iter().map(RegisterCells::new).collect(),
             meters: prog.meters.iter().map(|m| Mutex::new(vec![Meter::default(); m.size])).collect(),
             mc_groups: RwLock::new(HashMap::new()),
             clone_sessions: RwLock::new(HashMap::new()),
@@ -396,7 +436,7 @@ impl State {
     pub fn table_set_default(&self, table: &str, action: &str, args: &[Vec<u8>]) -> R<()> {
         let (ti, t) = self.table(table)?;
         let call = self.action_call(t, action, args)?;
-        if t.default_const && t.default_entry.as_ref().map(|d| d.action) != Some(call.action) {
+        if t.default_fixed || (t.default_const && t.default_entry.as_ref().map(|d| d.action) != Some(call.action)) {
             return Err(RuntimeError::Immutable(format!("table '{table}' has a const default action")));
         }
         self.tables[ti].write().default = Some(call);
@@ -406,6 +446,9 @@ impl State {
     /// Restores the default action the JSON program declares.
     pub fn table_reset_default(&self, table: &str) -> R<()> {
         let (ti, t) = self.table(table)?;
+        if t.default_fixed {
+            return Ok(());
+        }
         self.tables[ti].write().default = t.default_entry.clone();
         Ok(())
     }
@@ -532,7 +575,7 @@ impl State {
 
     pub fn register_read(&self, name: &str, index: usize) -> R<u128> {
         let r = self.indexed(self.prog.register_index(name), "register", name, index, |i| self.prog.registers[i].size)?;
-        Ok(self.registers[r].lock()[index] as u128 & mask_of(self.prog.registers[r].width))
+        Ok(self.registers[r].get(index).unwrap_or(0) as u128)
     }
 
     pub fn register_write(&self, name: &str, index: usize, value: u128) -> R<()> {
@@ -541,7 +584,7 @@ impl State {
         if value & !mask_of(w) != 0 {
             return Err(RuntimeError::BadValue(format!("register '{name}': value does not fit in {w} bits")));
         }
-        self.registers[r].lock()[index] = value as i128;
+        self.registers[r].set(index, value);
         Ok(())
     }
 

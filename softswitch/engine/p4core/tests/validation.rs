@@ -140,6 +140,8 @@ fn invalid_control_plane_requests_change_nothing() {
         (st.table_modify(t, h, "ingress.set_nhop", &[vec![1]]).map(|_| 0), "takes 2 arguments"),
         (st.table_set_default("tbl_stats", "ingress.do_stats", &[vec![1]]).map(|_| 0), "takes 0 arguments"),
         (st.table_set_default(t, "ingress.count_acl", &[vec![1]]).map(|_| 0), "unknown name"),
+        (st.table_set_default("tbl_stats", "ingress.do_stats", &[]).map(|_| 0), "const default"),
+        (st.table_add("tbl_stats", &[], "ingress.do_stats", &[], 0), "has no key"),
         (st.direct_counter_read(t, 999).map(|_| 0), "no entry 999"),
         (st.direct_counter_read("ingress.acl", 0).map(|_| 0), "no entry 0"),
         (st.register_write("pkt_count", 4, 1).map(|_| 0), "index 4 out of range"),
