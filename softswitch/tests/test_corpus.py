@@ -882,3 +882,28 @@ def test_meters_forward_green_traffic(compiled):
     [(port, out)] = sw.process_packet(1, udp4(tos=46 << 2))
     assert port == 2 and Ether(out)[IP].tos >> 2 == 46
     assert sw.counter_read("MyIngress.color_counter", 0)[0] == 1
+
+
+def test_packet_io_clones_a_copy_to_the_controller(compiled):
+    sw = engine(compiled("packet_io"), cpu_port=255)
+    sw.clone_session_set(99, [(255, 0)])
+    sw.table_add("l2_forward", [("exact", mac(MAC_B))], "MyIngress.set_egress_port",
+                 [(3).to_bytes(2, "big")])
+    anything = [("ternary", bytes(n), bytes(n)) for n in (2, 6, 6)]
+    sw.table_add("MyIngress.acl", anything + [("ternary", b"\x08\x00", b"\xff\xff")],
+                 "MyIngress.copy_to_cpu", [], priority=1)
+    frame = raw(Ether(src=MAC_A, dst=MAC_B) / IP() / UDP())
+    assert sorted(sw.process_packet(5, frame)) == [
+        (3, frame), (255, (5 << 7).to_bytes(2, "big") + frame)]
+
+
+def test_mirror_recirc_samples_truncated_copies(compiled):
+    sw = engine(compiled("mirror_recirc"))
+    sw.clone_session_set(500, [(9, 0)])
+    sw.table_add("MyIngress.port_security", [("exact", (4).to_bytes(2, "big")),
+                                             ("exact", mac(MAC_A))],
+                 "MyIngress.forward", [(6).to_bytes(2, "big")])
+    sw.table_add("MyIngress.sampler", [("exact", (4).to_bytes(2, "big"))],
+                 "MyIngress.sample", [(1).to_bytes(4, "big")])       # one in 1: always
+    frame = raw(Ether(src=MAC_A, dst=MAC_B) / IP() / UDP() / (b"z" * 200))
+    assert sorted(sw.process_packet(4, frame)) == [(6, frame), (9, frame[:64])]
