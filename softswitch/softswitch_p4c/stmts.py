@@ -596,9 +596,20 @@ class StmtMixin:
         elements = []
         for val, annos in self.metadata_fields_with_annos():
             a = A.find_annotation(annos, "field_list")
-            if a and any(isinstance(x, A.IntLit) and x.value == index for x in a.args):
+            if a and index in [self.annotation_int(x) for x in a.args]:
                 elements.append(val.ref.json())
         return self.add_field_list(f"field_list{index}", elements, call.loc)
+
+    def annotation_int(self, x):
+        """An annotation argument as an integer: a literal or a named constant."""
+        if isinstance(x, A.IntLit):
+            return x.value
+        if isinstance(x, A.Name):
+            v = self.globals.lookup(x.name)
+            if isinstance(v, Val) and v.const is not None:
+                return int(v.const)
+            raise CompileError(x.loc, f"annotation argument '{x.name}' is not a constant")
+        return None
 
     def metadata_fields_with_annos(self, val=None):
         val = val or self.user_meta

@@ -293,8 +293,8 @@ def test_direct_and_indirect_counters_and_meters(build):
 
 
 def test_v1model_externs(build):
-    j, info = build(decls="struct learn_t { bit<48> src; bit<9> port; }",
-                    meta="bit<8> m8; bit<16> m16; bit<32> m32; @field_list(1) bit<9> keep;",
+    j, info = build(decls="struct learn_t { bit<48> src; bit<9> port; } const bit<8> FL = 1;",
+                    meta="bit<8> m8; bit<16> m16; bit<32> m32; @field_list(FL) bit<9> keep;",
                     apply="""
         hash(meta.m16, HashAlgorithm.crc16, 16w0, { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr }, 16w64);
         random(meta.m32, 0, 100);
