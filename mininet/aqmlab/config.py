@@ -6,6 +6,7 @@ mininet/experiments/README.md for the format.
 """
 
 import copy
+import dataclasses
 import re
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -129,10 +130,14 @@ class Experiment:
     source: dict = field(repr=False, default_factory=dict)
 
     def for_quick(self):
-        """The same experiment with the short duration (CI, `--quick`)."""
-        return Experiment(self.name, self.description, self.seed, self.quick_duration,
-                          self.quick_duration, min(self.warmup, self.quick_duration / 4),
-                          self.target, self.scenarios, self.source)
+        """The same experiment shortened to quick_duration (CI, `--quick`);
+        warm-up and workload start times shrink in proportion."""
+        factor = self.quick_duration / self.duration
+        scenarios = tuple(dataclasses.replace(s, workloads=tuple(
+            dataclasses.replace(w, start=w.start * factor) for w in s.workloads))
+            for s in self.scenarios)
+        return dataclasses.replace(self, duration=self.quick_duration,
+                                   warmup=self.warmup * factor, scenarios=scenarios)
 
 
 # ------------------------------------------------------------------ helpers

@@ -123,11 +123,12 @@ def queue_summary(samples):
             "qdepth_max": max(depths), "avg_mean": statistics.fmean(s["avg"] for s in samples)}
 
 
-def workload_summary(records, window):
-    """Per-workload goodput, fairness, delays, transactions/s and power."""
+def workload_summary(records, window, workloads=()):
+    """Per-workload goodput, fairness, delays, transactions/s and power; every
+    name in `workloads` appears even if it recorded nothing."""
     goodputs = flow_goodputs(records, window)
     summary = {}
-    for workload in sorted({key[0] for key in goodputs}):
+    for workload in sorted({key[0] for key in goodputs} | set(workloads)):
         mine = [r for r in records if r.get("workload") == workload]
         flows = [g for (w, _), g in goodputs.items() if w == workload]
         delays_kind = _delay_kind(mine)

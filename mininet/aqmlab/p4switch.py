@@ -10,6 +10,7 @@ listen for P4Runtime on 127.0.0.1 and get their pipeline from `redctl`.
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,10 +81,19 @@ class P4Switch(Switch):
     def port_interfaces(self):
         return {port: intf.name for intf, port in self.ports.items() if port > 0}
 
-    def start(self, controllers):
-        if shutil.which(self.command) is None:
+    def executable(self):
+        """The command from this Python's venv (where `make setup` installs
+        softswitch), else from PATH."""
+        beside = Path(sys.executable).parent / self.command
+        found = str(beside) if beside.exists() else shutil.which(self.command)
+        if found is None:
             raise RuntimeError(f"`{self.command}` is not installed (run `make setup`)")
-        self.proc = self.lab.popen(self, self.command_line(), self.log_path.name)
+        return found
+
+    def start(self, controllers):
+        command = self.command_line()
+        command[0] = self.executable()
+        self.proc = self.lab.popen(self, command, self.log_path.name)
         wait_for_port(self.grpc_port, self.proc, self.log_path)
         self.after_start()
 

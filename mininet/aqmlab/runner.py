@@ -29,7 +29,7 @@ class Progress:
         self.bar = None
         if enabled:
             from tqdm import tqdm
-            self.bar = tqdm(total=round(total), unit="s", desc="aqmlab", leave=True,
+            self.bar = tqdm(total=round(total), unit="s", desc="aqmlab", leave=True, mininterval=1.0,
                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s "
                                        "[{elapsed}<{remaining}] {postfix}")
         self.base = 0.0
@@ -136,7 +136,8 @@ def run_scenario(experiment, scenario, index, workdir, progress, build_dir):
     return {
         "scenario": scenario.name, "epoch": run.epoch, "window": window,
         "bottleneck_buffer": network.bottleneck_buffer,
-        "workloads": metrics.workload_summary(records, window),
+        "workloads": metrics.workload_summary(records, window,
+                                              [w.name for w in scenario.workloads]),
         "goodputs": {f"{w}/{f}": g for (w, f), g in metrics.flow_goodputs(records, window).items()},
         "bottleneck": bottleneck_stats(snapshots["start"], snapshots["end"], rate),
         "queue": metrics.queue_summary(collector.samples),

@@ -37,6 +37,14 @@ def test_scenario_overrides_merge_into_the_base():
     assert (b.aqm.minth, b.aqm.maxth, b.aqm.maxp) == (8, 24, 0.5)
 
 
+def test_quick_mode_shrinks_duration_warmup_and_start_times():
+    experiment = parse_experiment({"name": "x", "duration": 100, "quick_duration": 10,
+                                   "warmup": 20, "workload": [{"kind": "crr", "start": 30}]})
+    quick = experiment.for_quick()
+    assert (quick.duration, quick.warmup) == (10, 2)
+    assert quick.scenarios[0].workloads[0].start == pytest.approx(3)
+
+
 def test_workload_tcp_inherits_the_file_defaults():
     scenario = parse_experiment({**MINIMAL, "tcp": {"initcwnd": 3}, "workload": [
         {"kind": "bulk", "tcp": {"ecn": True}}]}).scenarios[0]
