@@ -535,7 +535,9 @@ impl Executor {
 
     fn verify_checksums(&mut self, prog: &Program, st: &State, pkt: &PacketState) -> bool {
         let mut bad = false;
-        for c in prog.checksums.iter().filter(|c| c.verify) {
+        // A checksum whose target header is invalid is neither verified nor updated.
+        let target_valid = |c: &&Checksum| pkt.valid[prog.field_locs[c.target].header];
+        for c in prog.checksums.iter().filter(|c| c.verify).filter(target_valid) {
             if let Some(cond) = &c.cond {
                 if self.eval(&Env { st, locals: &[], look: None }, pkt, cond) == 0 {
                     continue;
@@ -552,6 +554,9 @@ impl Executor {
 
     fn update_checksums(&mut self, prog: &Program, st: &State, pkt: &mut PacketState) {
         for c in prog.checksums.iter().filter(|c| c.update) {
+            if !pkt.valid[prog.field_locs[c.target].header] {
+                continue;
+            }
             if let Some(cond) = &c.cond {
                 if self.eval(&Env { st, locals: &[], look: None }, pkt, cond) == 0 {
                     continue;

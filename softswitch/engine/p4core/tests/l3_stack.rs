@@ -238,3 +238,19 @@ fn egress_sees_queue_metadata() {
     }
     let _ = prog;
 }
+
+#[test]
+fn checksums_skip_invalid_target_headers() {
+    let path = format!("{}/tests/programs/l3_stack.json", env!("CARGO_MANIFEST_DIR"));
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["checksums"][0]["if_cond"] = serde_json::Value::Null;
+    v["checksums"][1]["if_cond"] = serde_json::Value::Null;
+    let prog = std::sync::Arc::new(Program::from_json(&v.to_string()).unwrap());
+    let st = State::new(&prog);
+    let mut ex = Executor::new(prog.clone(), 1);
+    st.table_add("ingress.l2", &[MatchKey::Exact(MAC_B.to_vec())], "ingress.l2_forward", &[vec![1]], 0).unwrap();
+    let arp = eth(MAC_B, MAC_A, 0x0806, &[7; 28]);
+    let out = ex.ingress(&st, 0, &arp, 0);
+    assert_eq!(out.queued[0].field(field(&prog, "standard_metadata", "checksum_error")), 0, "no IPv4 header: nothing to verify");
+    assert_eq!(forward(&st, &mut ex, 0, &arp), vec![(1, arp.clone())]);
+}
