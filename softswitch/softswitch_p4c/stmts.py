@@ -193,6 +193,7 @@ class StmtMixin:
             if len(items) != len(members):
                 raise CompileError(loc, f"expected {len(members)} values for {lhs.type}, got "
                                         f"{len(items)}")
+            items = self.snapshot_items(ctx, items, lhs, loc)
             for (name, dst), src in zip(members.items(), items):
                 self.assign(ctx, dst, src, loc)
             return
@@ -201,6 +202,28 @@ class StmtMixin:
         for name, dst in members.items():
             self.assign(ctx, dst, rhs.ref.members[name], loc)
 
+    def snapshot_items(self, ctx, items, lhs, loc):
+        """`x = {..}` reads every item before writing: items that read the destination
+        are copied to temporaries first (e.g. swapping two fields)."""
+        if isinstance(lhs.ref, StructRef):
+            written = {f for v in self.flatten(lhs, A.Call(loc, None, [], []))
+                       for f in _storage_read(v)}
+            aliases = lambda reads: bool(reads & written)  # noqa: E731
+        elif isinstance(lhs.ref, HeaderRef):
+            aliases = lambda reads: any(r[0] == lhs.ref.name for r in reads)  # noqa: E731
+        else:
+            aliases = lambda reads: bool(reads)  # noqa: E731
+        out = []
+        for v in items:
+            reads = _storage_read(v) if v.const is None and v.type.is_scalar else set()
+            hit = aliases(reads)
+            if hit:
+                tmp = self.new_scalar(self.unique_name("tmp"), v.type)
+                self.assign(ctx, tmp, v, loc)
+                v = tmp
+            out.append(v)
+        return out
+
     def assign_header(self, ctx, lhs, rhs, loc):
         if isinstance(rhs.type, TupleT):
             self.emit(ctx, "add_header", [lhs.ref.json()], loc)
@@ -208,6 +231,7 @@ class StmtMixin:
             items = rhs.extra["items"]
             if len(items) != len(names):
                 raise CompileError(loc, f"expected {len(names)} values for {lhs.type}")
+            items = self.snapshot_items(ctx, items, lhs, loc)
             for n, src in zip(names, items):
                 self.assign(ctx, self.header_member(lhs, A.Member(loc, None, n)), src, loc)
             return

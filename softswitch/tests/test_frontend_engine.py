@@ -149,3 +149,14 @@ def test_switch_on_a_value_becomes_conditionals(tmp_path):
         }""")
     ports = [only(sw.process_packet(0, packet(ttl=t)))[0] for t in (1, 2, 3, 4)]
     assert ports == [1, 1, 3, 9]
+
+
+def test_tuple_assignment_reads_before_writing(tmp_path):
+    sw = switch_for(tmp_path, decls="struct pair_t { bit<8> a; bit<8> b; }",
+                    meta="pair_t p;",
+                    apply="""meta.p = { hdr.ipv4.ttl, hdr.ipv4.protocol };
+                             meta.p = { meta.p.b, meta.p.a };
+                             hdr.ipv4.ttl = meta.p.a; hdr.ipv4.protocol = meta.p.b;
+                             sm.egress_spec = 1;""")
+    _, p = only(sw.process_packet(0, packet(ttl=5)))
+    assert (p[IP].ttl, p[IP].proto) == (17, 5)
