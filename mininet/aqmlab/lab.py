@@ -12,10 +12,12 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import string
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -173,7 +175,9 @@ class LabNetwork:
 
     def __init__(self, tag=None, workdir=None):
         self.tag = tag or new_tag()
-        self.workdir = Path(workdir or f"/tmp/aqmlab-{self.tag}")
+        # logs and agent records; a directory we create ourselves goes on close
+        self.own_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"aqmlab-{self.tag}-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.state = StateFile(self.tag)
         self.state.data["owner"] = [os.getpid(), _start_time(os.getpid())]
@@ -239,6 +243,8 @@ class LabNetwork:
                   "pid and name", file=sys.stderr)
         finally:
             cleanup_state(self.state.path)
+            if self.own_workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self):
         self._previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
