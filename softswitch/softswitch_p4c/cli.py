@@ -5,7 +5,9 @@ import os
 import sys
 
 from .errors import CompileError
-from .driver import compile_file
+from google.protobuf import json_format, text_format
+
+from .driver import compile_to_objects
 
 
 def build_argparser():
@@ -16,7 +18,7 @@ def build_argparser():
     ap.add_argument("-o", "--output", dest="outdir", default=".",
                     help="output directory for PROG.json (default: current directory)")
     ap.add_argument("--p4runtime-files", dest="p4info",
-                    help="write the P4Info here (text format, .txtpb/.txt)")
+                    help="write the P4Info here (.json: JSON, .bin: binary, else text)")
     ap.add_argument("-I", dest="includes", action="append", default=[],
                     help="add a directory to the #include search path")
     ap.add_argument("-D", dest="defines", action="append", default=[],
@@ -27,8 +29,8 @@ def build_argparser():
 def main(argv=None):
     args = build_argparser().parse_args(argv)
     try:
-        bmv2_json, p4info_text = compile_file(args.program, args.includes, args.defines)
-        write_outputs(args, bmv2_json, p4info_text)
+        bmv2_json, p4info = compile_to_objects(args.program, args.includes, args.defines)
+        write_outputs(args, bmv2_json, p4info)
     except CompileError as e:
         if e.loc is None:       # errors about the program as a whole
             print(f"{args.program}:1:1: error: {e.message}", file=sys.stderr)
@@ -48,7 +50,16 @@ def main(argv=None):
     return 0
 
 
-def write_outputs(args, bmv2_json, p4info_text):
+def serialize_p4info(info, path):
+    """Format by extension, as p4c does: .json JSON, .bin binary, otherwise text."""
+    if path.endswith(".json"):
+        return json_format.MessageToJson(info).encode()
+    if path.endswith(".bin"):
+        return info.SerializeToString()
+    return text_format.MessageToString(info).encode()
+
+
+def write_outputs(args, bmv2_json, p4info):
     os.makedirs(args.outdir, exist_ok=True)
     base = os.path.splitext(os.path.basename(args.program))[0]
     with open(os.path.join(args.outdir, base + ".json"), "w") as f:
@@ -58,8 +69,8 @@ def write_outputs(args, bmv2_json, p4info_text):
         d = os.path.dirname(args.p4info)
         if d:
             os.makedirs(d, exist_ok=True)
-        with open(args.p4info, "w") as f:
-            f.write(p4info_text)
+        with open(args.p4info, "wb") as f:
+            f.write(serialize_p4info(p4info, args.p4info))
 
 
 if __name__ == "__main__":

@@ -10,18 +10,14 @@ from .preprocess import preprocess
 
 def compile_file(path, include_dirs=(), defines=()):
     """Return (BMv2 JSON dict, P4Info text); raises CompileError on bad input."""
-    if not os.path.isfile(path):
-        raise CompileError(SrcLoc(path, 1, 1), "no such file")
-    text = preprocess(path, include_dirs, defines)
-    program = parse(text, path)
-    comp = Compiler(program, path)
-    bmv2_json = comp.compile()
-    info = build_p4info(comp)
+    bmv2_json, info = compile_to_objects(path, include_dirs, defines)
     return bmv2_json, to_text(info)
 
 
 def compile_to_objects(path, include_dirs=(), defines=()):
     """Like compile_file but returns the P4Info message (for tests and tools)."""
+    if not os.path.isfile(path):
+        raise CompileError(SrcLoc(path, 1, 1), "no such file")
     text = preprocess(path, include_dirs, defines)
     comp = Compiler(parse(text, path), path)
     return comp.compile(), build_p4info(comp)

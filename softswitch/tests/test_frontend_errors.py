@@ -129,6 +129,18 @@ def test_defines_and_include_dirs_from_the_command_line(tmp_path):
     assert "size: 77" in (tmp_path / "p.txtpb").read_text()
 
 
+def test_p4info_format_follows_the_extension(tmp_path):
+    from google.protobuf import json_format
+    from p4.config.v1 import p4info_pb2
+    src = tmp_path / "prog.p4"
+    src.write_text(VALID)
+    assert main([str(src), "-o", str(tmp_path), "--p4runtime-files", str(tmp_path / "p.json")]) == 0
+    assert main([str(src), "-o", str(tmp_path), "--p4runtime-files", str(tmp_path / "p.bin")]) == 0
+    from_json = json_format.Parse((tmp_path / "p.json").read_text(), p4info_pb2.P4Info())
+    from_bin = p4info_pb2.P4Info.FromString((tmp_path / "p.bin").read_bytes())
+    assert from_json == from_bin and from_bin.tables[0].preamble.name == "I.t"
+
+
 def test_missing_file(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "softswitch_p4c.cli",
                            str(tmp_path / "none.p4"), "-o", str(tmp_path)],
