@@ -10,7 +10,7 @@ from .errors import CompileError, unsupported
 from .exprs import ExprMixin
 from .parsers import ParserMixin
 from .stmts import StmtMixin
-from .symbols import (ActionSym, BlockSym, ExternFuncSym, ExternInstance, FuncSym, Scope,
+from .symbols import (ActionSym, BlockSym, ExternFuncSym, FuncSym, Scope,
                       SubControlSym, TypeSym)
 from .types import (Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, MatchKindT, StackT,
                     StringT, StructT, TupleT, TypeVar, VarbitT, VoidT, BlockT, storage_width)

@@ -13,9 +13,9 @@ from . import ast as A
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
-from .symbols import ActionSym, BlockSym, ExternInstance, Scope, SubControlSym, TableSym
-from .types import Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StructT, storage_width
-from .values import FieldRef, HeaderRef, Val, as_bool, as_data, hexstr, mask_of
+from .symbols import ActionSym, BlockSym, Scope, SubControlSym, TableSym
+from .types import Bits, EnumT, ErrorT, ExternT, IntT, StructT, storage_width
+from .values import FieldRef, Val, as_bool, hexstr, mask_of
 
 END = "__END__"
 DEFAULT_TABLE_SIZE = 1024
@@ -843,8 +843,6 @@ class ControlMixin:
         header, fname = key["target"]
         if fname == "$valid$":
             return 1
-        for h in [self.sm_val.ref] if header == "standard_metadata" else []:
-            pass
         return self.field_width(header, fname)
 
     def field_width(self, header, fname):
@@ -880,7 +878,6 @@ class ControlMixin:
         for i, p in enumerate(d.params):
             t = self.resolve_type(p.type, sym.scope)
             if p.direction:
-                ctrl = sym.control
                 raise unsupported(p.loc, f"directional parameter '{p.name}' of action "
                                          f"'{d.name}' used from a table or apply block")
             if not t.is_scalar or isinstance(t, IntT):

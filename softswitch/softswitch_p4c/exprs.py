@@ -9,7 +9,7 @@ from .symbols import (ActionSym, ExternFuncSym, ExternInstance, FuncSym, StateSy
                       TypeSym, ValueSetSym)
 from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StackT, StringT, StructT, TupleT,
                     TypeVar, DontCareT, same_type, storage_width)
-from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
+from .values import (DynHeaderRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, bool_expr, data_expr, expr, field_val, hexstr, mask_of)
 
 _ARITH = {"+", "-", "*"}

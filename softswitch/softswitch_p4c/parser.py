@@ -817,7 +817,6 @@ class Parser:
 
     def postfix(self, e):
         while True:
-            t = self.tok
             if self.accept("."):
                 name_tok = self.tok
                 name = self.ident("member name") if not self.at("apply") else self.advance().text

@@ -12,10 +12,10 @@ from .controls import ControlInfo
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
-from .symbols import ExternFuncSym, Scope, StateSym, ValueSetSym
-from .types import Bits, BoolT, EnumT, IntT, StackT, StructT, storage_width
+from .symbols import ExternFuncSym, Scope, ValueSetSym
+from .types import Bits, BoolT, EnumT, StructT, storage_width
 from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
-                     as_bool, as_data, hexstr, mask_of)
+                     as_bool, as_data, mask_of)
 
 _FINAL_STATES = ("accept", "reject")
 
@@ -63,7 +63,7 @@ class ParserMixin:
         elif isinstance(t, Bits):
             width = t.width
         else:
-            raise CompileError(d.type.loc, f"value_set element type must be bit<> or a struct")
+            raise CompileError(d.type.loc, "value_set element type must be bit<> or a struct")
         name = self.qualified(d.annos, d.name, info)
         sym = ValueSetSym(name, t, size, d.loc, d.annos)
         sym.width = width

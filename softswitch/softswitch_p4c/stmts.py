@@ -7,7 +7,7 @@ from . import ast as A
 from .errors import CompileError, unsupported
 from .exprs import Ctx, StackLastRef
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope
-from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StackT, StringT, StructT, TupleT,
+from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
                     TypeVar, VoidT, storage_width)
 from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, bool_expr, expr, hexstr)
@@ -99,9 +99,7 @@ class StmtMixin:
         ctx.scope.declare(s.name, var, s.loc)
 
     def declare_local(self, s, t, ctx):
-        if isinstance(t, (StructT, StackT)) and t.kind if hasattr(t, "kind") else False:
-            pass
-        if isinstance(t, (ExternT,)) or not (t.is_scalar or isinstance(t, (StructT, StackT))):
+        if isinstance(t, ExternT) or not (t.is_scalar or isinstance(t, (StructT, StackT))):
             raise CompileError(s.type.loc, f"cannot declare a variable of type {t}")
         return self.layout(t, self.unique_name(s.name), False, s.name)
 

@@ -3,7 +3,6 @@
 Unsupported-but-valid constructs fail loudly with their name and location, and
 no input (including random corruptions of a valid program) produces a traceback.
 """
-import os
 import re
 import subprocess
 import sys
