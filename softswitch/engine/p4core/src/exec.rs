@@ -200,7 +200,8 @@ impl Executor {
 
     fn fresh_packet(&self, port: u32, frame_len: usize, itype: i128, keep: &[(usize, i128)]) -> Box<PacketState> {
         let mut pkt = Box::new(self.template.clone());
-        for (f, v) in keep {
+        let n = pkt.fields.len();
+        for (f, v) in keep.iter().filter(|(f, _)| *f < n) {
             pkt.fields[*f] = *v;
         }
         let s = &self.prog.std;
@@ -249,6 +250,16 @@ impl Executor {
         set_opt(&mut pkt, s.instance_type, instance_type::NORMAL);
         out.queued.push(self.queued(pkt, egress_spec as u32));
         None
+    }
+
+    /// Whether a packet's header vector was laid out for this executor's program.
+    fn fits(&self, pkt: &PacketState) -> bool {
+        let t = &self.template;
+        pkt.fields.len() == t.fields.len()
+            && pkt.valid.len() == t.valid.len()
+            && pkt.varbits.len() == t.varbits.len()
+            && pkt.stack_next.len() == t.stack_next.len()
+            && pkt.union_stack_next.len() == t.union_stack_next.len()
     }
 
     fn queued(&self, pkt: Box<PacketState>, port: u32) -> QueuedPacket {
@@ -315,6 +326,9 @@ impl Executor {
         let s = &prog.std;
         let mut pkt = qp.pkt;
         let mut out = EgressOutcome::default();
+        if !self.fits(&pkt) {
+            return out; // queued under a previous pipeline: drop it
+        }
         set_opt(&mut pkt, s.egress_global_timestamp, now_us as i128);
         set_opt(&mut pkt, s.enq_timestamp, q.enq_timestamp as i128);
         set_opt(&mut pkt, s.enq_qdepth, q.enq_qdepth as i128);

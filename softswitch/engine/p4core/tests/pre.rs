@@ -210,3 +210,12 @@ fn stack_elements_by_runtime_index() {
         assert_eq!(&f[14..20], &want, "vlan[{idx}].vid written (out of range: ignored)");
     }
 }
+
+#[test]
+fn packets_queued_under_another_program_are_dropped_not_panicking() {
+    let (_, st, mut ex) = setup("ingress.to_port", &[vec![1]]);
+    let q = ex.ingress(&st, 0, &frame(), 0).queued.pop().unwrap();
+    let (_, l3_state, mut l3) = load("l3_stack.json");
+    let eo = l3.egress(&l3_state, q, QueueMeta::default(), 0);
+    assert!(eo.out.is_none() && eo.clones.is_empty());
+}
