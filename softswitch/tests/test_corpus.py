@@ -792,6 +792,16 @@ def test_packet_io_carries_controller_headers(compiled):
     assert port == 255 and punted == (5 << 7).to_bytes(2, "big") + frame
 
 
+def test_mirror_recirc_quarantines_unknown_sources_via_resubmit(compiled):
+    sw = engine(compiled("mirror_recirc"))
+    frame = raw(Ether(src=MAC_A, dst=MAC_B) / IP())
+    assert [p for p, _ in sw.process_packet(4, frame)] == [63]
+    sw.table_add("MyIngress.port_security", [("exact", (4).to_bytes(2, "big")),
+                                             ("exact", mac(MAC_A))],
+                 "MyIngress.forward", [(6).to_bytes(2, "big")])
+    assert [p for p, _ in sw.process_packet(4, frame)] == [6]
+
+
 def test_mirror_recirc_loops_then_strips_the_loop_header(compiled):
     sw = engine(compiled("mirror_recirc"))
     sw.table_add("MyIngress.port_security", [("exact", (4).to_bytes(2, "big")),
