@@ -6,6 +6,8 @@ from pathlib import Path
 
 import matplotlib
 
+from aqmlab import metrics
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
@@ -178,13 +180,16 @@ def write_report(outdir, experiment, parameters, results):
              f"- versions: " + ", ".join(f"{k} {v}" for k, v in parameters["versions"].items()),
              "", "## Goodput", "", "```", goodput_table(results), "```", "",
              "![goodput](goodput.png)", "", "## Bottleneck", "",
-             "| scenario | buffer (pkts) | utilisation | arrivals | marks | RED drops | "
-             "overflow drops | drop rate | mark rate | mean avg queue | max queue |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| scenario | buffer (pkts) | total goodput (Mb/s) | Jain (all flows) | utilisation | "
+             "arrivals | marks | RED drops | overflow drops | drop rate | mark rate | "
+             "mean avg queue | max queue |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for result in results:
         b, q = result["bottleneck"], result["queue"]
+        flows = list(result["goodputs"].values())
         lines.append(
-            f"| {result['scenario']} | {result['bottleneck_buffer']} | {b['utilisation']:.1%} | "
+            f"| {result['scenario']} | {result['bottleneck_buffer']} | {sum(flows) / 1e6:.3f} | "
+            f"{metrics.jain_index(flows):.3f} | {b['utilisation']:.1%} | "
             f"{b['arrivals']} | {b['early_marks']} | {b['early_drops'] + b['forced_drops']} | "
             f"{b['overflow_drops']} | {b['drop_rate']:.2%} | {b['mark_rate']:.2%} | "
             f"{q['avg_mean']:.1f} | {q['qdepth_max']} |")

@@ -138,6 +138,7 @@ def run_scenario(experiment, scenario, index, workdir, progress, build_dir):
         "bottleneck_buffer": network.bottleneck_buffer,
         "workloads": metrics.workload_summary(records, window,
                                               [w.name for w in scenario.workloads]),
+        "seed": seed,
         "goodputs": {f"{w}/{f}": g for (w, f), g in metrics.flow_goodputs(records, window).items()},
         "bottleneck": bottleneck_stats(snapshots["start"], snapshots["end"], rate),
         "queue": metrics.queue_summary(collector.samples),
@@ -190,6 +191,7 @@ def write_results(outdir, experiment, source_path, quick, results):
         "duration": experiment.duration, "warmup": experiment.warmup,
         "target": experiment.target, "versions": versions(experiment.target),
         "scenarios": [dataclasses.asdict(s) for s in experiment.scenarios],
+        "scenario_seeds": {r["scenario"]: r["seed"] for r in results},
         "source_file": str(source_path),
     }
     (outdir / "parameters.json").write_text(json.dumps(parameters, indent=2, default=str))

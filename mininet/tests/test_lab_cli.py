@@ -52,7 +52,9 @@ def test_quick_default_run_prints_goodput_table_and_leaves_nothing(tmp_path):
     (outdir,) = (tmp_path / "r/default").iterdir()
     parameters = json.loads((outdir / "parameters.json").read_text())
     assert parameters["quick"] and parameters["seed"] == 1 and parameters["versions"]["mininet"]
-    assert "## Goodput" in (outdir / "report.md").read_text()
+    assert parameters["scenario_seeds"] == {"red": 1, "droptail": 2}
+    report = (outdir / "report.md").read_text()
+    assert "## Goodput" in report and "total goodput" in report
     assert len(lab_tags(outdir)) == 2
     for tag in lab_tags(outdir):
         assert leftovers(tag) == []
