@@ -17,8 +17,6 @@ from .types import (Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, MatchK
 from .values import FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val, field_val
 
 JSON_VERSION = [2, 23]
-V1SWITCH_BLOCKS = ["parser", "verify_checksum", "ingress", "egress", "compute_checksum",
-                   "deparser"]
 
 
 class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):

@@ -129,7 +129,6 @@ class ControlMixin:
                                                f"{t}, which does not match the V1Switch "
                                                f"architecture")
             if p.direction == "in" and v.ref is not None:
-                v = Val(v.type, ref=v.ref, extra={"readonly": True})
                 v = self.readonly_view(v)
             scope.declare(p.name, v, p.loc)
 
