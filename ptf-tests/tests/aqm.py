@@ -27,6 +27,9 @@ ROUTER_MAC = "00:00:00:00:00:01"
 # A burst sent too slowly (host busy) is retried this many times.
 SEND_ATTEMPTS = 20
 
+# How long a burst's frames may lag behind the line-rate schedule.
+COLLECT_GRACE_S = 3.0
+
 # ECN codepoints (RFC 3168)
 NOT_ECT, ECT1, ECT0, CE = 0b00, 0b01, 0b10, 0b11
 
@@ -161,7 +164,7 @@ class AqmTest(BaseTest):
         raise AssertionError(f"port {port} still busy after {timeout_s} s")
 
     def burst(self, length, ecn=ECT0, frame_len=None, port=BOTTLENECK, max_send_s=None,
-              counters=False):
+              counters=False, expect=None, quiet_s=None):
         """Send ``length`` frames back to back into the idle queue of
         ``port``, so frame i sees i - 1 frames queued (redmodel.burst_depths),
         and collect what comes out.
@@ -172,7 +175,10 @@ class AqmTest(BaseTest):
         sent again, so depths are known without looking inside the switch.  ``max_send_s`` relaxes that for tests that account for
         the send time themselves (``Burst.took``).  With ``counters`` the
         burst carries the change of the port's counters over its accepted
-        attempt (``Burst.counted``).
+        attempt (``Burst.counted``).  ``expect``: how many frames a correct
+        switch lets through; collection waits for them (a busy host can
+        delay the switch far beyond the line-rate schedule), then for
+        ``quiet_s`` of silence (default: 4 frame times, at least 50 ms).
         """
         tx = tx_time_s(frame_len)
         max_send_s = 0.8 * tx if max_send_s is None else max_send_s
@@ -182,7 +188,7 @@ class AqmTest(BaseTest):
             first_send = time.time()
             took = self.send_frames(SENDER, sent)
             frames = self.collect_burst(port, deadline=time.monotonic() + length * tx + 0.02,
-                                        quiet_s=max(0.03, 3 * tx))
+                                        quiet_s=quiet_s or max(0.05, 4 * tx), expect=expect)
             if took < max_send_s:
                 burst = Burst(sent, frames, port, first_send, took)
                 if counters:
@@ -193,12 +199,20 @@ class AqmTest(BaseTest):
         raise AssertionError(f"could not send {length} frames within {max_send_s * 1e3:.1f} ms "
                              "(test host too busy)")
 
-    def collect_burst(self, port, deadline, quiet_s):
-        """(frame, arrival time.time()) pairs until the deadline has passed
-        and the port then stayed quiet for ``quiet_s``."""
+    def collect_burst(self, port, deadline, quiet_s, expect=None):
+        """(frame, arrival time.time()) pairs until ``expect`` frames came
+        (or, without ``expect``, the deadline passed; with it, at most
+        COLLECT_GRACE_S after the deadline) and the port then stayed quiet
+        for ``quiet_s``."""
         frames = []
         while True:
-            wait = max(quiet_s, deadline - time.monotonic())
+            if expect is None:
+                until = deadline
+            elif len(frames) < expect:
+                until = deadline + COLLECT_GRACE_S
+            else:
+                until = 0.0
+            wait = max(quiet_s, until - time.monotonic())
             got = self.dataplane.poll(device_number=0, port_number=port, timeout=wait)
             if not isinstance(got, self.dataplane.PollSuccess):
                 return frames

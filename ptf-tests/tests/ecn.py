@@ -29,7 +29,9 @@ class EcnChecks:
         cfg = RedConfig(ecn=ecn_on, **CERTAIN)
         self.ctl.set_red(BOTTLENECK, cfg)
         selected = expected_selection(cfg)
-        burst = self.burst(BURST, ecn=codepoint, counters=True)
+        dropping = codepoint == NOT_ECT or not ecn_on
+        burst = self.burst(BURST, ecn=codepoint, counters=True,
+                           expect=BURST - len(selected) if dropping else BURST)
         marks, drops = burst.counted["early_marks"], burst.counted["early_drops"]
         what = f"ECN {codepoint:02b} with ECN {'on' if ecn_on else 'off'}"
         burst.assert_intact(self, route_for(BOTTLENECK))

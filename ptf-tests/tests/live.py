@@ -53,7 +53,7 @@ class LiveParameterChange(AqmTest):
 
     def check_burst(self, cfg):
         selected = expected_selection(cfg) if cfg.mode == "red" else []
-        burst = self.burst(16, ecn=ECT0)
+        burst = self.burst(16, ecn=ECT0, expect=16 if cfg.ecn else 16 - len(selected))
         label = f"after set_red({cfg})"
         if cfg.ecn:
             self.assertEqual(burst.missing(), [], label)

@@ -34,7 +34,7 @@ class ProbabilityChecks:
         assert not any(forced), "keep the probability bursts out of the forced region"
         marks = [0] * length
         for _ in range(bursts):
-            burst = self.burst(length, ecn=ECT0)
+            burst = self.burst(length, ecn=ECT0, expect=length)
             self.assertEqual(burst.missing(), [], "ECT frames must be marked, not dropped")
             for i in burst.with_ecn(CE):
                 marks[i] += 1

@@ -25,7 +25,7 @@ class NothingBelowMinth(AqmTest):
     def runTest(self):
         self.ctl.set_red(BOTTLENECK, RedConfig(minth=20, maxth=40, maxp=1.0, wq_log=0))
         for codepoint in (ECT0, NOT_ECT):
-            burst = self.burst(16, ecn=codepoint, counters=True)
+            burst = self.burst(16, ecn=codepoint, counters=True, expect=16)
             self.assertEqual(burst.missing(), [])
             self.assertEqual(burst.changed(), [])
             burst.assert_intact(self, route_for(BOTTLENECK))
@@ -47,7 +47,7 @@ class AboveMaxth(AqmTest):
             self.ctl.set_red(BOTTLENECK, cfg)
             forced, must, may = regions(cfg, 16)
             self.assertTrue(forced, "configuration must reach the forced region")
-            burst = self.burst(16, ecn=ECT0, counters=True)
+            burst = self.burst(16, ecn=ECT0, counters=True, expect=16 - len(forced))
             counted = burst.counted
             mode = "gentle" if gentle else "classic"
             self.assertEqual(burst.missing(), forced, f"{mode}: forced drops")
@@ -74,7 +74,7 @@ class DropTail(AqmTest):
                 self.ctl.set_red(BOTTLENECK, RedConfig(minth=1, maxth=2, maxp=1.0,
                                                        wq_log=0, mode="droptail"))
             burst = self.burst(buffer + 10, ecn=ECT0, frame_len=self.FRAME, max_send_s=0.2,
-                               counters=True)
+                               counters=True, expect=buffer + 1)
             counted = burst.counted
             arrived = sorted(burst.arrived)
             self.assertEqual(arrived, list(range(len(arrived))), "drop-tail keeps a prefix")
