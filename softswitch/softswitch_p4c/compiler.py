@@ -46,6 +46,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.name_counters = {}
         self.action_cache = {}
         self.action_meta = {}            # JSON action name -> {decl, annos, params}
+        self.new_types = {}              # `type bit<W> Name` declarations, for the P4Info
 
     # ------------------------------------------------------------ entry point
     def compile(self):
@@ -64,7 +65,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
             t = self.resolve_type(d.type)
             scope.declare(d.name, self.eval_const_decl(d, t, scope), d.loc)
         elif isinstance(d, A.Typedef):
-            scope.declare(d.name, TypeSym(self.resolve_type(d.type)), d.loc)
+            scope.declare(d.name, TypeSym(self.typedef_type(d)), d.loc)
         elif isinstance(d, A.StructLike):
             scope.declare(d.name, TypeSym(self.struct_type(d)), d.loc)
         elif isinstance(d, A.EnumDecl):
@@ -165,6 +166,15 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         if isinstance(sym, BlockSym):
             return BlockT(type(sym.decl).__name__, sym.decl)
         raise CompileError(tr.loc, f"undeclared type '{tr.name}'")
+
+    def typedef_type(self, d):
+        t = self.resolve_type(d.type)
+        if d.is_new_type:
+            if not isinstance(t, Bits):
+                raise unsupported(d.loc, f"'type' declaration of {t} (only bit<W>/int<W>)")
+            t = Bits(t.width, t.signed, d.name)
+            self.new_types[d.name] = t
+        return t
 
     def instantiate_type(self, t, tr, scope, type_env):
         if isinstance(t, ExternT) and tr.args:

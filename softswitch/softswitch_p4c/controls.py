@@ -873,7 +873,7 @@ class ControlMixin:
         d = sym.decl
         name = self.qualified(d.annos, d.name, sym.control)
         scope = Scope(sym.scope)
-        runtime_data = []
+        runtime_data, p4_params = [], []
         for i, p in enumerate(d.params):
             t = self.resolve_type(p.type, sym.scope)
             if p.direction:
@@ -883,13 +883,15 @@ class ControlMixin:
                 raise CompileError(p.type.loc, f"action parameter '{p.name}' must have a "
                                                f"fixed-width type, not {t}")
             runtime_data.append({"name": p.name, "bitwidth": storage_width(t)})
+            p4_params.append({"name": p.name, "bitwidth": storage_width(t),
+                              "type_name": getattr(t, "type_name", None)})
             scope.declare(p.name, Val(t, json={"type": "runtime_data", "value": i},
                                       extra={"readonly": True}), p.loc)
         prims = []
         ctx = Ctx(scope, prims, "action", sym.control)
         self.inline_body(d.body, ctx, scope, None)
         action = self.add_action_json(name, runtime_data, prims, d.loc)
-        self.action_meta[name] = {"decl": d, "annos": d.annos, "params": runtime_data}
+        self.action_meta[name] = {"decl": d, "annos": d.annos, "params": p4_params}
         self.action_cache[key] = action
         return action
 

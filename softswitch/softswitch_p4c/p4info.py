@@ -84,6 +84,7 @@ class P4InfoBuilder:
         for vs in c.value_sets:
             self.add_value_set(vs)
         self.add_controller_headers()
+        self.add_new_types()
         self.assign_ids()
         self.link_ids()
         return self.info
@@ -138,6 +139,8 @@ class P4InfoBuilder:
         for i, p in enumerate(meta["params"]):
             prm = a.params.add()
             prm.id, prm.name, prm.bitwidth = i + 1, p["name"], p["bitwidth"]
+            if p["type_name"]:
+                prm.type_name.name = p["type_name"]
         self.action_msgs = getattr(self, "action_msgs", {})
         self.action_msgs[name] = a
 
@@ -149,6 +152,8 @@ class P4InfoBuilder:
             mf = msg.match_fields.add()
             mf.id, mf.name, mf.bitwidth = i + 1, k["name"], k["bitwidth"]
             mf.match_type = _MATCH[k["match_type"]]
+            if getattr(k["type"], "type_name", None):
+                mf.type_name.name = k["type"].type_name
         msg.size = t["size"]
         msg.is_const_table = t["is_const"]
         self.table_msgs = getattr(self, "table_msgs", [])
@@ -234,6 +239,16 @@ class P4InfoBuilder:
             for i, (fname, ft) in enumerate(t.fields):
                 md = m.metadata.add()
                 md.id, md.name, md.bitwidth = i + 1, fname, ft.width
+
+
+    def add_new_types(self):
+        """`type bit<W> Name` used in the P4Info gets a type_info.new_types entry."""
+        used = {mf.type_name.name for t in self.info.tables for mf in t.match_fields} | \
+            {p.type_name.name for a in self.info.actions for p in a.params}
+        for name, t in self.comp.new_types.items():
+            if name in used:
+                self.info.type_info.new_types[name].original_type.bitstring.bit.bitwidth = \
+                    t.width
 
 
 def _render_annotation(a):

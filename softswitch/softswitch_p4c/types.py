@@ -10,6 +10,7 @@ class Type:
 class Bits(Type):
     width: int
     signed: bool = False
+    type_name: str = field(default=None, compare=False)   # set for `type bit<W> Name`
     is_scalar = True
 
     def __str__(self):

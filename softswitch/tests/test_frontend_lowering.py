@@ -367,3 +367,17 @@ def test_control_variables_with_initializers_are_set_first(build):
     (act,) = [a for a in j["actions"] if a["name"].startswith("act")]
     assert [p["parameters"][0]["value"][1] for p in act["primitives"]] == ["base",
                                                                           "userMetadata.m8"]
+
+
+def test_new_types_are_named_in_the_p4info(build):
+    _, info = build(decls="type bit<9> Port_t; typedef bit<8> Plain_t;",
+                    meta="bit<8> m8; Port_t port;",
+                    ingress="""
+        action to(Port_t p, Plain_t x) { sm.egress_spec = (bit<9>) p; meta.m8 = x; }
+        table t { key = { meta.port: exact; } actions = { to; } }""", apply="t.apply();")
+    (t,) = info.tables
+    assert t.match_fields[0].type_name.name == "Port_t"
+    to = next(a for a in info.actions if a.preamble.name == "I.to")
+    assert [p.type_name.name for p in to.params] == ["Port_t", ""]
+    assert info.type_info.new_types["Port_t"].original_type.bitstring.bit.bitwidth == 9
+    assert "Plain_t" not in info.type_info.new_types
