@@ -6,7 +6,7 @@
 pub fn read_bits(buf: &[u8], bit_off: usize, width: u32) -> u128 {
     let w = width as usize;
     let start = bit_off / 8;
-    if bit_off % 8 == 0 && w % 8 == 0 {
+    if bit_off.is_multiple_of(8) && w.is_multiple_of(8) {
         return buf[start..start + w / 8].iter().fold(0u128, |a, b| (a << 8) | *b as u128);
     }
     if w > 120 {
@@ -25,7 +25,7 @@ pub fn read_bits(buf: &[u8], bit_off: usize, width: u32) -> u128 {
 #[inline]
 pub fn write_bits(buf: &mut [u8], bit_off: usize, width: u32, v: u128) {
     let w = width as usize;
-    if bit_off % 8 == 0 && w % 8 == 0 {
+    if bit_off.is_multiple_of(8) && w.is_multiple_of(8) {
         let start = bit_off / 8;
         let bytes = v.to_be_bytes();
         buf[start..start + w / 8].copy_from_slice(&bytes[16 - w / 8..]);
@@ -73,7 +73,7 @@ impl BitWriter {
     }
 
     pub fn push_bytes(&mut self, bytes: &[u8]) {
-        if self.bits % 8 == 0 {
+        if self.bits.is_multiple_of(8) {
             self.buf.truncate(self.bits / 8);
             self.buf.extend_from_slice(bytes);
             self.bits += bytes.len() * 8;

@@ -20,6 +20,9 @@ impl std::error::Error for LoadError {}
 
 type R<T> = Result<T, LoadError>;
 
+/// Resolves a parse state name (None: accept) at a JSON path.
+type StateRef<'a> = dyn Fn(Option<&str>, &str) -> R<Option<usize>> + 'a;
+
 fn err<T>(path: &str, msg: impl fmt::Display) -> R<T> {
     Err(LoadError(format!("{path}: {msg}")))
 }
@@ -302,7 +305,7 @@ impl Loader {
             let type_idx = *self.header_type_names.get(tname).map_or_else(|| err(&path, format!("unknown header_type '{tname}'")), Ok)?;
             let metadata = opt_bool(h, "metadata", false, &path)?;
             let ht = &self.p.header_types[type_idx];
-            if !metadata && ht.fixed_bits % 8 != 0 {
+            if !metadata && !ht.fixed_bits.is_multiple_of(8) {
                 return err(&path, format!("header '{name}' is {} bits, not a whole number of bytes", ht.fixed_bits));
             }
             let varbit_slot = ht.varbit_index.map(|_| {
@@ -1122,7 +1125,7 @@ impl Loader {
         t: &Value,
         key_bytes: usize,
         tpath: &str,
-        state_ref: &dyn Fn(Option<&str>, &str) -> R<Option<usize>>,
+        state_ref: &StateRef,
     ) -> R<Transition> {
         let next = state_ref(opt_str(t, "next_state", tpath)?, tpath)?;
         let mask = match opt_str(t, "mask", tpath)? {
