@@ -160,3 +160,40 @@ def test_tuple_assignment_reads_before_writing(tmp_path):
                              sm.egress_spec = 1;""")
     _, p = only(sw.process_packet(0, packet(ttl=5)))
     assert (p[IP].ttl, p[IP].proto) == (17, 5)
+
+
+def test_checksum_updates_match_scapy(tmp_path):
+    udp_header = "header udp_t { bit<16> sport; bit<16> dport; bit<16> len; bit<16> csum; }"
+    states = """
+        state start {
+            pkt.extract(hdr.ethernet);
+            transition select(hdr.ethernet.etherType) { 0x0800: parse_ipv4; default: accept; }
+        }
+        state parse_ipv4 {
+            pkt.extract(hdr.ipv4);
+            transition select(hdr.ipv4.protocol) { 17: parse_udp; default: accept; }
+        }
+        state parse_udp { pkt.extract(hdr.udp); transition accept; }"""
+    checksum = """
+        update_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn, hdr.ipv4.totalLen,
+              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.fragOffset, hdr.ipv4.ttl,
+              hdr.ipv4.protocol, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr },
+            hdr.ipv4.hdrChecksum, HashAlgorithm.csum16);
+        update_checksum_with_payload(hdr.udp.isValid(),
+            { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, 8w0, hdr.ipv4.protocol, hdr.udp.len,
+              hdr.udp.sport, hdr.udp.dport, hdr.udp.len },
+            hdr.udp.csum, HashAlgorithm.csum16);"""
+    sw = switch_for(tmp_path, decls=udp_header, states=states, checksum=checksum,
+                    headers="ethernet_t ethernet; ipv4_t ipv4; udp_t udp;",
+                    apply="sm.egress_spec = 1; hdr.ipv4.ttl = hdr.ipv4.ttl - 1; "
+                          "hdr.ipv4.ecn = 3; hdr.udp.dport = 4242;",
+                    deparse="pkt.emit(hdr.ethernet); pkt.emit(hdr.ipv4); pkt.emit(hdr.udp);")
+    _, p = only(sw.process_packet(0, packet(ttl=30)))
+    expected = Ether(raw(p))
+    del expected[IP].chksum
+    del expected[UDP].chksum
+    expected = Ether(raw(expected))
+    assert p[IP].tos & 3 == 3 and p[UDP].dport == 4242
+    assert p[IP].chksum == expected[IP].chksum
+    assert p[UDP].chksum == expected[UDP].chksum

@@ -23,7 +23,8 @@ header_union ab_t { a_t a; b_t b; }
 
 def program(ingress="", apply="", decls="", meta="bit<8> m8; bit<16> m16; bit<32> m32;",
             states=None, headers="ethernet_t ethernet; ipv4_t ipv4; hop_t[4] hops; ab_t ab;",
-            egress_apply="", deparse="pkt.emit(hdr.ethernet); pkt.emit(hdr.ipv4);", controls=""):
+            egress_apply="", deparse="pkt.emit(hdr.ethernet); pkt.emit(hdr.ipv4);", controls="",
+            checksum=""):
     states = states or """
         state start {
             pkt.extract(hdr.ethernet);
@@ -45,7 +46,7 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
 control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {{
     apply {{ {egress_apply} }}
 }}
-control CC(inout headers hdr, inout metadata meta) {{ apply {{ }} }}
+control CC(inout headers hdr, inout metadata meta) {{ apply {{ {checksum} }} }}
 control D(packet_out pkt, in headers hdr) {{ apply {{ {deparse} }} }}
 V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
