@@ -137,6 +137,8 @@ pub(crate) struct TableState {
     pub exact: FxHashMap<Box<[u128]>, u64>,
     /// Other tables: handles ordered by (rank desc, seq asc).
     pub order: Vec<u64>,
+    /// lpm tables (exact + one lpm key): per prefix length, longest first, key values -> handle.
+    pub by_prefix: Vec<(u32, FxHashMap<Box<[u128]>, u64>)>,
     pub default: Option<ActionCall>,
     next_handle: u64,
 }
@@ -163,6 +165,15 @@ impl TableState {
             bytes: AtomicU64::new(0),
             meter: Mutex::new(Meter::default()),
         };
+        if let Some(li) = lpm_index(t) {
+            let plen = entry.key[li].plen;
+            let values: Box<[u128]> = entry.key.iter().map(|k| k.value).collect();
+            let pos = self.by_prefix.partition_point(|(p, _)| *p > plen);
+            if self.by_prefix.get(pos).is_none_or(|(p, _)| *p != plen) {
+                self.by_prefix.insert(pos, (plen, FxHashMap::default()));
+            }
+            self.by_prefix[pos].1.insert(values, h);
+        }
         self.entries.insert(h, entry);
         if !t.all_exact {
             let k = self.order_key(h);
@@ -178,6 +189,12 @@ impl TableState {
             if self.exact.get(&k) == Some(&h) {
                 self.exact.remove(&k);
             }
+            for (_, map) in self.by_prefix.iter_mut() {
+                if map.get(&k) == Some(&h) {
+                    map.remove(&k);
+                }
+            }
+            self.by_prefix.retain(|(_, map)| !map.is_empty());
             self.order.retain(|x| *x != h);
         }
     }
@@ -197,8 +214,30 @@ impl TableState {
         if t.all_exact {
             return self.exact.get(key).map(|h| &self.entries[h]);
         }
+        if let Some(li) = lpm_index(t) {
+            // One hash probe per prefix length in use, longest first.
+            let mut probe = [0u128; MAX_INDEXED_KEYS];
+            let probe = &mut probe[..key.len()];
+            probe.copy_from_slice(key);
+            let width = t.keys[li].width;
+            return self.by_prefix.iter().find_map(|(plen, map)| {
+                probe[li] = key[li] & prefix_mask(width, *plen);
+                map.get(&*probe).map(|h| &self.entries[h])
+            });
+        }
         self.order.iter().map(|h| &self.entries[h]).find(|e| entry_matches(t, e, key))
     }
+}
+
+const MAX_INDEXED_KEYS: usize = 8;
+
+/// The lpm key position of a table that is indexed per prefix length
+/// (exact/valid keys plus one lpm key, no priorities).
+fn lpm_index(t: &Table) -> Option<usize> {
+    if t.all_exact || t.needs_priority || t.keys.len() > MAX_INDEXED_KEYS || t.keys.iter().any(|k| k.mask.is_some()) {
+        return None;
+    }
+    t.keys.iter().position(|k| k.kind == MatchKind::Lpm)
 }
 
 fn entry_matches(t: &Table, e: &Entry, key: &[u128]) -> bool {
@@ -472,8 +511,8 @@ impl State {
             return Err(RuntimeError::Immutable(format!("table '{table}' has const entries")));
         }
         let mut ts = self.tables[ti].write();
-        let default = ts.default.take();
-        *ts = TableState { default, ..Default::default() };
+        let (default, next_handle) = (ts.default.take(), ts.next_handle);
+        *ts = TableState { default, next_handle, ..Default::default() };
         Ok(())
     }
 

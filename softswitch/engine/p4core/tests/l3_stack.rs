@@ -254,3 +254,39 @@ fn checksums_skip_invalid_target_headers() {
     assert_eq!(out.queued[0].field(field(&prog, "standard_metadata", "checksum_error")), 0, "no IPv4 header: nothing to verify");
     assert_eq!(forward(&st, &mut ex, 0, &arp), vec![(1, arp.clone())]);
 }
+
+/// The per-prefix-length index picks the same route as a brute-force longest-prefix match.
+#[test]
+fn lpm_index_agrees_with_brute_force() {
+    use rand_core::{RngCore, SeedableRng};
+    let (prog, st, mut ex) = load("l3_stack.json");
+    let dmac = field(&prog, "ethernet", "dstAddr");
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(3);
+    let mut routes: Vec<(u32, u32, u64)> = Vec::new(); // (prefix, plen, id)
+    for id in 1..=300u64 {
+        let plen = rng.next_u32() % 33;
+        let mask = if plen == 0 { 0 } else { u32::MAX << (32 - plen) };
+        let prefix = rng.next_u32() & mask & 0x0fff_ffff; // share high bits so prefixes nest
+        if routes.iter().any(|(p, l, _)| *p == prefix && *l == plen) {
+            continue;
+        }
+        let h = st
+            .table_add("ingress.ipv4_lpm", &[MatchKey::Lpm(prefix.to_be_bytes().to_vec(), plen)], "ingress.set_nhop", &[vec![1], id.to_be_bytes()[2..].to_vec()], 0)
+            .unwrap();
+        if id % 7 == 0 {
+            st.table_delete("ingress.ipv4_lpm", h).unwrap(); // deletions keep the index consistent
+        } else {
+            routes.push((prefix, plen, id));
+        }
+    }
+    for _ in 0..3000 {
+        let addr = rng.next_u32() & 0x0fff_ffff;
+        let want = routes
+            .iter()
+            .filter(|(p, l, _)| *l == 0 || addr >> (32 - l) == p >> (32 - l))
+            .max_by_key(|(_, l, _)| *l)
+            .map(|(_, _, id)| *id as i128);
+        let out = ex.ingress(&st, 0, &udp_frame([1, 1, 1, 1], addr.to_be_bytes(), 9), 0);
+        assert_eq!(out.queued.first().map(|q| q.field(dmac)), want, "address {addr:#010x}");
+    }
+}
