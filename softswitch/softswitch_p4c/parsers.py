@@ -33,7 +33,7 @@ class ParserMixin:
         parse_states = []
         for st in decl.states:
             ops = list(init_ops) if st.name == "start" else []
-            parse_states.append(self.lower_state(st, Ctx(Scope(scope), ops, "parser", info), states))
+            parse_states += self.lower_state(st, Ctx(Scope(scope), ops, "parser", info), states)
         self.json["parsers"].append({"name": "parser", "id": 0, "init_state": "start",
                                      "parse_states": parse_states})
 
@@ -86,7 +86,10 @@ class ParserMixin:
         return self.state_count - 1
 
     def lower_state(self, st, ctx, states):
-        for s in st.stmts:
+        """One P4 state -> BMv2 states (more than one when an `if` splits it)."""
+        for i, s in enumerate(st.stmts):
+            if isinstance(s, A.If) and self.eval_value(s.cond, Ctx(ctx.scope)).const is None:
+                return self.split_state(st, i, ctx, states)
             self.parser_stmt(s, ctx)
         tr = st.transition
         if tr is None:
@@ -99,7 +102,40 @@ class ParserMixin:
                                      "next_state": nxt}]
         else:
             self.lower_select(tr, ctx, states, state)
-        return state
+        return [state]
+
+    def split_state(self, st, i, ctx, states):
+        """p4c style: `if` in a state becomes a select on the condition into
+        `<state>_true` / `<state>_false` states that continue in `<state>_join`."""
+        s = st.stmts[i]
+        cond = self.eval_value(s.cond, ctx)
+        self.require_bool(cond, s.cond.loc, "condition of 'if'")
+        flag = self.new_scalar(self.unique_name("cond"), Bits(1))
+        ctx.prims.append({"op": "set", "parameters": [flag.ref.json(), as_data(cond)]})
+        join = self.synthetic_state(f"{st.name}_join", states)
+        t_name = self.synthetic_state(f"{st.name}_true", states)
+        f_name = self.synthetic_state(f"{st.name}_false", states) if s.other else join
+        state = {"name": st.name, "id": self.next_state_id(), "parser_ops": ctx.prims,
+                 "transition_key": [flag.ref.json()],
+                 "transitions": [{"type": "hexstr", "value": "0x01", "mask": None,
+                                  "next_state": t_name},
+                                 {"type": "default", "value": None, "mask": None,
+                                  "next_state": f_name}]}
+        out = [state]
+        branches = [(t_name, s.then)] + ([(f_name, s.other)] if s.other else [])
+        for name, body in branches:
+            stmts = body.stmts if isinstance(body, A.Block) else [body]
+            sub = A.ParserState(s.loc, [], name, stmts, A.Transition(s.loc, join))
+            out += self.lower_state(sub, Ctx(Scope(ctx.scope), [], "parser", ctx.control), states)
+        rest = A.ParserState(s.loc, [], join, st.stmts[i + 1:], st.transition)
+        return out + self.lower_state(rest, Ctx(ctx.scope, [], "parser", ctx.control), states)
+
+    def synthetic_state(self, base, states):
+        name = self.unique_name(base)
+        while name in states:
+            name = self.unique_name(base)
+        states[name] = None
+        return name
 
     def state_target(self, name, loc, states):
         if name in _FINAL_STATES:
@@ -118,7 +154,7 @@ class ParserMixin:
         elif isinstance(s, A.If):
             cond = self.eval_value(s.cond, Ctx(ctx.scope))
             if cond.const is None:
-                raise unsupported(s.loc, "'if' statement in a parser state")
+                raise unsupported(s.loc, "'if' statement nested in a block of a parser state")
             self.lower_stmt(s, ctx)
         else:
             raise unsupported(s.loc, f"{type(s).__name__} statement in a parser state")

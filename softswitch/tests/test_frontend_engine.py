@@ -197,3 +197,22 @@ def test_checksum_updates_match_scapy(tmp_path):
     assert p[IP].tos & 3 == 3 and p[UDP].dport == 4242
     assert p[IP].chksum == expected[IP].chksum
     assert p[UDP].chksum == expected[UDP].chksum
+
+
+def test_if_in_a_parser_state_splits_the_state(tmp_path):
+    states = """
+        state start {
+            pkt.extract(hdr.ethernet);
+            meta.m8 = 1;
+            if (hdr.ethernet.etherType == 0x0800) {
+                pkt.extract(hdr.ipv4);
+                if (hdr.ipv4.ttl < 10) { meta.m8 = 2; } else { meta.m8 = 3; }
+            }
+            meta.m16 = 7;
+            transition accept;
+        }"""
+    sw = switch_for(tmp_path, states=states,
+                    apply="sm.egress_spec = (bit<9>) meta.m8 + (bit<9>) meta.m16;")
+    assert only(sw.process_packet(0, packet(ttl=5)))[0] == 9
+    assert only(sw.process_packet(0, packet(ttl=50)))[0] == 10
+    assert only(sw.process_packet(0, packet(ethertype=0x86DD)))[0] == 8

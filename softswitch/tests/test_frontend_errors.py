@@ -57,12 +57,9 @@ CASES = [
      "more than once"),
     ("switch on a bool", dict(apply="switch (meta.m8 == 1) { true: { } }"), "meta.m8 == 1",
      "switch expression"),
-    ("if in a parser", dict(states="""
-        state start {
-            pkt.extract(hdr.ethernet);
-            if (hdr.ethernet.etherType == 1) { meta.m8 = 1; }
-            transition accept;
-        }"""), "if (hdr.ethernet", "if"),
+    ("unsupported varbit", dict(decls="header opt_t { varbit<320> options; }",
+                                headers="ethernet_t ethernet; opt_t opt;"), "opt_t { varbit",
+     "varbit"),
     ("division at run time", dict(apply="meta.m8 = meta.m8 / 3;"), "meta.m8 / 3", "division"),
     ("missing semicolon", dict(apply="meta.m8 = 1 meta.m16 = 2;"), "meta.m16", "expected"),
     ("non-bool condition", dict(apply="if (meta.m8) { }"), "meta.m8)", "bool"),
