@@ -290,3 +290,51 @@ fn lpm_index_agrees_with_brute_force() {
         assert_eq!(out.queued.first().map(|q| q.field(dmac)), want, "address {addr:#010x}");
     }
 }
+
+/// l3_stack.json edited in place: returns the program, state and executor.
+fn load_edited(edit: impl FnOnce(&mut serde_json::Value)) -> (std::sync::Arc<Program>, State, Executor) {
+    let path = format!("{}/tests/programs/l3_stack.json", env!("CARGO_MANIFEST_DIR"));
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut v);
+    let prog = std::sync::Arc::new(Program::from_json(&v.to_string()).unwrap());
+    let st = State::new(&prog);
+    let ex = Executor::new(prog.clone(), 1);
+    (prog, st, ex)
+}
+
+#[test]
+fn hit_and_miss_next_tables() {
+    let (_, st, mut ex) = load_edited(|v| {
+        v["pipelines"][0]["tables"][0]["next_tables"] = serde_json::json!({"__HIT__": "ingress.acl", "__MISS__": "tbl_stats"});
+    });
+    let any = [MatchKey::Ternary(vec![0; 4], vec![0; 4]), MatchKey::Range(vec![0, 0], vec![0xff, 0xff])];
+    st.table_add("ingress.acl", &any, "ingress.count_acl", &[vec![3]], 1).unwrap();
+    st.table_add("ingress.ipv4_lpm", &[MatchKey::Lpm(vec![10, 0, 0, 0], 8)], "ingress.set_nhop", &[vec![1], MAC_A.to_vec()], 0).unwrap();
+    let miss = ex.ingress(&st, 0, &udp_frame([1, 1, 1, 1], [11, 0, 0, 1], 80), 0);
+    assert!(miss.dropped);
+    assert_eq!(st.counter_read("acl_counter", 3).unwrap().0, 0, "__MISS__ skips the acl");
+    assert_eq!(st.register_read("pkt_count", 0).unwrap(), 1, "__MISS__ goes to tbl_stats");
+    ex.ingress(&st, 0, &udp_frame([1, 1, 1, 1], [10, 0, 0, 1], 80), 0);
+    assert_eq!(st.counter_read("acl_counter", 3).unwrap().0, 1, "__HIT__ goes to the acl");
+    assert_eq!(st.register_read("pkt_count", 0).unwrap(), 2);
+}
+
+#[test]
+fn direct_meter_colors_per_entry() {
+    let (prog, st, mut ex) = load_edited(|v| {
+        v["meter_arrays"].as_array_mut().unwrap().push(serde_json::json!({"name": "lpm_meter", "id": 1, "is_direct": true,
+            "binding": "ingress.ipv4_lpm", "rate_count": 2, "type": "bytes", "result_target": ["scalars", "meta.color"]}));
+        v["pipelines"][0]["tables"][0]["direct_meters"] = serde_json::json!("lpm_meter");
+    });
+    let color = field(&prog, "scalars", "meta.color");
+    let h = st.table_add("ingress.ipv4_lpm", &[MatchKey::Lpm(vec![10, 0, 0, 0], 8)], "ingress.set_nhop", &[vec![1], MAC_A.to_vec()], 0).unwrap();
+    let frame = udp_frame([1, 1, 1, 1], [10, 0, 0, 1], 80);
+    let n = frame.len() as u64;
+    // Bytes meter: committed bucket holds one frame, peak bucket two.
+    st.direct_meter_set("ingress.ipv4_lpm", h, Some(MeterConfig { cir: n, cburst: n, pir: 2 * n, pburst: 2 * n })).unwrap();
+    let t = 1_000_000;
+    assert_eq!(ex.ingress(&st, 0, &frame, t).queued[0].field(color), COLOR_GREEN);
+    assert_eq!(ex.ingress(&st, 0, &frame, t).queued[0].field(color), COLOR_YELLOW);
+    assert!(ex.ingress(&st, 0, &frame, t).dropped, "red: dropped by the program");
+    assert_eq!(st.direct_meter_get("ingress.ipv4_lpm", h).unwrap().unwrap().pir, 2 * n);
+}

@@ -219,3 +219,13 @@ fn packets_queued_under_another_program_are_dropped_not_panicking() {
     let eo = l3.egress(&l3_state, q, QueueMeta::default(), 0);
     assert!(eo.out.is_none() && eo.clones.is_empty());
 }
+
+#[test]
+fn log_msg_formats_when_logging_is_on() {
+    let (_, st, mut ex) = setup("ingress.log_it", &[vec![4]]);
+    ex.ingress(&st, 2, &frame(), 0);
+    assert!(ex.take_logs().is_empty(), "logging is off by default");
+    ex.set_logging(true);
+    ex.ingress(&st, 2, &frame(), 0);
+    assert_eq!(ex.take_logs(), vec!["to port 4 from 2".to_string()]);
+}
