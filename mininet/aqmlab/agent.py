@@ -25,7 +25,6 @@ import time
 CHUNK = memoryview(b"\x00" * 65536)
 UNLIMITED = -1
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
-TCP_WINDOW_CLAMP = getattr(socket, "TCP_WINDOW_CLAMP", 10)
 SO_MAX_PACING_RATE = 47
 SAMPLE_INTERVAL = 0.5
 
@@ -144,8 +143,6 @@ class Client:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if self.opts.rcvbuf:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.opts.rcvbuf)
-        if self.opts.window_clamp:
-            sock.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, self.opts.window_clamp)
         sock.settimeout(max(self.time_left(), 0.1))
         sock.connect((self.opts.server, self.opts.port))
         return sock
@@ -307,6 +304,19 @@ WORKLOADS = {"bulk": run_bulk, "http10": run_http10, "http11": run_http11,
              "crr": run_crr, "surge": run_surge}
 
 
+def prime(opts):
+    """One small transfer so the sender's TCP metrics cache holds its route's
+    locked cwnd (the maximum window) before the measured connections."""
+    with socket.create_connection((opts.server, opts.port), timeout=10) as sock:
+        sock.sendall(b"1000 x\n")
+        got = 0
+        while got < 1000:
+            data = sock.recv(1000 - got)
+            if not data:
+                raise SystemExit("prime: connection closed early")
+            got += len(data)
+
+
 def client_main(opts):
     client = Client(opts)
     client.sleep(opts.epoch + opts.start - time.time())
@@ -332,6 +342,9 @@ def parse_args(argv):
     server.add_argument("--cc", default="")
     server.add_argument("--pacing-rate", type=int, default=0, help="bytes/s; 0 = no pacing")
     server.add_argument("--sndbuf", type=int, default=0)
+    primer = sub.add_parser("prime")
+    primer.add_argument("--server", required=True)
+    primer.add_argument("--port", type=int, required=True)
     client = sub.add_parser("client")
     client.add_argument("--kind", choices=sorted(WORKLOADS), required=True)
     client.add_argument("--server", required=True)
@@ -352,7 +365,6 @@ def parse_args(argv):
     client.add_argument("--think", type=json.loads, default=None)
     client.add_argument("--embedded", type=int, default=3)
     client.add_argument("--max-size", type=int, default=100_000_000)
-    client.add_argument("--window-clamp", type=int, default=0, help="bytes")
     client.add_argument("--rcvbuf", type=int, default=0)
     return parser.parse_args(argv)
 
@@ -361,6 +373,8 @@ def main(argv=None):
     opts = parse_args(sys.argv[1:] if argv is None else argv)
     if opts.mode == "serve":
         serve(opts)
+    elif opts.mode == "prime":
+        prime(opts)
     else:
         client_main(opts)
 

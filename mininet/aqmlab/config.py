@@ -311,6 +311,8 @@ def parse_workload(table, path, tcp_defaults):
     tool = _choice(table, "tool", path, TOOLS, "agent")
     if tool == "iperf3" and (kind != "bulk" or table.get("repeat", False)):
         _fail(f"{path}.tool", "iperf3 runs only bulk workloads without repeat")
+    if tool == "iperf3" and table.get("tcp", {}).get("window_clamp", tcp_defaults.window_clamp):
+        _fail(f"{path}.tool", "window_clamp needs the agent (it primes the sender's metrics)")
     return WorkloadSpec(
         name, kind,
         _number(table, "pairs", path, 1, low=1, integer=True),

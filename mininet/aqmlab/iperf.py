@@ -26,8 +26,8 @@ def client_args(pair, delay_s, duration_s, log):
         args += ["--time", str(max(1, round(duration_s)))]   # iperf3 takes whole seconds
     if tcp.pacing:
         args += ["--fq-rate", str(tcp.pacing_rate or 10**10)]
-    if tcp.window_clamp or tcp.rmem:
-        args += ["--window", str(tcp.rmem or tcp.window_clamp * tcp.effective_mss)]
+    if tcp.rmem:
+        args += ["--window", str(tcp.rmem)]
     command = " ".join(args)
     return ["sh", "-c", f"sleep {max(0.0, delay_s):.6f}; exec {command}"]
 

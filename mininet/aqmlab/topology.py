@@ -147,6 +147,8 @@ class Dumbbell:
                                   (self.clients, topo.client_access)):
             for endpoint in endpoints:
                 configure_host(endpoint, access.rate_bps)
+        for pair in self.pairs:
+            route_to_client(pair)
         self._program_switches(build_dir)
 
     def _program_switches(self, build_dir):
@@ -236,6 +238,21 @@ def configure_host(endpoint, access_rate_bps):
         if "rc=0" not in out:
             raise RuntimeError(f"{host.name}: `{command}` failed: {out.strip()}")
     apply_sysctls(host, tuning)
+
+
+def route_to_client(pair):
+    """The server's route to this client carries the workload's route options,
+    so a shared server tunes each workload's connections separately."""
+    host, tuning = pair.server.host, pair.workload.tcp
+    intf = host.defaultIntf().name
+    command = (f"ip route replace {pair.client.ip}/32 via {GATEWAY} dev {intf} onlink "
+               f"{tuning.route_options()}")
+    out = host.cmd(f"{command} 2>&1; echo rc=$?")
+    if "rc=0" not in out:
+        raise RuntimeError(f"{host.name}: `{command}` failed: {out.strip()}")
+    if tuning.window_clamp:
+        apply_sysctls(host, tuning, only=("net.ipv4.tcp_no_metrics_save",
+                                          "net.ipv4.tcp_no_ssthresh_metrics_save"))
 
 
 def tbf_command(intf, rate_bps):

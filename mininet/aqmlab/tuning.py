@@ -2,11 +2,15 @@
 
 Namespace-wide (sysctl): ECN, SACK, socket buffer
 limits, per-packet pacing (tcp_tso_rtt_log=0, tcp_min_tso_segs=1).
-Per route (`ip route`): initcwnd, initrwnd, advmss (MSS).
+Per route (`ip route`): initcwnd, initrwnd, advmss (MSS), and the maximum
+window as a locked `cwnd` (the sender's snd_cwnd_clamp; Linux applies it from
+the TCP metrics cache, so a priming connection seeds the cache first: see
+workloads.prime_window_clamps). TCP_WINDOW_CLAMP on the receiver is not used:
+Linux 6.x raises it to the receive buffer's window as data arrives.
 Per socket (the agent): TCP_CONGESTION, SO_MAX_PACING_RATE (data sender;
 congestion control is per socket because a namespace may only select the
-algorithms the root namespace allows, and only the sender's matters),
-TCP_WINDOW_CLAMP and SO_RCVBUF (receiver).
+algorithms the root namespace allows, and only the sender's matters) and
+SO_RCVBUF (receiver).
 """
 
 from dataclasses import dataclass
@@ -28,7 +32,7 @@ class TcpTuning:
     sack: bool = True
     initcwnd: int = 10
     initrwnd: int = 0          # packets; 0 = kernel default
-    window_clamp: int = 0      # packets; 0 = none (RFC 2415 "maximum window")
+    window_clamp: int = 0      # packets; 0 = none: the sender's maximum window (RFC 2415)
     mss: int = 0               # bytes; 0 = MTU - 40
     pacing: bool = False
     pacing_rate: int = 0       # bit/s cap when pacing; 0 = kernel's own rate
@@ -47,6 +51,11 @@ class TcpTuning:
             "net.ipv4.tcp_no_metrics_save": 1,
             "net.ipv6.conf.all.disable_ipv6": 1,
         }
+        if self.window_clamp:
+            # The locked route cwnd reaches a connection only through the TCP
+            # metrics cache, so keep it; ssthresh is still never carried over.
+            values["net.ipv4.tcp_no_metrics_save"] = 0
+            values["net.ipv4.tcp_no_ssthresh_metrics_save"] = 1
         if self.pacing:
             values["net.ipv4.tcp_tso_rtt_log"] = 0
             values["net.ipv4.tcp_min_tso_segs"] = 1
@@ -58,6 +67,8 @@ class TcpTuning:
 
     def route_options(self):
         options = [f"initcwnd {self.initcwnd}"]
+        if self.window_clamp:
+            options.append(f"cwnd lock {self.window_clamp}")   # snd_cwnd_clamp
         if self.initrwnd:
             options.append(f"initrwnd {self.initrwnd}")
         if self.mss:
@@ -77,19 +88,17 @@ class TcpTuning:
     def receiver_args(self):
         """Agent `client` options for the data receiver."""
         args = []
-        if self.window_clamp:
-            # Known limit: Linux 6.x raises window_clamp to the receive buffer's
-            # window whenever its payload/truesize ratio changes, so the clamp is
-            # exact only while that ratio is stable (seen with small MSS).
-            args += ["--window-clamp", str(self.window_clamp * self.effective_mss)]
         if self.rmem:
             args += ["--rcvbuf", str(self.rmem)]
         return args
 
 
-def apply_sysctls(host, tuning):
-    """Set the namespace sysctls; raises RuntimeError naming the one that failed."""
+def apply_sysctls(host, tuning, only=None):
+    """Set the namespace sysctls (or just those named in `only`); raises
+    RuntimeError naming the one that failed."""
     for key, value in tuning.sysctls().items():
+        if only is not None and key not in only:
+            continue
         out = host.cmd(f"sysctl -q -w {key}='{value}' 2>&1 && echo ok").strip()
         if not out.endswith("ok"):
             raise RuntimeError(f"{host.name}: sysctl {key}={value} failed: {out}")

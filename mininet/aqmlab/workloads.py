@@ -72,12 +72,31 @@ def client_args(pair, epoch, duration, seed, log):
     return args + workload.tcp.receiver_args()
 
 
+def prime_window_clamps(pairs):
+    """Seed each clamped sender's TCP metrics with its route's locked cwnd
+    (Linux reads the clamp from that cache), then check it is there."""
+    for pair in pairs:
+        if not pair.workload.tcp.window_clamp or pair.workload.tool != "agent":
+            continue
+        client, server = pair.client, pair.server
+        out = client.host.cmd(" ".join(AGENT + ["prime", "--server", server.ip, "--port",
+                                                str(pair.port)]) + " 2>&1; echo rc=$?")
+        deadline = time.time() + 2
+        while f"cwnd {pair.workload.tcp.window_clamp}" not in server.host.cmd(
+                f"ip tcp_metrics show {client.ip}"):
+            if time.time() > deadline:
+                raise RuntimeError(f"maximum window for {server.host.name} -> {client.ip} did not "
+                                   f"reach the TCP metrics cache (prime: {out.strip()})")
+            time.sleep(0.02)
+
+
 class Run:
     """Clients of one scenario run, started together at `epoch`."""
 
     def __init__(self, lab, pairs, duration, seed):
         self.lab, self.pairs, self.duration = lab, pairs, duration
         self.servers = start_servers(lab, pairs)
+        prime_window_clamps(pairs)
         self.epoch = time.time() + START_LEAD
         self.logs, self.clients = [], []
         for pair in pairs:

@@ -103,3 +103,19 @@ def test_results_folder_and_cleanup(red_results):
     assert len(tags) == 3
     for tag in tags:
         assert leftovers(tag) == []
+
+
+def test_maximum_window_caps_goodput_at_window_over_rtt(lab):
+    """window_clamp = 4 packets on a 14 ms path: goodput <= 4 x 1448 B / RTT
+    (without the clamp this flow reaches ~9.5 Mb/s, see the test above)."""
+    clamp = 4
+    network = build(scenario(workload=[{"kind": "bulk", "tcp": {"window_clamp": clamp}}],
+                             aqm={"mode": "droptail"}), "softswitch", lab)
+    try:
+        job = Run(lab, network.pairs, 4, seed=1)
+        job.wait()
+        goodput = sum(metrics.flow_goodputs(job.records(), (job.epoch + 1, job.end)).values())
+        ceiling = clamp * 1448 * 8 / (CONFIGURED_RTT_MS / 1000)
+        assert 0.5 * ceiling < goodput < 1.02 * ceiling
+    finally:
+        network.close_controllers()
