@@ -17,7 +17,7 @@ const MAX_CONTROL_STEPS: usize = 100_000;
 const MAX_RESUBMITS: usize = 16;
 
 /// The packet header vector and the unparsed rest of the frame.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct PacketState {
     pub(crate) fields: Vec<i128>,
     pub(crate) valid: Vec<bool>,
@@ -28,6 +28,35 @@ pub struct PacketState {
     /// Bytes the packet had at ingress (BMv2's PACKET_LENGTH register).
     pub(crate) ingress_len: usize,
     pub(crate) truncate: Option<usize>,
+}
+
+impl Clone for PacketState {
+    fn clone(&self) -> Self {
+        let mut copy = PacketState {
+            fields: Vec::new(),
+            valid: Vec::new(),
+            varbits: Vec::new(),
+            stack_next: Vec::new(),
+            union_stack_next: Vec::new(),
+            payload: Vec::new(),
+            ingress_len: 0,
+            truncate: None,
+        };
+        copy.clone_from(self);
+        copy
+    }
+
+    /// Reuses this packet's buffers (the executor recycles packets this way).
+    fn clone_from(&mut self, src: &Self) {
+        self.fields.clone_from(&src.fields);
+        self.valid.clone_from(&src.valid);
+        self.varbits.clone_from(&src.varbits);
+        self.stack_next.clone_from(&src.stack_next);
+        self.union_stack_next.clone_from(&src.union_stack_next);
+        self.payload.clone_from(&src.payload);
+        self.ingress_len = src.ingress_len;
+        self.truncate = src.truncate;
+    }
 }
 
 /// A packet between ingress and egress: what the traffic manager queues.
@@ -119,7 +148,12 @@ pub struct Executor {
     now_us: u64,
     logging: bool,
     logs: Vec<String>,
+    /// Finished packets whose buffers are reused (no allocation per packet).
+    spare: Vec<Box<PacketState>>,
 }
+
+/// Packets kept for reuse per executor.
+const SPARE_PACKETS: usize = 64;
 
 /// Where expression operands come from besides the packet.
 #[derive(Clone, Copy)]
@@ -153,6 +187,7 @@ impl Executor {
             now_us: 0,
             logging: false,
             logs: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -198,8 +233,31 @@ impl Executor {
         out
     }
 
-    fn fresh_packet(&self, port: u32, frame_len: usize, itype: i128, keep: &[(usize, i128)]) -> Box<PacketState> {
-        let mut pkt = Box::new(self.template.clone());
+    /// A copy of `src` in a recycled buffer when one is available.
+    fn copy_of(&mut self, src: &PacketState) -> Box<PacketState> {
+        match self.spare.pop() {
+            Some(mut b) => {
+                (*b).clone_from(src);
+                b
+            }
+            None => Box::new(src.clone()),
+        }
+    }
+
+    fn recycle(&mut self, pkt: Box<PacketState>) {
+        if self.spare.len() < SPARE_PACKETS && self.fits(&pkt) {
+            self.spare.push(pkt);
+        }
+    }
+
+    fn fresh_packet(&mut self, port: u32, frame_len: usize, itype: i128, keep: &[(usize, i128)]) -> Box<PacketState> {
+        let mut pkt = match self.spare.pop() {
+            Some(mut b) => {
+                (*b).clone_from(&self.template);
+                b
+            }
+            None => Box::new(self.template.clone()),
+        };
         let n = pkt.fields.len();
         for (f, v) in keep.iter().filter(|(f, _)| *f < n) {
             pkt.fields[*f] = *v;
@@ -232,7 +290,9 @@ impl Executor {
             out.digests.push(self.digest(&pkt, l));
         }
         if let Some(fl) = flags.resubmit {
-            return Some(self.preserved(&pkt, fl));
+            let keep = self.preserved(&pkt, fl);
+            self.recycle(pkt);
+            return Some(keep);
         }
         let mgid = get_opt(&pkt, s.mcast_grp);
         if mgid != 0 {
@@ -240,11 +300,13 @@ impl Executor {
             let group = st.mc_groups.read().get(&(mgid as u32)).cloned().unwrap_or_default();
             out.dropped = group.is_empty();
             self.replicate(&pkt, &group, &mut out.queued);
+            self.recycle(pkt);
             return None;
         }
         let egress_spec = get_opt(&pkt, s.egress_spec);
         if egress_spec == DROP_PORT as i128 || flags.assert_failed {
             out.dropped = true;
+            self.recycle(pkt);
             return None;
         }
         set_opt(&mut pkt, s.instance_type, instance_type::NORMAL);
@@ -274,9 +336,9 @@ impl Executor {
     }
 
     /// One copy per (port, rid), with egress_rid set.
-    fn replicate(&self, pkt: &PacketState, replicas: &[(u32, u32)], queue: &mut Vec<QueuedPacket>) {
+    fn replicate(&mut self, pkt: &PacketState, replicas: &[(u32, u32)], queue: &mut Vec<QueuedPacket>) {
         for (port, rid) in replicas {
-            let mut copy = Box::new(pkt.clone());
+            let mut copy = self.copy_of(pkt);
             set_opt(&mut copy, self.prog.std.egress_rid, *rid as i128);
             queue.push(self.queued(copy, *port));
         }
@@ -304,6 +366,7 @@ impl Executor {
             copy.truncate = Some(cfg.truncate);
         }
         self.replicate(&copy, &cfg.replicas, &mut out.queued);
+        self.recycle(copy);
     }
 
     fn digest(&self, pkt: &PacketState, l: usize) -> Digest {
@@ -347,6 +410,7 @@ impl Executor {
             self.clone_e2e(st, &pkt, session, fl, &mut out);
         }
         if get_opt(&pkt, s.egress_spec) == DROP_PORT as i128 || flags.assert_failed {
+            self.recycle(pkt);
             return out;
         }
         let mut frame = self.deparse(&prog, st, &mut pkt);
@@ -356,19 +420,21 @@ impl Executor {
                 frame,
                 preserved: self.preserved(&pkt, fl),
             });
+            self.recycle(pkt);
             return out;
         }
         if let Some(n) = pkt.truncate {
             frame.truncate(n);
         }
         out.out = Some((qp.egress_port, frame));
+        self.recycle(pkt);
         out
     }
 
     fn clone_e2e(&mut self, st: &State, pkt: &PacketState, session: u32, fl: Option<usize>, out: &mut EgressOutcome) {
         let Some(cfg) = st.clone_sessions.read().get(&session).cloned() else { return };
         let keep = self.preserved(pkt, fl);
-        let mut copy = Box::new(pkt.clone());
+        let mut copy = self.copy_of(pkt);
         for hdr in self.prog.headers.iter().filter(|h| h.metadata) {
             copy.fields[hdr.first_field..hdr.first_field + hdr.num_fields].fill(0);
         }
@@ -378,6 +444,7 @@ impl Executor {
         set_opt(&mut copy, self.prog.std.instance_type, instance_type::EGRESS_CLONE);
         copy.truncate = if cfg.truncate > 0 { Some(cfg.truncate) } else { None };
         self.replicate(&copy, &cfg.replicas, &mut out.clones);
+        self.recycle(copy);
     }
 
     // ---------------- parser ----------------
