@@ -351,8 +351,11 @@ impl State {
             .iter()
             .map(|t| {
                 let mut ts = TableState { default: t.default_entry.clone(), ..Default::default() };
+                let lpm = t.keys.iter().position(|k| k.kind == MatchKind::Lpm).filter(|_| !t.needs_priority);
                 for e in &t.const_entries {
-                    ts.insert(t, e.key.clone(), -(e.priority as i64), e.priority, e.call.clone());
+                    // BMv2 JSON priorities: lower numbers win; lpm tables: longest prefix wins.
+                    let rank = lpm.map_or(-(e.priority as i64), |i| e.key[i].plen as i64);
+                    ts.insert(t, e.key.clone(), rank, e.priority, e.call.clone());
                 }
                 RwLock::new(ts)
             })

@@ -338,3 +338,25 @@ fn direct_meter_colors_per_entry() {
     assert!(ex.ingress(&st, 0, &frame, t).dropped, "red: dropped by the program");
     assert_eq!(st.direct_meter_get("ingress.ipv4_lpm", h).unwrap().unwrap().pir, 2 * n);
 }
+
+#[test]
+fn const_entries_follow_bmv2_ordering() {
+    let route = |prefix: &str, plen: u32, port: &str, prio: i64| {
+        serde_json::json!({"match_key": [{"match_type": "lpm", "key": prefix, "prefix_length": plen}],
+                           "action_entry": {"action_id": 1, "action_data": [port, "0x000000000001"]}, "priority": prio})
+    };
+    let acl = |src: &str, mask: &str, idx: &str, prio: i64| {
+        serde_json::json!({"match_key": [{"match_type": "ternary", "key": src, "mask": mask}, {"match_type": "range", "start": "0x0000", "end": "0xffff"}],
+                           "action_entry": {"action_id": 3, "action_data": [idx]}, "priority": prio})
+    };
+    let (_, st, mut ex) = load_edited(|v| {
+        v["pipelines"][0]["tables"][0]["entries"] = serde_json::json!([route("0x0a000000", 8, "0x1", 1), route("0x0a010000", 16, "0x2", 2)]);
+        v["pipelines"][0]["tables"][1]["entries"] = serde_json::json!([acl("0x0a000005", "0xffffffff", "0x4", 1), acl("0x0a000000", "0xff000000", "0x5", 2)]);
+    });
+    let out = ex.ingress(&st, 0, &udp_frame([10, 0, 0, 5], [10, 1, 2, 3], 80), 0);
+    assert_eq!(out.queued[0].egress_port, 2, "lpm const entries: longest prefix wins regardless of priority");
+    assert_eq!(st.counter_read("acl_counter", 4).unwrap().0, 1, "ternary const entries: BMv2 priority 1 beats 2");
+    assert_eq!(st.counter_read("acl_counter", 5).unwrap().0, 0);
+    let e = st.table_add("ingress.ipv4_lpm", &[MatchKey::Lpm(vec![11, 0, 0, 0], 8)], "ingress.drop", &[], 0);
+    assert!(matches!(e, Err(RuntimeError::Immutable(_))), "tables with const entries are immutable");
+}
