@@ -214,3 +214,15 @@ fn concurrent_control_plane_and_packet_thread() {
     assert!(forwarded <= 20_000);
     assert_eq!(st.table_len("ingress.ipv4_lpm").unwrap(), 0);
 }
+
+/// The threading contract: State and Program are shared, Executor and packets move between threads.
+#[test]
+fn thread_safety_contract() {
+    fn shared<T: Send + Sync>() {}
+    fn movable<T: Send>() {}
+    shared::<State>();
+    shared::<Program>();
+    movable::<Executor>();
+    movable::<QueuedPacket>();
+    movable::<Recirculation>();
+}
