@@ -448,7 +448,9 @@ class Parser:
             return self.value_set_decl(annos)
         if self.at_type_start():
             return self.var_or_instance(annos)
-        raise self.error("expected a local declaration (action, table, constant, variable or instance)")
+        self.check_unknown_type(instance_ok=True)
+        raise self.error("expected a local declaration (action, table, constant, variable or "
+                         "instance)")
 
     def value_set_decl(self, annos):
         loc = self.expect("value_set").loc
@@ -658,7 +660,15 @@ class Parser:
             return A.Empty(t.loc)
         if self.at_type_start() and self.declaration_ahead():
             return self.var_or_instance(annos)
+        self.check_unknown_type()
         return self.assign_or_call()
+
+    def check_unknown_type(self, instance_ok=False):
+        """`Name x` (or `Name(...) x` among a block's locals) where Name is not a type."""
+        if self.tok.kind != "id" or self.is_type_name(self.tok.text):
+            return
+        if self.is_ident(1) or (instance_ok and (self.at("(", 1) or self.at("<", 1))):
+            raise CompileError(self.tok.loc, f"undeclared type '{self.tok.text}'")
 
     def declaration_ahead(self):
         """A type followed by a name (or by `(`/`<...>(` for an instance) starts a declaration."""

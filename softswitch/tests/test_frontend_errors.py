@@ -70,6 +70,8 @@ CASES = [
         action a() { } action b() { }
         table t { key = { meta.m8: exact; } actions = { a; } default_action = b(); }""",
                                 apply="t.apply();"), "b();", "not in the actions list"),
+    ("undeclared local type", dict(apply="port_t p = 1;"), "port_t", "undeclared type"),
+    ("undeclared instance type", dict(ingress="Sketch(4) s;"), "Sketch", "undeclared type"),
     ("undeclared match kind", dict(ingress="""
         action a() { }
         table t { key = { meta.m8: fuzzy; } actions = { a; } }""", apply="t.apply();"),
