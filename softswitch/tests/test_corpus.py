@@ -555,6 +555,14 @@ def test_digest_and_optional_keys(compiled):
                                                    p4info_pb2.ActionRef.TABLE_AND_DEFAULT]
 
 
+def test_new_types_are_named_in_the_p4info(compiled):
+    p4info = compiled("ecmp").p4info
+    nhop = p4info_entity(p4info, "tables", "MyIngress.ecmp_nhop")
+    assert nhop.match_fields[0].type_name.name == "EcmpMember_t"
+    new_type = p4info.type_info.new_types["EcmpMember_t"]
+    assert new_type.original_type.bitstring.bit.bitwidth == 14
+
+
 def test_const_entries_keep_their_priority_order(compiled):
     """qos_dscp's rules overlap; the largest P4 priority must win, which BMv2
     expresses as the smallest priority value."""

@@ -3,7 +3,8 @@
  * the receiver learns the path and the congestion along it.
  * Covers: header stacks (extract .next in a parser loop, lastIndex,
  * push_front, stack[0], size), IPv4 options, parser-local counters in
- * metadata, egress metadata (deq_qdepth), arithmetic on header fields. */
+ * metadata, an if statement in a parser state, egress metadata
+ * (deq_qdepth), arithmetic on header fields. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -111,6 +112,10 @@ parser MyParser(packet_in packet,
     state parse_mri {
         packet.extract(hdr.mri);
         meta.parser_metadata.remaining = hdr.mri.count;
+        if (hdr.mri.count > MAX_HOPS) {
+            // Parse only what the stack can hold; the rest stays payload.
+            meta.parser_metadata.remaining = MAX_HOPS;
+        }
         transition select(meta.parser_metadata.remaining) {
             0: accept;
             default: parse_swtrace;
