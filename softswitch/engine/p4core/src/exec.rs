@@ -757,8 +757,7 @@ impl Executor {
             // p4c's keyless "dummy" tables: always a miss with a constant action, no lock needed.
             let Some(d) = &t.default_entry else { return t.base_default_next };
             self.run_action(prog, st, pkt, d.action, &d.args);
-            let by_action = t.next_by_action.get(&d.action).copied();
-            return t.next_miss.unwrap_or_else(|| by_action.unwrap_or(t.base_default_next));
+            return t.next_miss.unwrap_or_else(|| t.next_after(d.action));
         }
         let mut key = std::mem::take(&mut self.key);
         key.clear();
@@ -781,15 +780,14 @@ impl Executor {
                     }
                 }
                 self.run_action(prog, st, pkt, e.call.action, &e.call.args);
-                t.next_hit.unwrap_or_else(|| t.next_by_action.get(&e.call.action).copied().unwrap_or(t.base_default_next))
+                t.next_hit.unwrap_or_else(|| t.next_after(e.call.action))
             }
             None => {
                 let action = ts.default.as_ref().map(|d| d.action);
                 if let Some(d) = &ts.default {
                     self.run_action(prog, st, pkt, d.action, &d.args);
                 }
-                let by_action = action.and_then(|a| t.next_by_action.get(&a).copied());
-                t.next_miss.unwrap_or_else(|| by_action.unwrap_or(t.base_default_next))
+                t.next_miss.unwrap_or_else(|| action.map_or(t.base_default_next, |a| t.next_after(a)))
             }
         };
         drop(ts);

@@ -1241,7 +1241,7 @@ impl Loader {
             by_name.insert(aname, idx);
             actions.push(idx);
         }
-        let mut next_by_action = rustc_hash::FxHashMap::default();
+        let mut next_by_action = vec![None; self.p.actions.len()];
         let (mut next_hit, mut next_miss) = (None, None);
         if let Some(nt) = obj(t, path)?.get("next_tables") {
             let npath = format!("{path}.next_tables");
@@ -1252,7 +1252,7 @@ impl Loader {
                     "__MISS__" => next_miss = Some(target),
                     a => {
                         let idx = by_name.get(a).map_or_else(|| err(&npath, format!("action '{a}' is not an action of the table")), Ok)?;
-                        next_by_action.insert(*idx, target);
+                        next_by_action[*idx] = Some(target);
                     }
                 }
             }

@@ -272,8 +272,8 @@ pub struct Table {
     pub needs_priority: bool,
     pub actions: Vec<usize>,
     pub max_size: usize,
-    /// Next node per action index (as in `actions`); `None` ends the pipeline.
-    pub next_by_action: rustc_hash::FxHashMap<usize, Option<Node>>,
+    /// Next node per program action index (outer None: not mapped; inner None ends the pipeline).
+    pub next_by_action: Vec<Option<Option<Node>>>,
     pub next_hit: Option<Option<Node>>,
     pub next_miss: Option<Option<Node>>,
     pub base_default_next: Option<Node>,
@@ -515,6 +515,14 @@ pub(crate) struct Names {
     pub meters: HashMap<String, usize>,
     pub registers: HashMap<String, usize>,
     pub value_sets: HashMap<String, usize>,
+}
+
+impl Table {
+    /// The node after `action` ran, from `next_tables` (or base_default_next).
+    #[inline]
+    pub fn next_after(&self, action: usize) -> Option<Node> {
+        self.next_by_action.get(action).copied().flatten().unwrap_or(self.base_default_next)
+    }
 }
 
 impl Program {
