@@ -51,6 +51,8 @@ pub struct PacketLoop {
     send_scratch: SendScratch,
     /// Ports whose receive failed, with the time to try again.
     failing: BTreeMap<u32, u64>,
+    /// Ports that filled every receive batch last turn: read again without polling.
+    backlogged: Vec<u32>,
     /// Moving average of how late timed wake-ups were (ns).
     wake_lateness_ns: u64,
 }
@@ -78,6 +80,7 @@ impl PacketLoop {
             bufs: Some(Box::new(RecvBufs::new())),
             send_scratch: SendScratch::default(),
             failing: BTreeMap::new(),
+            backlogged: Vec::new(),
             wake_lateness_ns: MIN_SPIN_NS,
         })
     }
@@ -87,7 +90,8 @@ impl PacketLoop {
         while !self.shared.stop.load(SeqCst) {
             self.sync_config();
             self.sync_pipeline();
-            let readable = self.wait();
+            // Under load, go straight back to the sockets that still had frames.
+            let readable = if self.backlogged.is_empty() { self.wait() } else { std::mem::take(&mut self.backlogged) };
             let now = self.clock.now_ns();
             self.receive(&readable, now);
             self.take_packet_outs(now);
@@ -179,7 +183,7 @@ impl PacketLoop {
         let ports = self.ports.clone();
         for &port in readable {
             let sock = &ports[&port];
-            for _ in 0..RX_BATCHES_PER_TURN {
+            for batch in 0..RX_BATCHES_PER_TURN {
                 let mut bufs = self.bufs.take().expect("receive buffers in use");
                 let n = match sock.recv_batch(&mut bufs) {
                     Ok(n) => {
@@ -203,6 +207,9 @@ impl PacketLoop {
                 self.bufs = Some(bufs);
                 if n < crate::afpacket::BATCH {
                     break;
+                }
+                if batch + 1 == RX_BATCHES_PER_TURN {
+                    self.backlogged.push(port);
                 }
             }
         }
