@@ -199,6 +199,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
             self.check_field_type(d, f, ft)
             st.fields.append((f.name, ft))
             st.field_annos[f.name] = f.annos
+            st.field_locs[f.name] = f.type.loc
         return st
 
     def check_field_type(self, d, f, ft):
@@ -292,7 +293,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         fields = []
         for fname, ft in st.fields:
             if isinstance(ft, VarbitT):
-                raise unsupported(getattr(st, "loc", None),
+                raise unsupported(st.field_locs.get(fname),
                                   f"varbit field '{fname}' in header '{st.name}'")
             width = storage_width(ft)
             fields.append([fname, width, isinstance(ft, Bits) and ft.signed])

@@ -81,6 +81,7 @@ class StructT(Type):
     fields: list = field(default_factory=list)
     annos: list = field(default_factory=list)
     field_annos: dict = field(default_factory=dict)
+    field_locs: dict = field(default_factory=dict)
 
     def field_type(self, name):
         for n, t in self.fields:

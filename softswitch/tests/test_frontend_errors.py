@@ -58,7 +58,7 @@ CASES = [
     ("switch on a bool", dict(apply="switch (meta.m8 == 1) { true: { } }"), "meta.m8 == 1",
      "switch expression"),
     ("unsupported varbit", dict(decls="header opt_t { varbit<320> options; }",
-                                headers="ethernet_t ethernet; opt_t opt;"), "opt_t { varbit",
+                                headers="ethernet_t ethernet; opt_t opt;"), "varbit<320>",
      "varbit"),
     ("division at run time", dict(apply="meta.m8 = meta.m8 / 3;"), "meta.m8 / 3", "division"),
     ("missing semicolon", dict(apply="meta.m8 = 1 meta.m16 = 2;"), "meta.m16", "expected"),
