@@ -23,6 +23,10 @@ def build_argparser():
                     help="add a directory to the #include search path")
     ap.add_argument("-D", dest="defines", action="append", default=[],
                     help="define a preprocessor macro NAME[=VALUE]")
+    # accepted for command-line compatibility with p4c; only these values exist here
+    ap.add_argument("--target", choices=["bmv2"], default="bmv2", help="(p4c compatibility)")
+    ap.add_argument("--arch", choices=["v1model"], default="v1model", help="(p4c compatibility)")
+    ap.add_argument("--std", choices=["p4-16"], default="p4-16", help="(p4c compatibility)")
     return ap
 
 

@@ -139,6 +139,16 @@ def test_p4info_format_follows_the_extension(tmp_path):
     assert from_json == from_bin and from_bin.tables[0].preamble.name == "I.t"
 
 
+def test_p4c_compatible_flags(tmp_path):
+    src = tmp_path / "prog.p4"
+    src.write_text(VALID)
+    assert main([str(src), "-o", str(tmp_path), "--target", "bmv2", "--arch", "v1model",
+                 "--std", "p4-16"]) == 0
+    proc = subprocess.run([sys.executable, "-m", "softswitch_p4c.cli", str(src), "--arch", "psa"],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "psa" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_missing_file(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "softswitch_p4c.cli",
                            str(tmp_path / "none.p4"), "-o", str(tmp_path)],
