@@ -6,7 +6,10 @@ exactly when the average it produced is >= T + 1, so the first dropped frame
 of a burst tells where the average crossed T + 1.  The prediction is
 the recursion avg <- (1 - wq) avg + wq q over the known burst depths.
 """
+import logging
 import time
+
+import numpy as np
 
 from redctl import RedConfig
 from redctl.convert import idle_decay
@@ -59,14 +62,14 @@ class IdleDecay(AqmTest):
 
     A burst leaves the average at A (by the recursion).  Gentle RED with
     maxp = 1, minth = 7, maxth = 8 marks a lone probe frame exactly when its
-    average is >= 8, and passes it below 7.  After a short idle (~20 ms) the
-    probe must still be marked (20, 50 ms); after a long one it must not be
-    (200, 600 ms).
-    The prediction is the real-valued (1 - wq)^m and, identically here, the
-    controller's installed power-of-two decay table; the idle time is
-    measured (probe send time - last arrival + one frame time) and a probe
-    whose idle time falls too near a point where the prediction changes is
-    repeated.  Deterministic: no random draw decides.
+    average is >= 8 and passes it below 7.  After ~20 ms of idle the probe
+    must still be marked; after 200 ms and 600 ms it must not be.  The
+    prediction is the real-valued (1 - wq)^m and the controller's installed
+    power-of-two decay table, which agree at these points.  The idle time is
+    bracketed (the last frame left between its line-rate schedule and one
+    frame time before it reached the test); a probe whose bracket spans a
+    point where the prediction changes is repeated.  Deterministic: no
+    random draw decides.
     """
 
     WQ_LOG = 3
@@ -78,7 +81,7 @@ class IdleDecay(AqmTest):
         self.tx_us = self.ctl.port_spec(BOTTLENECK).tx_time_us
         avg_after = ewma(burst_depths(self.BUILD), self.WQ_LOG)[-1]
         self.assertLess(avg_after, 2 * self.CFG.maxth, "set-up: the build burst must not drop")
-        for idle_target_s, expect_mark in ((0.02, True), (0.05, True), (0.2, False), (0.6, False)):
+        for idle_target_s, expect_mark in ((0.02, True), (0.2, False), (0.6, False)):
             self.assertEqual(self.probe_after_idle(avg_after, idle_target_s), expect_mark,
                              f"probe after ~{idle_target_s * 1e3:.0f} ms idle, avg was {avg_after:.2f}")
 
@@ -94,11 +97,19 @@ class IdleDecay(AqmTest):
             build = self.burst(self.BUILD, ecn=ECT0, frame_len=FRAME, expect=self.BUILD,
                                quiet_s=0.004)
             self.assertEqual(build.missing(), [], "build burst")
-            departed = build.last_arrival - tx_time_s(FRAME)
-            time.sleep(max(0.0, departed + idle_target_s - time.time()))
+            # The last build frame left the queue between its line-rate
+            # schedule and one frame time before it reached us.
+            earliest = build.first_send + (self.BUILD - 1) * tx_time_s(FRAME)
+            latest = max(earliest, build.last_arrival - tx_time_s(FRAME))
+            time.sleep(max(0.0, latest + idle_target_s - time.time()))
             probe = self.burst(1, ecn=ECT0, frame_len=FRAME, expect=1)
-            idle_us = (probe.first_send - departed) * 1e6
-            outcomes = {self.predicted_mark(avg_after, idle_us + d) for d in (-3000, 0, 3000)}
+            shortest = (probe.first_send - latest) * 1e6 - 2000
+            longest = (probe.first_send - earliest) * 1e6 + 2000
+            idle_us = (shortest + longest) / 2
+            logging.info("idle probe: bracket %.1f..%.1f ms (departure uncertainty %.1f ms)",
+                         shortest / 1e3, longest / 1e3, (latest - earliest) * 1e3)
+            outcomes = {self.predicted_mark(avg_after, t)
+                        for t in np.linspace(shortest, longest, 16)}
             if len(outcomes) != 1 or None in outcomes:
                 continue
             self.assertEqual(probe.missing(), [], "a probe below 2 maxth is never dropped")
@@ -106,7 +117,7 @@ class IdleDecay(AqmTest):
             self.assertEqual(bool(probe.with_ecn(CE)), predicted,
                              f"idle {idle_us / 1e3:.1f} ms: expected "
                              f"{'a mark' if predicted else 'no mark'}")
-            if idle_us / 1e6 - idle_target_s < 0.015:
+            if shortest / 1e6 - idle_target_s < 0.015:
                 return predicted
         raise AssertionError(f"no probe went out on time ({idle_target_s * 1e3:.0f} ms) "
                              "away from a decision boundary: host too busy")
