@@ -776,6 +776,13 @@ impl Loader {
                 "access_union_header" => {
                     let u = self.union_ref(self.operand(v, "left", path)?, path)?;
                     let m = v.get("right").and_then(Value::as_u64).map_or_else(|| err(path, "access_union_header needs an integer offset"), Ok)? as usize;
+                    let un = match &u {
+                        UnionRef::Fixed(i) => *i,
+                        UnionRef::StackElem(s, _) | UnionRef::StackLast(s) => self.p.union_stacks[*s].unions[0],
+                    };
+                    if m >= self.p.unions[un].headers.len() {
+                        return err(path, format!("union member offset {m} out of range"));
+                    }
                     Ok(HeaderRef::UnionMember(Box::new(u), m))
                 }
                 o => err(path, format!("'{o}' does not yield a header")),
@@ -795,6 +802,9 @@ impl Loader {
             return match get_str(v, "op", path)? {
                 "dereference_union_stack" => {
                     let s = self.named(&self.p.names.union_stacks, "header union stack", get(self.operand(v, "left", path)?, "value", path)?, path)?;
+                    if self.p.union_stacks[s].unions.is_empty() {
+                        return err(path, "empty header union stack");
+                    }
                     Ok(UnionRef::StackElem(s, Box::new(self.expr(self.operand(v, "right", path)?, path)?)))
                 }
                 o => err(path, format!("'{o}' does not yield a header union")),
