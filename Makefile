@@ -44,8 +44,8 @@ build: $(PROGRAMS)
 	  echo "softswitch-p4c $$p"; \
 	  $(P4C) $$p -o build --p4runtime-files build/$$n.p4info.txtpb || exit 1; done
 
-# `make test` = the PTF suite (once ptf-tests/ has its runner) + all unit/integration tests.
-test: unit
+# `make test` = the PTF suite on the built-in target + all unit/integration tests.
+test: ptf unit
 
 unit:
 	$(PY) -m pytest -q
