@@ -373,7 +373,8 @@ def table_problems(table, bm: Bmv2Json, action_ids: set) -> list:
         problems.append(f"table {name}: action_refs name unknown actions")
     keys = [k for k in jt["key"] if k["match_type"] != "valid"]
     if len(keys) != len(table.match_fields):
-        return problems + [f"table {name}: {len(table.match_fields)} match fields, JSON has {len(keys)}"]
+        return problems + [
+            f"table {name}: {len(table.match_fields)} match fields, JSON has {len(keys)}"]
     for mf, key in zip(table.match_fields, keys):
         if P4INFO_TO_JSON_MATCH.get(mf.match_type) != key["match_type"]:
             problems.append(f"table {name}: {mf.name} match kind differs from the JSON")
@@ -768,7 +769,8 @@ def test_firewall_admits_only_replies_to_inside_connections(compiled):
                      "MyIngress.set_direction", [bytes([direction])])
 
     def tcp(src, dst, sport, dport, flags):
-        return raw(Ether(dst=MAC_R) / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, flags=flags))
+        return raw(Ether(dst=MAC_R) / IP(src=src, dst=dst)
+                   / TCP(sport=sport, dport=dport, flags=flags))
 
     reply = tcp("10.0.2.2", "10.0.1.1", 80, 5555, "SA")
     assert sw.process_packet(2, reply) == []                      # nobody asked
