@@ -290,16 +290,24 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         name = json_name or st.name
         if name in self.header_types:
             return name
-        fields = []
+        fields, varbits = [], [(f, t) for f, t in st.fields if isinstance(t, VarbitT)]
+        if len(varbits) > 1 or varbits and st.kind != "header":
+            raise unsupported(st.field_locs.get(varbits[-1][0]),
+                              f"varbit field '{varbits[-1][0]}' in {st.kind} '{st.name}' (one "
+                              f"per header only)")
         for fname, ft in st.fields:
             if isinstance(ft, VarbitT):
-                raise unsupported(st.field_locs.get(fname),
-                                  f"varbit field '{fname}' in header '{st.name}'")
-            width = storage_width(ft)
-            fields.append([fname, width, isinstance(ft, Bits) and ft.signed])
-        if st.kind == "struct" and sum(f[1] for f in fields) % 8:
-            fields.append(["_padding", 8 - sum(f[1] for f in fields) % 8, False])
-        self.header_types[name] = {"name": name, "id": len(self.header_types), "fields": fields}
+                fields.append([fname, "*", False])
+                continue
+            fields.append([fname, storage_width(ft), isinstance(ft, Bits) and ft.signed])
+        fixed = sum(f[1] for f in fields if f[1] != "*")
+        if st.kind == "struct" and fixed % 8:
+            fields.append(["_padding", 8 - fixed % 8, False])
+        htype = {"name": name, "id": len(self.header_types), "fields": fields}
+        if varbits:
+            htype["length_exp"] = None
+            htype["max_length"] = (fixed + varbits[0][1].max_width + 7) // 8
+        self.header_types[name] = htype
         return name
 
     def add_header_instance(self, name, st, metadata=False, json_type=None):

@@ -579,6 +579,8 @@ class ControlMixin:
                                                     f"lpm key")
                 lpm_seen = True
             v = self.eval_value(k.expr, ctx)
+            if not v.type.is_scalar or isinstance(v.type, IntT):
+                raise CompileError(k.loc, f"table key must be a fixed-width scalar, not {v.type}")
             target, mask, width = self.key_target(v, k, key_temps)
             name = self.key_name(k)
             kind = "ternary" if k.match_kind == "optional" else k.match_kind
@@ -607,8 +609,6 @@ class ControlMixin:
         j = v.json
         if v.is_boolexpr and j["value"]["op"] == "d2b" and j["value"]["right"]["type"] == "field":
             return list(j["value"]["right"]["value"]), None, 1
-        if not v.type.is_scalar or isinstance(v.type, IntT):
-            raise CompileError(k.loc, f"table key must be a fixed-width scalar, not {v.type}")
         # p4c style: other expressions are computed into a scalar before the table
         tmp = self.new_scalar(self.unique_name("key"), v.type)
         key_temps.append((tmp, v, k.loc))

@@ -8,7 +8,7 @@ from .errors import CompileError, unsupported
 from .symbols import (ActionSym, ExternFuncSym, ExternInstance, FuncSym, StateSym, TableSym,
                       TypeSym, ValueSetSym)
 from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StackT, StringT, StructT, TupleT,
-                    TypeVar, DontCareT, same_type, storage_width)
+                    TypeVar, DontCareT, VarbitT, same_type, storage_width)
 from .values import (DynHeaderRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, bool_expr, data_expr, expr, field_val, hexstr, mask_of)
 
@@ -170,6 +170,8 @@ class ExprMixin:
 
     def lookahead_member(self, ht, e):
         offset = 0
+        if any(isinstance(t, VarbitT) for _, t in ht.fields):
+            raise unsupported(e.loc, f"lookahead of header {ht.name} with a varbit field")
         for fname, ft in ht.fields:
             if fname == e.name:
                 return Val(ft, json={"type": "lookahead", "value": [offset, storage_width(ft)]})

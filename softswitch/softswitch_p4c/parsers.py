@@ -13,7 +13,7 @@ from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
 from .symbols import ExternFuncSym, Scope, ValueSetSym
-from .types import Bits, BoolT, EnumT, StructT, storage_width
+from .types import Bits, BoolT, EnumT, StructT, VarbitT, storage_width
 from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, mask_of)
 
@@ -179,12 +179,16 @@ class ParserMixin:
         raise CompileError(call.loc, f"packet method '{name}' can only be used in a {where}")
 
     def parser_extract(self, call, ctx):
-        if len(call.args) == 2:
-            raise unsupported(call.loc, "two-argument extract (varbit headers)")
-        if len(call.args) != 1:
-            raise CompileError(call.loc, f"wrong number of arguments to 'extract': expected 1, "
-                                         f"got {len(call.args)}")
+        if len(call.args) not in (1, 2):
+            raise CompileError(call.loc, f"wrong number of arguments to 'extract': expected 1 "
+                                         f"or 2, got {len(call.args)}")
         v = self.eval_value(call.args[0], ctx)
+        has_varbit = isinstance(v.type, StructT) and any(
+            isinstance(t, VarbitT) for _, t in v.type.fields)
+        if has_varbit != (len(call.args) == 2):
+            raise CompileError(call.loc, "extract of a header with a varbit field needs its "
+                                         "length in bits as second argument" if has_varbit else
+                                         "two-argument extract needs a header with a varbit field")
         if "stack_next" in v.extra:
             param = {"type": "stack", "value": v.extra["stack_next"].name}
         elif isinstance(v.ref, HeaderRef):
@@ -194,6 +198,11 @@ class ParserMixin:
                                                 "index")
         else:
             raise CompileError(call.args[0].loc, f"extract needs a header, not {v.type}")
+        if has_varbit:
+            n = self.coerce(self.eval_value(call.args[1], ctx, Bits(32)), Bits(32),
+                            call.args[1].loc, "argument 'variableFieldSizeInBits' of 'extract'")
+            ctx.prims.append({"op": "extract_VL", "parameters": [param, as_data(n)]})
+            return None
         ctx.prims.append({"op": "extract", "parameters": [param]})
         return None
 

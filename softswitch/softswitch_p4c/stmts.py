@@ -8,7 +8,7 @@ from .errors import CompileError, unsupported
 from .exprs import Ctx, StackLastRef
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope
 from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
-                    TypeVar, VoidT, storage_width)
+                    TypeVar, VarbitT, VoidT, storage_width)
 from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, bool_expr, expr, hexstr)
 
@@ -164,6 +164,10 @@ class StmtMixin:
             self.require_same_ref(rhs, StackRef, loc)
             return self.emit(ctx, "assign_header_stack", [ref.json(), rhs.ref.json()], loc)
         dst = ref.json() if ref is not None else lhs.json
+        if isinstance(lhs.type, VarbitT):
+            if not isinstance(rhs.ref, FieldRef):
+                raise unsupported(loc, "assignment of this expression to a varbit field")
+            return self.emit(ctx, "assign_VL", [dst, rhs.ref.json()], loc)
         return self.emit(ctx, "assign", [dst, as_data(rhs)], loc)
 
     def require_same_ref(self, rhs, cls, loc):
@@ -498,6 +502,8 @@ class StmtMixin:
         for v in self.flatten(data, call):
             if isinstance(v.ref, FieldRef):
                 out.append(v.ref.json())
+            elif isinstance(v.type, VarbitT):
+                raise unsupported(call.loc, "a varbit value in a field list")
             elif v.const is not None:
                 w = storage_width(v.type) if not isinstance(v.type, IntT) else None
                 if w is None:
@@ -526,7 +532,7 @@ class StmtMixin:
             return out
         if isinstance(v.ref, HeaderRef):
             return [v]
-        if v.type is not None and v.type.is_scalar:
+        if v.type is not None and (v.type.is_scalar or isinstance(v.type, VarbitT)):
             return [v]
         raise unsupported(call.loc, f"a value of type {v.type} in a field list")
 

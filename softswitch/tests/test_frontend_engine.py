@@ -216,3 +216,26 @@ def test_if_in_a_parser_state_splits_the_state(tmp_path):
     assert only(sw.process_packet(0, packet(ttl=5)))[0] == 9
     assert only(sw.process_packet(0, packet(ttl=50)))[0] == 10
     assert only(sw.process_packet(0, packet(ethertype=0x86DD)))[0] == 8
+
+
+def test_varbit_ipv4_options_are_extracted_and_emitted(tmp_path):
+    states = """
+        state start {
+            pkt.extract(hdr.ethernet);
+            transition select(hdr.ethernet.etherType) { 0x0800: parse_ipv4; default: accept; }
+        }
+        state parse_ipv4 {
+            pkt.extract(hdr.ipv4);
+            pkt.extract(hdr.opts, ((bit<32>) hdr.ipv4.ihl - 5) * 32);
+            transition accept;
+        }"""
+    sw = switch_for(tmp_path, decls="header opts_t { varbit<320> options; }", states=states,
+                    headers="ethernet_t ethernet; ipv4_t ipv4; opts_t opts;",
+                    apply="sm.egress_spec = hdr.opts.isValid() ? 9w1 : 9w2; "
+                          "hdr.ipv4.ttl = hdr.ipv4.ttl - 1;",
+                    deparse="pkt.emit(hdr.ethernet); pkt.emit(hdr.ipv4); pkt.emit(hdr.opts);")
+    eth = Ether(dst="00:00:00:00:00:01", src="00:00:00:00:00:02")
+    with_opts = raw(eth / IP(dst="10.0.1.5", ttl=9, options=[b"\x01\x01\x01\x00"]) / UDP())
+    port, p = only(sw.process_packet(0, with_opts))
+    assert port == 1 and p[IP].ihl == 6 and raw(p)[34:38] == b"\x01\x01\x01\x00"
+    assert p[IP].ttl == 8 and p[UDP].dport == 53
