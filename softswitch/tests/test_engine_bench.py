@@ -1,0 +1,29 @@
+"""The benchmark in its short form (`run.py --quick`), so CI keeps it working.
+It checks that every measurement ran and was written, not how fast: the
+numbers belong to softswitch/bench/RESULTS.md."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "run.py"
+
+
+@pytest.mark.root
+def test_quick_benchmark_measures_everything(tmp_path):
+    out = tmp_path / "RESULTS.md"
+    run = subprocess.run([sys.executable, str(BENCH), "--quick", "--out", str(out)],
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    text = out.read_text()
+    raw = json.loads(text.split("```json")[1].split("```")[0])
+    for size in ("64", "1500"):
+        assert {"c", "softswitch", "softswitch-minimal"} <= raw["pps"][size].keys()
+        assert all(r["delivered_pps"] > 0 for r in raw["pps"][size].values())
+    assert [r["rate_mbps"] for r in raw["rate"]] == [1.5, 10.0, 100.0]
+    assert all(r["wire_mbps"] > 0 for r in raw["rate"])
+    assert len(raw["latency"]) == 2 and len(raw["delay"]) == 2
+    assert "| 64 |" in text and "| 100.0 |" in text
