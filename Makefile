@@ -57,8 +57,13 @@ run:
 	$(PY) -m aqmlab run mininet/experiments/default.toml
 
 # Benchmarks live next to what they measure and write committed results files.
+# front-end compile time, P4Runtime write/read rates, switch speed and link
+# fidelity, and the lab's end-to-end TCP fidelity.
 bench:
-	@for b in softswitch/bench/run.py mininet/bench/run.py; do [ ! -f $$b ] || $(PY) $$b || exit 1; done
+	$(PY) -m softswitch_p4c.bench
+	$(PY) -m softswitch_server.bench
+	$(PY) softswitch/bench/run.py
+	$(PY) mininet/bench/run.py
 
 clean:
 	rm -rf build/*.json build/*.txtpb build/wheels softswitch/engine/target
