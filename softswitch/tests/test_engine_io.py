@@ -24,6 +24,9 @@ UDP_PORT = 5001
 PAYLOAD = 1000
 FRAME_BYTES = PAYLOAD + 42
 CPU_PORT = 255
+# Slow enough that a whole test burst is queued before the first frame is on
+# the wire, even if the sending process is descheduled for tens of ms.
+SLOW_BPS = 200_000
 
 
 @pytest.fixture
@@ -91,7 +94,7 @@ def test_tcp_transfer_through_the_switch_is_complete_and_intact(lab, switch):
 
 
 def test_line_rate_is_kept_for_a_backlogged_queue(lab, switch):
-    rate = 5_000_000
+    rate = 2_000_000  # 300 frames take 1.25 s: a few ms of wake-up jitter at the ends stay < 1%
     switch.configure_port(1, rate_bps=rate, buffer_packets=1000)
     got = udp_burst(lab, 300)
     assert len(got) == 300
@@ -102,7 +105,7 @@ def test_line_rate_is_kept_for_a_backlogged_queue(lab, switch):
 
 
 def test_full_buffer_tail_drops_and_counts(lab, switch):
-    switch.configure_port(1, rate_bps=1_000_000, buffer_packets=10)
+    switch.configure_port(1, rate_bps=SLOW_BPS, buffer_packets=10)
     got = udp_burst(lab, 100)
     drops = switch.port_stats()[1]["drops"]
     assert drops > 0
@@ -112,9 +115,9 @@ def test_full_buffer_tail_drops_and_counts(lab, switch):
 
 
 def test_enq_qdepth_seen_by_the_program_is_the_queue_the_burst_built(lab, switch, tmp_path):
-    # 1 Mb/s: each 1042-byte frame takes 8.3 ms, far longer than the burst takes to
+    # Each 1042-byte frame takes 42 ms at SLOW_BPS, far longer than the burst takes to
     # arrive, so frame i finds i-1 frames waiting (frame 0 went straight to the wire).
-    switch.configure_port(1, rate_bps=1_000_000, buffer_packets=64)
+    switch.configure_port(1, rate_bps=SLOW_BPS, buffer_packets=64)
     n = 30
     got = udp_burst(lab, n)
     switch.stop()
@@ -133,7 +136,7 @@ def test_propagation_and_ingress_delay_show_in_ping_rtt(lab, switch):
 
 def test_priority_queues_serve_higher_priority_first(lab, switch):
     # The fixture program sets priority = IP precedence (diffserv >> 5).
-    switch.configure_port(1, rate_bps=1_000_000, buffer_packets=100, prio_queues=8)
+    switch.configure_port(1, rate_bps=SLOW_BPS, buffer_packets=100, prio_queues=8)
     a, b = lab.hosts["a"], lab.hosts["b"]
     rx = iolab.start_receiver(b, UDP_PORT, 25, 3.0)
     iolab.send_udp(a, b.ip, UDP_PORT, 20, PAYLOAD, high=5)
