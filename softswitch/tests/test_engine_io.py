@@ -131,7 +131,9 @@ def test_propagation_and_ingress_delay_show_in_ping_rtt(lab, switch):
     base = statistics.median(ping_rtts_ms(lab))
     switch.configure_port(1, delay_us=4000, ingress_delay_us=3000)
     delayed = statistics.median(ping_rtts_ms(lab))
-    assert delayed - base == pytest.approx(7.0, abs=0.2)
+    # The 0.2 ms fidelity claim is measured by the benchmark (bench/RESULTS.md); here a
+    # looser bound keeps the check of "both delays are applied" robust on a loaded machine.
+    assert delayed - base == pytest.approx(7.0, abs=0.5)
 
 
 def test_priority_queues_serve_higher_priority_first(lab, switch):
