@@ -21,7 +21,7 @@ import tomllib
 import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
-from scapy.all import IP, TCP, UDP, Dot1Q, Ether, IPv6, raw
+from scapy.all import IP, TCP, UDP, Dot1Q, Ether, IPOption_RR, IPv6, raw
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
 POSITIVE = CORPUS / "positive"
@@ -927,3 +927,14 @@ def test_mirror_recirc_samples_truncated_copies(compiled):
                  "MyIngress.sample", [(1).to_bytes(4, "big")])       # one in 1: always
     frame = raw(Ether(src=MAC_A, dst=MAC_B) / IP() / UDP() / (b"z" * 200))
     assert sorted(sw.process_packet(4, frame)) == [(6, frame), (9, frame[:64])]
+
+
+def test_ipv4_options_survive_routing(compiled):
+    sw = engine(compiled("ipv4_options"))
+    sw.table_add("MyIngress.ipv4_lpm", [("lpm", ip4("10.0.2.0"), 24)],
+                 "MyIngress.ipv4_forward", [mac(MAC_B), (2).to_bytes(2, "big")])
+    options = [IPOption_RR(routers=["192.0.2.1", "192.0.2.2"])]    # 11 bytes + padding
+    frame = raw(Ether(src=MAC_A, dst=MAC_R) / IP(dst="10.0.2.2", ttl=9, options=options) / UDP())
+    [(port, out)] = sw.process_packet(1, frame)
+    assert port == 2 and Ether(out)[IP].ttl == 8
+    assert out[14 + 20:] == frame[14 + 20:]                      # options and payload intact

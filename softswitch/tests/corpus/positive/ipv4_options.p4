@@ -1,9 +1,14 @@
-// expect-error: 33:5: varbit
-// Defect: IPv4 options in a varbit field, extracted with a run-time length.
+/* ipv4_options.p4 — an IPv4 router that keeps IP options intact: the options
+ * are parsed into a variable-length field sized by the header length, carried
+ * through, and included in the recomputed header checksum.
+ * Covers: varbit fields, two-argument extract with a run-time length,
+ * emitting a varbit header, varbit in a checksum field list, verify with a
+ * core error, parser_error in ingress. */
 #include <core.p4>
 #include <v1model.p4>
 
 const bit<16> TYPE_IPV4 = 0x0800;
+
 typedef bit<9>  egressSpec_t;
 typedef bit<48> macAddr_t;
 typedef bit<32> ip4Addr_t;
@@ -29,17 +34,18 @@ header ipv4_t {
     ip4Addr_t dstAddr;
 }
 
+// Up to 40 bytes of options (ihl 15).
 header ipv4_options_t {
     varbit<320> options;
 }
 
 struct metadata {
-    bit<32> flow_hash;
+    /* empty */
 }
 
 struct headers {
-    ethernet_t ethernet;
-    ipv4_t     ipv4;
+    ethernet_t     ethernet;
+    ipv4_t         ipv4;
     ipv4_options_t ipv4_options;
 }
 
@@ -58,7 +64,16 @@ parser MyParser(packet_in packet,
 
     state parse_ipv4 {
         packet.extract(hdr.ipv4);
-        packet.extract(hdr.ipv4_options, (bit<32>) (hdr.ipv4.ihl - 5) * 32);
+        verify(hdr.ipv4.ihl >= 5, error.HeaderTooShort);
+        transition select(hdr.ipv4.ihl) {
+            5: accept;
+            default: parse_ipv4_options;
+        }
+    }
+
+    state parse_ipv4_options {
+        // Options take (ihl - 5) 32-bit words.
+        packet.extract(hdr.ipv4_options, ((bit<32>) hdr.ipv4.ihl - 5) * 32);
         transition accept;
     }
 }
@@ -71,8 +86,6 @@ control MyIngress(inout headers hdr,
                   inout metadata meta,
                   inout standard_metadata_t standard_metadata) {
 
-    register<bit<32>>(1024) flow_bytes;
-
     action drop() {
         mark_to_drop(standard_metadata);
     }
@@ -84,14 +97,6 @@ control MyIngress(inout headers hdr,
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
     }
 
-    action count_flow() {
-        bit<32> bytes;
-        hash(meta.flow_hash, HashAlgorithm.crc32, 32w0,
-             { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol }, 32w1024);
-        flow_bytes.read(bytes, meta.flow_hash);
-        flow_bytes.write(meta.flow_hash, bytes + standard_metadata.packet_length);
-    }
-
     table ipv4_lpm {
         key = {
             hdr.ipv4.dstAddr: lpm;
@@ -99,16 +104,16 @@ control MyIngress(inout headers hdr,
         actions = {
             ipv4_forward;
             drop;
-            NoAction;
         }
         size = 1024;
         default_action = drop();
     }
 
     apply {
-        if (hdr.ipv4.isValid()) {
+        if (standard_metadata.parser_error != error.NoError) {
+            drop();
+        } else if (hdr.ipv4.isValid()) {
             ipv4_lpm.apply();
-            count_flow();
         }
     }
 }
@@ -120,13 +125,31 @@ control MyEgress(inout headers hdr,
 }
 
 control MyComputeChecksum(inout headers hdr, inout metadata meta) {
-    apply { }
+    apply {
+        update_checksum(
+            hdr.ipv4.isValid(),
+            { hdr.ipv4.version,
+              hdr.ipv4.ihl,
+              hdr.ipv4.diffserv,
+              hdr.ipv4.totalLen,
+              hdr.ipv4.identification,
+              hdr.ipv4.flags,
+              hdr.ipv4.fragOffset,
+              hdr.ipv4.ttl,
+              hdr.ipv4.protocol,
+              hdr.ipv4.srcAddr,
+              hdr.ipv4.dstAddr,
+              hdr.ipv4_options.options },
+            hdr.ipv4.hdrChecksum,
+            HashAlgorithm.csum16);
+    }
 }
 
 control MyDeparser(packet_out packet, in headers hdr) {
     apply {
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv4);
+        packet.emit(hdr.ipv4_options);
     }
 }
 
