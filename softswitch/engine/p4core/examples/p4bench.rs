@@ -2,11 +2,17 @@
 //! single thread, no I/O. For p4src's RED program it installs a route, a
 //! sampling period and RED parameters first so the full RED path runs.
 //!   cargo run --release -p p4core --example p4bench -- build/red_ecn.json [RESULTS.md]
+//! P4BENCH_PACKETS=N sets the packets per frame size (default 500000); a small
+//! N suits `valgrind --tool=callgrind`, which counts instructions exactly.
 use p4core::*;
 use std::sync::Arc;
 use std::time::Instant;
 
-const PACKETS: u64 = 500_000;
+const DEFAULT_PACKETS: u64 = 500_000;
+
+fn packets() -> u64 {
+    std::env::var("P4BENCH_PACKETS").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_PACKETS)
+}
 
 fn udp_frame(len: usize) -> Vec<u8> {
     let mut f = vec![0u8; len.max(42)];
@@ -44,18 +50,19 @@ fn thread_cpu_ns() -> u128 {
 
 /// Returns (wall ns/packet, CPU ns/packet, frames sent).
 fn measure(prog: &Arc<Program>, st: &State, frame: &[u8]) -> (f64, f64, u64) {
+    let packets = packets();
     let mut ex = Executor::new(prog.clone(), 1);
     let mut sent = 0;
     let start = Instant::now();
     let cpu_start = thread_cpu_ns();
-    for i in 0..PACKETS {
+    for i in 0..packets {
         let now = i * 10;
         for q in ex.ingress(st, 0, frame, now).queued {
             let meta = QueueMeta { enq_timestamp: now, enq_qdepth: i % 40, deq_timedelta: 5, deq_qdepth: 0 };
             sent += ex.egress(st, q, meta, now + 5).out.is_some() as u64;
         }
     }
-    let n = PACKETS as f64;
+    let n = packets as f64;
     (start.elapsed().as_nanos() as f64 / n, (thread_cpu_ns() - cpu_start) as f64 / n, sent)
 }
 
@@ -68,7 +75,7 @@ fn main() {
     let mut report = String::from("| program | frame bytes | wall ns/packet | CPU ns/packet | kpps per core (CPU) | forwarded |\n|---|---|---|---|---|---|\n");
     for len in [64, 1500] {
         let (wall, cpu, sent) = measure(&prog, &st, &udp_frame(len));
-        let line = format!("| {} | {len} | {wall:.0} | {cpu:.0} | {:.0} | {sent}/{PACKETS} |\n", path.rsplit('/').next().unwrap(), 1e6 / cpu);
+        let line = format!("| {} | {len} | {wall:.0} | {cpu:.0} | {:.0} | {sent}/{} |\n", path.rsplit('/').next().unwrap(), 1e6 / cpu, packets());
         print!("{line}");
         report.push_str(&line);
     }

@@ -21,8 +21,9 @@ pub fn read_bits(buf: &[u8], bit_off: usize, width: u32) -> u128 {
     (acc >> trailing) & ((1u128 << width) - 1)
 }
 
-/// Writes the low `width` (<= 128) bits of `v` at `bit_off` bits into `buf`.
-#[inline]
+/// Writes the low `width` (<= 128) bits of `v` at `bit_off` bits into `buf`
+/// (the reference `BitWriter::push` is tested against).
+#[cfg(test)]
 pub fn write_bits(buf: &mut [u8], bit_off: usize, width: u32, v: u128) {
     let w = width as usize;
     if bit_off.is_multiple_of(8) && w.is_multiple_of(8) {
@@ -63,12 +64,41 @@ impl BitWriter {
         self.bits = 0;
     }
 
+    /// Appends the low `width` (<= 128) bits of `v`. The buffer holds exactly
+    /// the bytes covering `bits`, with unused low bits of the last byte zero,
+    /// so bits are OR-ed into the partial byte and whole bytes are appended.
     pub fn push(&mut self, width: u32, v: u128) {
-        let need = (self.bits + width as usize).div_ceil(8);
-        if self.buf.len() < need {
-            self.buf.resize(need, 0);
+        if width == 0 {
+            return;
         }
-        write_bits(&mut self.buf, self.bits, width, v);
+        let v = if width >= 128 { v } else { v & ((1u128 << width) - 1) };
+        let mut rem = width;
+        let used = (self.bits % 8) as u32;
+        if used != 0 {
+            let space = 8 - used;
+            let take = space.min(rem);
+            let top = (v >> (rem - take)) as u8 & (0xffu8 >> (8 - take));
+            self.buf[self.bits / 8] |= top << (space - take);
+            rem -= take;
+        }
+        if rem <= 64 {
+            let v = v as u64;
+            while rem >= 8 {
+                rem -= 8;
+                self.buf.push((v >> rem) as u8);
+            }
+            if rem > 0 {
+                self.buf.push((v << (8 - rem)) as u8);
+            }
+        } else {
+            while rem >= 8 {
+                rem -= 8;
+                self.buf.push((v >> rem) as u8);
+            }
+            if rem > 0 {
+                self.buf.push((v << (8 - rem)) as u8);
+            }
+        }
         self.bits += width as usize;
     }
 
@@ -98,5 +128,34 @@ mod tests {
         write_bits(&mut buf, 4, 128, u128::MAX - 5);
         assert_eq!(read_bits(&buf, 4, 128), u128::MAX - 5);
         assert_eq!(read_bits(&buf, 0, 4), 0b0001);
+    }
+
+    /// `push` appends exactly what `write_bits` would write, for every width
+    /// and alignment, with values carrying bits above their width.
+    #[test]
+    fn push_matches_write_bits() {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..2000 {
+            let mut w = BitWriter::default();
+            let mut reference = vec![0u8; 200];
+            let mut bit = 0usize;
+            for _ in 0..8 {
+                let width = (next() % 129) as u32;
+                let v = ((next() as u128) << 64) | next() as u128;
+                w.push(width, v);
+                if width > 0 {
+                    write_bits(&mut reference, bit, width, v);
+                }
+                bit += width as usize;
+            }
+            assert_eq!(w.bits, bit);
+            assert_eq!(w.buf, reference[..bit.div_ceil(8)]);
+        }
     }
 }
