@@ -324,14 +324,19 @@ class Parser:
                 break
         return params
 
-    def parser_decl(self, annos):
-        self.expect("parser")
+    def block_type_head(self, keyword):
+        """`parser|control Name<T...>(params)`: declares the type name and opens a
+        type-parameter scope that the caller closes."""
+        self.expect(keyword)
         loc = self.tok.loc
-        name = self.ident("parser name")
+        name = self.ident(f"{keyword} name")
         self.type_names.add(name)
         tps = self.type_params()
         self.type_param_scopes.append(set(tps))
-        params = self.params()
+        return loc, name, tps, self.params()
+
+    def parser_decl(self, annos):
+        loc, name, tps, params = self.block_type_head("parser")
         if self.accept(";"):
             self.type_param_scopes.pop()
             return A.ParserDecl(loc, annos, name, tps, params, None, [], [])
@@ -412,13 +417,7 @@ class Parser:
         return e
 
     def control_decl(self, annos):
-        self.expect("control")
-        loc = self.tok.loc
-        name = self.ident("control name")
-        self.type_names.add(name)
-        tps = self.type_params()
-        self.type_param_scopes.append(set(tps))
-        params = self.params()
+        loc, name, tps, params = self.block_type_head("control")
         if self.accept(";"):
             self.type_param_scopes.pop()
             return A.ControlDecl(loc, annos, name, tps, params, None, [], None)
