@@ -815,6 +815,12 @@ impl Executor {
             match &prims[pc] {
                 Prim::Jump(t) => pc = *t,
                 Prim::JumpIfZero(c, t) => pc = if self.eval(env, pkt, c) == 0 { *t } else { pc + 1 },
+                // The most common primitive, inline: no call into `prim`'s large frame.
+                Prim::Assign(LValue::Field(f), e) => {
+                    let v = self.leaf(env, pkt, e);
+                    self.set_field(pkt, *f, v);
+                    pc += 1;
+                }
                 p => {
                     self.prim(prog, env, pkt, p);
                     pc += 1;
@@ -1080,9 +1086,10 @@ impl Executor {
     }
 
     /// Writes a value into a field, truncated (two's complement) to its width.
+    #[inline]
     fn set_field(&self, pkt: &mut PacketState, f: usize, v: i128) {
-        let (width, signed) = self.prog.field_info[f];
-        pkt.fields[f] = if signed { sign_extend(v as u128, width) } else { (v as u128 & mask_of(width)) as i128 };
+        let (mask, signed) = self.prog.field_masks[f];
+        pkt.fields[f] = if signed { sign_extend(v as u128, self.prog.field_info[f].0) } else { (v as u128 & mask) as i128 };
     }
 
     /// Leaves (constants, fields, parameters) inline; everything else through `eval`.
@@ -1096,7 +1103,23 @@ impl Executor {
         }
     }
 
+    /// The common expression shapes; the rest go to `eval_rare`, keeping this
+    /// recursive function's frame small.
     fn eval(&self, env: &Env, pkt: &PacketState, e: &Expr) -> i128 {
+        match e {
+            Expr::Const(v) => *v,
+            Expr::Field(f) => pkt.fields[*f],
+            Expr::Local(i) => env.locals.get(*i).copied().unwrap_or(0),
+            Expr::Bin(op, a, b) => self.binop(env, pkt, *op, a, b),
+            Expr::Valid(HeaderRef::Fixed(h)) => pkt.valid[*h] as i128,
+            Expr::Not(a) => (self.eval(env, pkt, a) == 0) as i128,
+            Expr::D2b(a) => (self.eval(env, pkt, a) != 0) as i128,
+            _ => self.eval_rare(env, pkt, e),
+        }
+    }
+
+    #[inline(never)]
+    fn eval_rare(&self, env: &Env, pkt: &PacketState, e: &Expr) -> i128 {
         match e {
             Expr::Const(v) => *v,
             Expr::Field(f) => pkt.fields[*f],

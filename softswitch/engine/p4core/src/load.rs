@@ -316,6 +316,7 @@ impl Loader {
             for (offset, fd) in ht.fields.iter().enumerate() {
                 self.p.field_locs.push(FieldLoc { header: i, offset });
                 self.p.field_info.push((fd.width, fd.signed));
+                self.p.field_masks.push((mask_of(fd.width), fd.signed));
             }
             if let Some(id) = h.get("id").and_then(Value::as_i64) {
                 ids.insert(id, i);

@@ -480,6 +480,8 @@ pub struct Program {
     pub field_locs: Vec<FieldLoc>,
     /// (width, signed) per global field index, for the per-packet path.
     pub field_info: Vec<(u32, bool)>,
+    /// (value mask, signed) per global field index: what a write keeps.
+    pub(crate) field_masks: Vec<(u128, bool)>,
     pub num_varbits: usize,
     pub actions: Vec<Action>,
     pub tables: Vec<Table>,
