@@ -4,9 +4,10 @@
 
 Both hosts are in 10.77.0.0/24 (A .1, B .2) and reach each other through the
 switch: each host's neighbour entry for the other points at ROUTER_MAC, and
-the switch program rewrites the MACs. Offloads are off on every veth end
-(the switch copies raw frames, so checksums and segment sizes must be real)
-and IPv6 is off so no stray frames cross the switch.
+the switch program rewrites the MACs. Namespaces and veths come from
+softswitch_server.netlab: offloads are off on every veth end (the switch
+copies raw frames, so checksums and segment sizes must be real) and IPv6 is
+off so no stray frames cross the switch.
 
 Names carry the prefix ``io`` plus a random tag, so labs never collide; a lab
 is a context manager and always deletes what it made.
@@ -21,22 +22,13 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from softswitch_server import netlab
+from softswitch_server.netlab import sh
+
 HERE = Path(__file__).resolve().parent
 FORWARD_PROGRAM = HERE / "programs" / "forward_stamp.json"
 ROUTER_MAC = "02:00:00:00:00:fe"
 HOST_IP = {"a": "10.77.0.1", "b": "10.77.0.2"}
-OFFLOADS = ["rx", "off", "tx", "off", "tso", "off", "gso", "off", "gro", "off"]
-
-
-def sh(*cmd: str, ns: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    """Runs a command (inside namespace `ns` if given) and returns its result."""
-    argv = (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
-    return subprocess.run(argv, check=check, capture_output=True, text=True)
-
-
-def disable_offloads(ifname: str, ns: str | None = None) -> None:
-    """Turns off the offloads a raw-frame switch cannot honour (see README.md)."""
-    sh("ethtool", "-K", ifname, *OFFLOADS, ns=ns)
 
 
 def mac_of(ifname: str, ns: str | None = None) -> str:
@@ -64,7 +56,7 @@ class Host:
         return sh(*cmd, ns=self.ns, check=check)
 
     def popen(self, *cmd: str, **kw) -> subprocess.Popen:
-        return subprocess.Popen(["ip", "netns", "exec", self.ns, *cmd], **kw)
+        return subprocess.Popen(netlab.netns_argv(self.ns, *cmd), **kw)
 
     def rx_stats(self) -> tuple[int, int]:
         """(packets, bytes) received on the host's interface, from the kernel's counters."""
@@ -79,6 +71,7 @@ class VethLab:
 
     tag: str = field(default_factory=lambda: secrets.token_hex(2))
     hosts: dict[str, Host] = field(default_factory=dict)
+    _made: list = field(default_factory=list)  # netlab objects, deleted in reverse order
 
     def __enter__(self) -> "VethLab":
         try:
@@ -101,17 +94,10 @@ class VethLab:
     def _make_host(self, name: str) -> Host:
         ns = f"io{self.tag}{name}"
         host = Host(ns=ns, ifname=f"{name}-eth", switch_if=f"io{self.tag}{name}s", ip=HOST_IP[name])
-        sh("ip", "netns", "add", ns)
-        sh("ip", "link", "add", host.switch_if, "type", "veth", "peer", "name", f"io{self.tag}{name}h")
-        sh("ip", "link", "set", f"io{self.tag}{name}h", "netns", ns, "name", host.ifname)
-        sh("sysctl", "-qw", f"net.ipv6.conf.{host.switch_if}.disable_ipv6=1")
-        host.run("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-        host.run("ip", "link", "set", "lo", "up")
+        self._made.append(netlab.Namespace(ns).create())
+        self._made.append(netlab.VethPair(host.switch_if, f"io{self.tag}{name}h",
+                                          peer_ns=ns, peer_rename=host.ifname).create())
         host.run("ip", "addr", "add", f"{host.ip}/24", "dev", host.ifname)
-        host.run("ip", "link", "set", host.ifname, "up")
-        sh("ip", "link", "set", host.switch_if, "up")
-        disable_offloads(host.switch_if)
-        disable_offloads(host.ifname, ns=ns)
         host.mac = mac_of(host.ifname, ns=ns)
         return host
 
@@ -126,9 +112,8 @@ class VethLab:
         self._wire_neighbours(direct=True)
 
     def close(self) -> None:
-        for host in self.hosts.values():
-            sh("ip", "link", "del", host.switch_if, check=False)
-            sh("ip", "netns", "del", host.ns, check=False)
+        while self._made:
+            self._made.pop().delete()
         self.hosts.clear()
 
     def install_routes(self, sw, dst_macs: dict[str, str] | None = None) -> None:
