@@ -1,12 +1,14 @@
 """PacketIn, PacketOut and digests end to end: a veth port whose peer sits in
 a network namespace, the real engine, and a P4Runtime client on the stream.
-Needs root (namespaces); names start with the `sv` prefix and are removed."""
+Needs root (namespaces, made by softswitch_server.netlab); names start with
+the `sv` prefix and are removed."""
 import subprocess
 import sys
 import uuid
 
 import pytest
 from p4.v1 import p4runtime_pb2
+from softswitch_server import netlab
 
 from server_support import (A_TO_CPU, D_LEARN, P4RTClient, acl_entry, mini_json,
                             mini_p4info, start_server, wait_for_no_clients)
@@ -38,28 +40,14 @@ s.send(bytes.fromhex(sys.argv[2]))
 """
 
 
-def sh(*args):
-    subprocess.run(args, check=True, capture_output=True)
-
-
 @pytest.fixture
 def veth_in_netns():
     """(switch-side interface, namespace, peer interface), deleted afterwards."""
     tag = uuid.uuid4().hex[:6]
-    ns, port_if, peer_if = f"svpio{tag}", f"svp{tag}a", f"svp{tag}b"
-    sh("ip", "netns", "add", ns)
-    try:
-        sh("ip", "link", "add", port_if, "type", "veth", "peer", "name", peer_if)
-        sh("ip", "link", "set", peer_if, "netns", ns)
-        # no IPv6 autoconfiguration chatter from the peer: only our frames arrive
-        sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-        sh("sysctl", "-qw", f"net.ipv6.conf.{port_if}.disable_ipv6=1")
-        sh("ip", "link", "set", port_if, "up")
-        sh("ip", "netns", "exec", ns, "ip", "link", "set", peer_if, "up")
-        yield port_if, ns, peer_if
-    finally:
-        subprocess.run(["ip", "link", "del", port_if], capture_output=True)
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    # netlab turns IPv6 off on both ends: only our frames arrive
+    with netlab.Namespace(f"svpio{tag}") as ns, \
+            netlab.VethPair(f"svp{tag}a", f"svp{tag}b", peer_ns=ns.name) as pair:
+        yield pair.end, ns.name, pair.peer
 
 
 @pytest.fixture
@@ -83,7 +71,7 @@ def frame(ether_type: int, body=b"aqmlab-softswitch-server-test-frame-padding-to
 
 
 def send_from_peer(ns, peer_if, data: bytes):
-    sh("ip", "netns", "exec", ns, sys.executable, "-c", SENDER, peer_if, data.hex())
+    netlab.sh(sys.executable, "-c", SENDER, peer_if, data.hex(), ns=ns)
 
 
 def test_frame_sent_to_cpu_arrives_as_packet_in_with_digest(switch):
@@ -112,8 +100,8 @@ def test_frame_sent_to_cpu_arrives_as_packet_in_with_digest(switch):
 
 def test_packet_out_leaves_on_the_port_named_in_its_metadata(switch):
     _, _, client, ns, peer_if = switch
-    receiver = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", RECEIVER,
-                                 peer_if, "10", "0802"], stdout=subprocess.PIPE, text=True)
+    receiver = subprocess.Popen(netlab.netns_argv(ns, sys.executable, "-c", RECEIVER, peer_if, "10", "0802"),
+                                stdout=subprocess.PIPE, text=True)
     try:
         assert receiver.stdout.readline().strip() == "ready"
         out = p4runtime_pb2.StreamMessageRequest()
