@@ -1,6 +1,7 @@
 """Fixtures and helpers for redctl's integration tests: red_ecn.p4 compiled by the
 built-in front-end, and a softswitch whose two ports are veths whose other
-ends live in a private network namespace (prefix rd-)."""
+ends live in a private network namespace (prefix rd-, made by
+softswitch_server.netlab)."""
 from __future__ import annotations
 
 import ctypes
@@ -18,6 +19,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from redctl import Controller, PortSpec
+from softswitch_server import netlab
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -32,11 +34,6 @@ HOST_IP = {0: "10.78.0.1", 1: "10.78.1.1"}
 FRAME_BYTES = 1000
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _sh(*cmd, ns=None, check=True):
-    full = (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
-    return subprocess.run(full, check=check, capture_output=True, text=True)
 
 
 @contextmanager
@@ -79,22 +76,17 @@ def compiled(tmp_path_factory):
     return p4info, out / "red_ecn.json"
 
 
-def _create_ports():
-    _sh("ip", "netns", "add", NS)
-    for port, sw_if in SWITCH_IFS.items():
-        _sh("ip", "link", "add", sw_if, "type", "veth", "peer", "name", f"{sw_if}h")
-        _sh("ip", "link", "set", f"{sw_if}h", "netns", NS)
-        _sh("ip", "link", "set", f"{sw_if}h", "name", HOST_IFS[port], ns=NS)
-        for iface, ns in ((sw_if, None), (HOST_IFS[port], NS)):
-            _sh("sysctl", "-qw", f"net.ipv6.conf.{iface}.disable_ipv6=1", ns=ns)
-            _sh("ethtool", "-K", iface, "rx", "off", "tx", "off", "tso", "off", "gso", "off", ns=ns)
-            _sh("ip", "link", "set", iface, "up", ns=ns)
+def _ports() -> list:
+    """The namespace and one veth pair per switch port (switch end in the root
+    namespace, host end renamed p0/p1 in NS), in creation order."""
+    return [netlab.Namespace(NS)] + [
+        netlab.VethPair(sw_if, f"{sw_if}h", peer_ns=NS, peer_rename=HOST_IFS[port])
+        for port, sw_if in SWITCH_IFS.items()]
 
 
-def _delete_ports():
-    _sh("ip", "netns", "del", NS, check=False)
-    for sw_if in SWITCH_IFS.values():
-        _sh("ip", "link", "del", sw_if, check=False)
+def _delete(parts: list) -> None:
+    for part in reversed(parts):
+        part.delete()
 
 
 @pytest.fixture(scope="module")
@@ -102,10 +94,12 @@ def switch(compiled):
     """A running softswitch: {"address", "p4info", "json"}; port 1 is a
     100 kb/s, 100-packet bottleneck."""
     from redctl.controller import wait_for_server
-    _delete_ports()
+    ports = _ports()
+    _delete(ports)   # leftovers of an earlier run that had our pid
     proc = None
     try:
-        _create_ports()
+        for part in ports:
+            part.create()
         address = f"127.0.0.1:{_free_port()}"
         proc = subprocess.Popen(
             [str(BIN / "softswitch"), *[a for p, i in SWITCH_IFS.items() for a in ("-i", f"{p}@{i}")],
@@ -121,7 +115,7 @@ def switch(compiled):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        _delete_ports()
+        _delete(ports)
 
 
 @pytest.fixture(scope="module")
