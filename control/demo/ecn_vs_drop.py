@@ -7,7 +7,8 @@ Builds three network namespaces (rd-h1: ECN sender, rd-h2: non-ECN sender,
 rd-h3: receiver) joined by veths to a softswitch running p4src/red_ecn.p4,
 configures it with redctl's Controller, runs two iperf3 flows, records the
 switch's telemetry and counters and what the hosts sent and received, and
-writes control/results/ecn_vs_drop.json, _samples.csv and .png. Everything it creates is
+writes control/results/ecn_vs_drop.json, _samples.csv and .png. Namespaces and
+veths come from softswitch_server.netlab; everything the demo creates is
 removed at the end, also on failure.
 """
 from __future__ import annotations
@@ -23,11 +24,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 from redctl import Controller, PortSpec, RedConfig
 from redctl.controller import wait_for_server
+from softswitch_server import netlab
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,34 +75,16 @@ ECN_SENDER, PLAIN_SENDER, RECEIVER = Host("rd-h1", 0, 1), Host("rd-h2", 1, 0), H
 HOSTS = (ECN_SENDER, PLAIN_SENDER, RECEIVER)
 
 
-def sh(*cmd: str, ns: str | None = None, check=True) -> str:
-    full = (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
-    return subprocess.run(full, check=check, capture_output=True, text=True).stdout
-
-
-def create_host(h: Host) -> None:
-    sh("ip", "netns", "add", h.ns)
-    sh("ip", "link", "add", h.switch_if, "type", "veth", "peer", "name", f"{h.ns}-e")
-    sh("ip", "link", "set", f"{h.ns}-e", "netns", h.ns)
-    sh("ip", "link", "set", f"{h.ns}-e", "name", "eth0", ns=h.ns)
-    for iface, ns in ((h.switch_if, None), ("eth0", h.ns)):
-        sh("sysctl", "-qw", f"net.ipv6.conf.{iface}.disable_ipv6=1", ns=ns)
-        # a frame-copying switch needs MTU-sized frames with real checksums
-        sh("ethtool", "-K", iface, "rx", "off", "tx", "off", "tso", "off", "gso", "off",
-           "gro", "off", ns=ns)
-        sh("ip", "link", "set", iface, "up", ns=ns)
-    sh("ip", "link", "set", "lo", "up", ns=h.ns)
-    sh("ip", "link", "set", "eth0", "address", h.mac, ns=h.ns)
-    sh("ip", "addr", "add", f"{h.ip}/24", "dev", "eth0", ns=h.ns)
-    sh("ip", "route", "add", "default", "via", h.gateway, ns=h.ns)
-    sh("ip", "neigh", "add", h.gateway, "lladdr", h.switch_mac, "dev", "eth0", ns=h.ns)
-    sh("sysctl", "-qw", f"net.ipv4.tcp_ecn={h.tcp_ecn}", ns=h.ns)
-
-
-def delete_hosts() -> None:
-    for h in HOSTS:
-        sh("ip", "netns", "del", h.ns, check=False)
-        sh("ip", "link", "del", h.switch_if, check=False)
+def create_host(h: Host, lab: ExitStack) -> None:
+    """The host's namespace, wired to its switch port by a veth (eth0 inside);
+    `lab` deletes both when it closes."""
+    ns = lab.enter_context(netlab.Namespace(h.ns))
+    lab.enter_context(netlab.VethPair(h.switch_if, f"{h.ns}-e", peer_ns=h.ns, peer_rename="eth0"))
+    ns.run("ip", "link", "set", "eth0", "address", h.mac)
+    ns.run("ip", "addr", "add", f"{h.ip}/24", "dev", "eth0")
+    ns.run("ip", "route", "add", "default", "via", h.gateway)
+    ns.run("ip", "neigh", "add", h.gateway, "lladdr", h.switch_mac, "dev", "eth0")
+    ns.run("sysctl", "-qw", f"net.ipv4.tcp_ecn={h.tcp_ecn}")
 
 
 def free_tcp_port() -> int:
@@ -124,7 +109,7 @@ def configure(ctl: Controller, red: RedConfig, p4info: Path, bmv2_json: Path) ->
 
 
 def tx_packets(h: Host) -> int:
-    return int(sh("cat", "/sys/class/net/eth0/statistics/tx_packets", ns=h.ns))
+    return int(netlab.sh("cat", "/sys/class/net/eth0/statistics/tx_packets", ns=h.ns).stdout)
 
 
 def record(ctl: Controller, duration_s: float, started: float):
@@ -153,17 +138,16 @@ def _progress(counters: dict, samples: list) -> None:
 
 def run(red: RedConfig, cc: str, duration_s: float, seed: int, workdir: Path) -> dict:
     p4info, bmv2_json = compile_program(workdir)
-    for h in HOSTS:
-        create_host(h)
     address = f"127.0.0.1:{free_tcp_port()}"
-    procs = []
+    procs, lab = [], ExitStack()
 
     def start(cmd, ns=None, **kw):
-        full = (["ip", "netns", "exec", ns] if ns else []) + cmd
-        procs.append(subprocess.Popen(full, **kw))
+        procs.append(subprocess.Popen(netlab.netns_argv(ns, *cmd), **kw))
         return procs[-1]
 
     try:
+        for h in HOSTS:
+            create_host(h, lab)
         start([str(BIN / "softswitch"), *sum((["-i", f"{h.port}@{h.switch_if}"] for h in HOSTS), []),
                "--grpc-server-addr", address, "--seed", str(seed),
                "--tm", f"{RECEIVER.port}:{BOTTLENECK_TM}"], stdout=subprocess.DEVNULL)
@@ -204,7 +188,7 @@ def run(red: RedConfig, cc: str, duration_s: float, seed: int, workdir: Path) ->
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
-        delete_hosts()
+        lab.close()
 
 
 def summarise(red, cc, duration_s, seed, samples, series, final, sent, received, iperf) -> dict:
