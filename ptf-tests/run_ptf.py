@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Run the PTF suite against a P4Runtime target on veth ports.
 
-Everything lives in one network namespace of our own (prefix ``pt``): four
-veth pairs (switch end ``ptsN``, PTF end ``pthN``), the target process, its
+Everything lives in one network namespace of our own (prefix ``pt``, made
+with softswitch_server.netlab, so IPv6 and offloads are off): four veth pairs (switch end ``ptsN``, PTF end ``pthN``), the target process, its
 gRPC server on the namespace's loopback and the PTF process.  Nothing touches
 the root namespace, so runs never collide with other users of the machine.
 The namespace (and with it every veth) is deleted on exit, also on failure
@@ -17,7 +17,10 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+
+from softswitch_server import netlab
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -34,47 +37,14 @@ FRAME_BYTES = 100
 BOTTLENECK_MEAN_BYTES = 1000
 
 
-def sh(*cmd, check=True, ns=None, quiet=False):
-    """Run a command (inside namespace ``ns`` if given)."""
-    argv = (["ip", "netns", "exec", ns] if ns else []) + [str(c) for c in cmd]
-    out = subprocess.DEVNULL if quiet else None
-    return subprocess.run(argv, check=check, stdout=out, stderr=out)
-
-
-class Namespace:
-    """A private namespace holding the switch and PTF ends of every veth."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def __enter__(self):
-        sh("ip", "netns", "add", self.name)
-        try:
-            self._populate()
-        except BaseException:
-            self.delete()
-            raise
-        return self
-
-    def _populate(self):
-        # No IPv6: router solicitations/MLD would be stray packets on PTF ports.
-        for knob in ("all", "default"):
-            sh("sysctl", "-qw", f"net.ipv6.conf.{knob}.disable_ipv6=1", ns=self.name)
-        sh("ip", "link", "set", "lo", "up", ns=self.name)
+@contextmanager
+def ptf_namespace(name):
+    """A private namespace holding the switch and PTF ends of every veth; it
+    is deleted on exit, and its veths with it."""
+    with netlab.Namespace(name) as ns:
         for port in PORTS:
-            sw, host = switch_iface(port), ptf_iface(port)
-            sh("ip", "link", "add", sw, "type", "veth", "peer", "name", host, ns=self.name)
-            for iface in (sw, host):
-                sh("ip", "link", "set", iface, "up", ns=self.name)
-                # Raw-frame forwarding needs offloads off (see REFERENCE.md).
-                sh("ethtool", "-K", iface, "rx", "off", "tx", "off", "tso", "off",
-                   "gso", "off", "gro", "off", ns=self.name, quiet=True)
-
-    def delete(self):
-        sh("ip", "netns", "del", self.name, check=False, quiet=True)
-
-    def __exit__(self, *exc):
-        self.delete()
+            netlab.VethPair(switch_iface(port), ptf_iface(port), ns=name, peer_ns=name).create()
+        yield ns
 
 
 def switch_iface(port):
@@ -94,7 +64,7 @@ def wait_for_tcp(ns, addr, proc, timeout_s=30.0):
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"target exited with status {proc.returncode} before listening")
-        if sh(sys.executable, "-c", probe, ns=ns, check=False, quiet=True).returncode == 0:
+        if netlab.sh(sys.executable, "-c", probe, ns=ns, check=False).returncode == 0:
             return
         time.sleep(0.2)
     raise RuntimeError(f"target did not listen on {addr} within {timeout_s:.0f} s")
@@ -113,7 +83,7 @@ class Target:
 
     def start(self):
         log = open(self.log_dir / f"{self.name}.log", "w")
-        argv = ["ip", "netns", "exec", self.ns] + self.argv()
+        argv = netlab.netns_argv(self.ns, *self.argv())
         print("target:", shlex.join(argv), flush=True)
         self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
@@ -234,14 +204,14 @@ def run_in_namespace(args, params):
     ns_name = f"pt{os.getpid()}"
     # SIGTERM (e.g. a CI timeout) must still run the finally blocks below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    with Namespace(ns_name):
+    with ptf_namespace(ns_name):
         target = TARGETS[args.target](ns_name, args.log_dir, args.seed, args.trace)
         params["grpc"] = GRPC_ADDR
         params["after_push"] = target.after_push
         try:
             target.start()
             interfaces = [f"{port}@{ptf_iface(port)}" for port in PORTS]
-            argv = ["ip", "netns", "exec", ns_name] + ptf_argv(args, params, interfaces)
+            argv = netlab.netns_argv(ns_name, *ptf_argv(args, params, interfaces))
             print("ptf:", shlex.join(argv), flush=True)
             status = subprocess.run(argv).returncode
         finally:
