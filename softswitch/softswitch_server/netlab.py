@@ -9,6 +9,8 @@ deletes them (engine benchmarks, server tests, redctl tests, demos, PTF).
         host.run("ip", "addr", "add", "10.0.0.1/24", "dev", "eth0")
         server = host.popen("iperf3", "-s")
 
+Processes started in a lab are ended with `stop(proc)` before the lab goes.
+
 Every name is chosen by the caller, who gives it a prefix of its own so
 concurrent labs never collide; interface names must fit Linux's 15
 characters. Both context managers delete what they made on exit, also when
@@ -21,6 +23,7 @@ is at most one MTU long.
 """
 from __future__ import annotations
 
+import signal
 import subprocess
 
 #: ethtool -K arguments that turn off what a frame-copying switch cannot honour
@@ -47,6 +50,19 @@ def sh(*cmd: str, ns: str | None = None, check: bool = True) -> subprocess.Compl
     if check and done.returncode != 0:
         raise CommandError(done.returncode, done.args, done.stdout, done.stderr)
     return done
+
+
+def stop(proc: subprocess.Popen, signum: int = signal.SIGINT, timeout_s: float = 10.0) -> None:
+    """Ends a process politely: `signum`, then SIGKILL if it has not exited
+    within `timeout_s`; nothing if it had exited already."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signum)
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def disable_offloads(ifname: str, ns: str | None = None) -> None:

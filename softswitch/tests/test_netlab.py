@@ -1,6 +1,8 @@
 """netlab: namespaces and veth pairs are made as described and always removed.
 Needs root; names start with `nl` plus a random tag."""
+import signal
 import subprocess
+import sys
 import uuid
 
 import pytest
@@ -81,4 +83,19 @@ def test_bad_names_are_refused_before_anything_is_made(tag):
         netlab.VethPair(f"{tag}-much-too-long", f"{tag}p")
     with pytest.raises(ValueError):
         netlab.Namespace("a/b")
+    assert leftovers(tag) == []
+
+
+def test_stop_signals_then_kills_a_process_that_does_not_exit(tag):
+    with netlab.Namespace(f"{tag}h") as host:
+        polite = host.popen("sleep", "30")
+        netlab.stop(polite)
+        assert polite.returncode == -signal.SIGINT
+        stubborn = host.popen(sys.executable, "-c", "import signal, sys, time\n"
+                              "signal.signal(signal.SIGINT, signal.SIG_IGN)\nprint(flush=True)\ntime.sleep(30)",
+                              stdout=subprocess.PIPE)
+        stubborn.stdout.readline()   # SIGINT is ignored from here on
+        netlab.stop(stubborn, timeout_s=0.5)
+        assert stubborn.returncode == -signal.SIGKILL
+        netlab.stop(stubborn)        # already ended: nothing to do
     assert leftovers(tag) == []
