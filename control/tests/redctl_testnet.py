@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -109,12 +108,7 @@ def switch(compiled):
         yield {"address": address, "p4info": compiled[0], "json": compiled[1]}
     finally:
         if proc is not None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            netlab.stop(proc)
         _delete(ports)
 
 
