@@ -181,13 +181,7 @@ def run(red: RedConfig, cc: str, duration_s: float, seed: int, workdir: Path) ->
         return summarise(red, cc, duration_s, seed, samples, series, final, sent, received, iperf)
     finally:
         for p in reversed(procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            netlab.stop(p)
         lab.close()
 
 
