@@ -90,14 +90,8 @@ class Target:
         wait_for_tcp(self.ns, GRPC_ADDR, self.proc)
 
     def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc is not None:
+            netlab.stop(self.proc, signal.SIGTERM)
 
 
 class Softswitch(Target):
