@@ -559,7 +559,9 @@ impl Executor {
         }
         let buf = &frame[pos..pos + len];
         let mut bit = 0usize;
-        for (i, f) in ht.fields.iter().enumerate() {
+        // One bounds check for the header's fields instead of one per field.
+        let dst = &mut pkt.fields[hdr.first_field..hdr.first_field + ht.fields.len()];
+        for (f, d) in ht.fields.iter().zip(dst.iter_mut()) {
             if f.varbit {
                 let slot = hdr.varbit_slot.expect("varbit header has a slot");
                 pkt.varbits[slot].clear();
@@ -568,7 +570,7 @@ impl Executor {
                 continue;
             }
             let raw = read_bits(buf, bit, f.width);
-            pkt.fields[hdr.first_field + i] = if f.signed { sign_extend(raw, f.width) } else { raw as i128 };
+            *d = if f.signed { sign_extend(raw, f.width) } else { raw as i128 };
             bit += f.width as usize;
         }
         self.set_valid(pkt, h, true);
@@ -690,11 +692,12 @@ impl Executor {
     fn write_header(&self, pkt: &PacketState, h: usize, w: &mut BitWriter) {
         let hdr = &self.prog.headers[h];
         let ht = &self.prog.header_types[hdr.type_idx];
-        for (i, f) in ht.fields.iter().enumerate() {
+        let src = &pkt.fields[hdr.first_field..hdr.first_field + ht.fields.len()];
+        for (f, v) in ht.fields.iter().zip(src) {
             if f.varbit {
                 w.push_bytes(&pkt.varbits[hdr.varbit_slot.expect("varbit slot")]);
             } else {
-                w.push(f.width, pkt.fields[hdr.first_field + i] as u128);
+                w.push(f.width, *v as u128);
             }
         }
     }
