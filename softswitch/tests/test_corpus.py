@@ -938,3 +938,4 @@ def test_ipv4_options_survive_routing(compiled):
     [(port, out)] = sw.process_packet(1, frame)
     assert port == 2 and Ether(out)[IP].ttl == 8
     assert out[14 + 20:] == frame[14 + 20:]                      # options and payload intact
+    assert ipv4_checksum_ok(out)                                   # the sum covers the options

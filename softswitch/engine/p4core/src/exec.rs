@@ -665,6 +665,12 @@ impl Executor {
                         w.push(prog.field_width(*f), pkt.fields[*f] as u128);
                     }
                 }
+                CalcInput::Varbit(h) => {
+                    last_header = Some(*h);
+                    if let (true, Some(slot)) = (pkt.valid[*h], prog.headers[*h].varbit_slot) {
+                        w.push_bytes(&pkt.varbits[slot]);
+                    }
+                }
                 CalcInput::Const(v, width) => w.push(*width, *v as u128),
                 CalcInput::Header(h) => {
                     last_header = Some(*h);

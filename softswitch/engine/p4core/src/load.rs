@@ -575,7 +575,14 @@ impl Loader {
                 let ipath = format!("{path}.input[{j}]");
                 let value = get(inp, "value", &ipath);
                 inputs.push(match get_str(inp, "type", &ipath)? {
-                    "field" => CalcInput::Field(self.field_ref(value?, &ipath)?),
+                    "field" => {
+                        let f = self.field_ref(value?, &ipath)?;
+                        if self.is_varbit(f) {
+                            CalcInput::Varbit(self.p.field_locs[f].header)
+                        } else {
+                            CalcInput::Field(f)
+                        }
+                    }
                     "hexstr" => {
                         let w = get_u64(inp, "bitwidth", &ipath)? as u32;
                         if w == 0 || w > 128 {

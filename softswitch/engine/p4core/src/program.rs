@@ -381,6 +381,8 @@ pub enum HashAlgo {
 #[derive(Debug, Clone)]
 pub enum CalcInput {
     Field(usize),
+    /// The varbit field of this header instance: its current bytes, not a fixed width.
+    Varbit(usize),
     Const(i128, u32),
     Header(usize),
     Payload,
