@@ -397,13 +397,7 @@ class Parser:
         return self.simple_keyset()
 
     def keyset_list(self, close):
-        items = []
-        while not self.accept(close):
-            items.append(self.simple_keyset())
-            if not self.accept(","):
-                self.expect(close)
-                break
-        return items
+        return self.comma_list(self.simple_keyset, close)
 
     def simple_keyset(self):
         t = self.tok
@@ -877,9 +871,13 @@ class Parser:
         return args
 
     def expression_list(self, close):
+        return self.comma_list(self.expression, close)
+
+    def comma_list(self, item, close):
+        """`item, item, ... close` (the opening token already consumed)."""
         items = []
         while not self.accept(close):
-            items.append(self.expression())
+            items.append(item())
             if not self.accept(","):
                 self.expect(close)
                 break
