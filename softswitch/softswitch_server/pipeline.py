@@ -57,8 +57,14 @@ class _JsonProgram:
 
 
 def check_consistent(index: P4InfoIndex, doc: dict) -> None:
-    """Raise INVALID_ARGUMENT unless every P4Info object exists in the JSON."""
+    """Raise INVALID_ARGUMENT unless every P4Info object exists in the JSON and
+    every JSON object the control plane can address is in the P4Info."""
     prog = _JsonProgram(doc)
+    _check_p4info_in_json(index, prog)
+    _check_json_in_p4info(index, prog)
+
+
+def _check_p4info_in_json(index, prog):
     for action in index.actions.values():
         _check_action(action, prog)
     for table in index.tables.values():
@@ -75,6 +81,45 @@ def check_consistent(index: P4InfoIndex, doc: dict) -> None:
         _check_register(r, prog)
     for d in index.digests.values():
         _check_digest(d, prog)
+
+
+def _check_json_in_p4info(index, prog):
+    """The converse, as p4c emits P4Info: every table the control plane can
+    change (with its actions), every counter, meter and register array and
+    every learn list. A P4Info that omits one would leave that object
+    unaddressable, e.g. an empty P4Info would serve no tables at all."""
+    tables = {t.name: t for t in index.tables.values()}
+    for jt in prog.tables.values():
+        if not _addressable(jt):
+            continue
+        table = tables.get(jt["name"])
+        if table is None:
+            raise _mismatch(f"table '{jt['name']}' of the JSON is not in the P4Info")
+        refs = {index.actions[a].name for a in table.action_scopes}
+        missing = [a for a in jt.get("actions", []) if a not in refs]
+        if missing:
+            raise _mismatch(f"table '{jt['name']}': JSON action '{missing[0]}' is not in the P4Info")
+    for kind, arrays, in_p4info in (
+            ("counter", prog.counters, _names(index.counters, index.direct_counters)),
+            ("meter", prog.meters, _names(index.meters, index.direct_meters)),
+            ("register", prog.registers, _names(index.registers)),
+            ("digest", prog.learn_lists, _names(index.digests))):
+        for name, arr in arrays.items():
+            if arr.get("is_direct") and not _addressable(prog.tables.get(arr.get("binding"), {})):
+                continue
+            if name not in in_p4info:
+                raise _mismatch(f"{kind} '{name}' of the JSON is not in the P4Info")
+
+
+def _names(*groups) -> set:
+    return {o.name for g in groups for o in g.values()}
+
+
+def _addressable(jt: dict) -> bool:
+    """False for the keyless single-action tables with a const default that
+    p4c synthesises (tbl_act...) and hides from the P4Info."""
+    default = jt.get("default_entry", {})
+    return bool(jt.get("key")) or len(jt.get("actions", [])) > 1 or not default.get("action_const")
 
 
 def _mismatch(message: str):

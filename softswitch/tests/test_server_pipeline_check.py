@@ -1,7 +1,10 @@
 """P4Info indexing and the P4Info <-> BMv2 JSON consistency check (no switch)."""
 import json
+import pathlib
 
 import pytest
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
 
 from server_support import mini_json, mini_p4info
 from softswitch_server.errors import P4RuntimeError
@@ -95,3 +98,52 @@ def test_p4info_with_dangling_action_ref_is_refused():
     p4info.tables[0].action_refs.add(id=99)
     with pytest.raises(P4RuntimeError):
         P4InfoIndex(p4info)
+
+
+GOLDEN = pathlib.Path(__file__).parent / "corpus" / "golden"
+GOLDEN_PAIRS = sorted(p.stem for p in GOLDEN.glob("*.json"))
+
+
+def _golden(stem):
+    p4info = text_format.Parse((GOLDEN / f"{stem}.p4info.txtpb").read_text(), p4info_pb2.P4Info())
+    return p4info, json.loads((GOLDEN / f"{stem}.json").read_text())
+
+
+UNSERVED = {"dual_stack": "value_sets"}   # P4Info objects this target refuses
+
+
+@pytest.mark.parametrize("stem", GOLDEN_PAIRS)
+def test_compiled_pairs_are_consistent(stem):
+    """Every pair the front-end emits passes both directions of the check."""
+    if stem in UNSERVED:
+        assert UNSERVED[stem] in refused(*_golden(stem))
+    else:
+        check(*_golden(stem))
+
+
+def test_empty_p4info_is_refused():
+    assert "MyIngress.ipv4_lpm" in refused(p4info_pb2.P4Info(), _doc())
+
+
+@pytest.mark.parametrize("omit", ["tables", "counters", "direct_counters", "meters",
+                                  "direct_meters", "registers", "digests"])
+def test_p4info_missing_any_json_object_is_refused(omit):
+    p4info = mini_p4info()
+    name = getattr(p4info, omit)[0].preamble.name
+    if omit == "tables":  # its direct resources go with it
+        table_id = p4info.tables[0].preamble.id
+        for kind in ("direct_counters", "direct_meters"):
+            kept = [d for d in getattr(p4info, kind) if d.direct_table_id != table_id]
+            p4info.ClearField(kind)
+            getattr(p4info, kind).extend(kept)
+    del getattr(p4info, omit)[0]
+    assert name in refused(p4info, _doc())
+
+
+def test_table_missing_a_json_action_is_refused():
+    p4info = mini_p4info()
+    table = p4info.tables[0]
+    dropped = table.action_refs[0].id
+    del table.action_refs[0]
+    name = next(a.preamble.name for a in p4info.actions if a.preamble.id == dropped)
+    assert name in refused(p4info, _doc())
