@@ -5,9 +5,10 @@ import os
 import sys
 
 from .errors import CompileError
-from google.protobuf import json_format, text_format
+from google.protobuf import json_format
 
 from .driver import compile_to_objects
+from .p4info import to_text
 
 
 def build_argparser():
@@ -60,7 +61,7 @@ def serialize_p4info(info, path):
         return json_format.MessageToJson(info).encode()
     if path.endswith(".bin"):
         return info.SerializeToString()
-    return text_format.MessageToString(info).encode()
+    return to_text(info).encode()
 
 
 def write_outputs(args, bmv2_json, p4info):

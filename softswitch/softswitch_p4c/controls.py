@@ -108,7 +108,7 @@ class ControlMixin:
         sm_type = self.resolve_type(A.TypeRef(parser.loc, "standard_metadata_t"))
         self.sm_type = sm_type
         self.hdr_val = self.layout(self.hdr_type, "", False, "hdr")
-        self.user_meta = self.layout(self.meta_type, "userMetadata", False, "userMetadata")
+        self.user_meta = self.layout(self.meta_type, "userMetadata", False, self.meta_type.name)
         self.sm_val = Val(sm_type, ref=self.add_header_instance(
             "standard_metadata", sm_type, True, "standard_metadata"))
 
@@ -546,11 +546,14 @@ class ControlMixin:
         size = self.table_size(tsym, props.get("size"))
         table = self.table_json(tsym.name, d.loc, keys, match_type, actions, size)
         p4 = {"sym": tsym, "keys": p4keys, "actions": refs, "size": size, "is_const": False,
-              "const_default": None, "direct": [], "json": table}
+              "has_entries": "entries" in props, "const_default": None, "direct": [],
+              "json": table}
         self.table_default(tsym, props.get("default_action"), table, refs, p4)
         if "entries" in props:
             table["entries"] = self.table_entries(tsym, props["entries"], keys, refs, match_type)
             p4["is_const"] = props["entries"].is_const
+            if "size" not in props:                  # p4c: an unsized table holds its entries
+                table["max_size"] = len(table["entries"])
         self.table_extras(tsym, props, table, p4)
         if not A.find_annotation(d.annos, "hidden"):
             self.tables_info.append(p4)
@@ -666,6 +669,7 @@ class ControlMixin:
                              "sym": sym})
             table["default_entry"] = {"action_id": action["id"], "action_const": False,
                                       "action_data": [], "action_entry_const": False}
+            p4["default_action"] = (action["name"], [])
             return
         ref = prop.value
         if not isinstance(ref, (A.Call, A.Name)):
@@ -729,8 +733,7 @@ class ControlMixin:
         entry = {"name": inst.name, "id": 0, "source_info": source_info(inst.loc),
                  "is_direct": True, "binding": table["name"]}
         if kind == "direct_counter":
-            table["with_counters"] = True
-            entry.update({"size": table["max_size"]})
+            table["with_counters"] = True            # p4c gives direct counters no size
             entry["id"] = len(self.json["counter_arrays"])
             self.json["counter_arrays"].append(entry)
         else:
@@ -866,6 +869,14 @@ class ControlMixin:
         return value
 
     # ------------------------------------------------------------ actions
+    def p4info_order(self, sym):
+        """Where p4c lists the action in the P4Info: by control (in pipeline order), first
+        the global actions the control uses (p4c localizes them), then its own actions in
+        declaration order."""
+        if sym.control is None:
+            return (len(self.json["pipelines"]), 0, len(self.action_meta))
+        return (len(self.json["pipelines"]), 1, sym.decl.loc.line, sym.decl.loc.col)
+
     def action_json(self, sym):
         key = (id(sym.decl), sym.control.name if sym.control else None)
         if key in self.action_cache:
@@ -883,15 +894,15 @@ class ControlMixin:
                 raise CompileError(p.type.loc, f"action parameter '{p.name}' must have a "
                                                f"fixed-width type, not {t}")
             runtime_data.append({"name": p.name, "bitwidth": storage_width(t)})
-            p4_params.append({"name": p.name, "bitwidth": storage_width(t),
-                              "type_name": getattr(t, "type_name", None)})
+            p4_params.append({"name": p.name, "bitwidth": storage_width(t), "type": t})
             scope.declare(p.name, Val(t, json={"type": "runtime_data", "value": i},
                                       extra={"readonly": True}), p.loc)
         prims = []
         ctx = Ctx(scope, prims, "action", sym.control)
         self.inline_body(d.body, ctx, scope, None)
         action = self.add_action_json(name, runtime_data, prims, d.loc)
-        self.action_meta[name] = {"decl": d, "annos": d.annos, "params": p4_params}
+        self.action_meta[name] = {"decl": d, "annos": d.annos, "params": p4_params,
+                                  "order": self.p4info_order(sym)}
         self.action_cache[key] = action
         return action
 

@@ -382,9 +382,8 @@ class ExprMixin:
             raw = left.const + right.const if op == "|+|" else left.const - right.const
             return Val(t, const=min(hi, max(lo, raw)))
         raw = expr("+" if op == "|+|" else "-", as_data(left), as_data(right))
-        clamp_hi = expr("?", hexstr(hi, t.width), raw, cond=expr(">", raw, hexstr(hi, t.width)))
-        clamped = expr("?", hexstr(lo, t.width), clamp_hi, cond=expr("<", raw, hexstr(lo)))
-        return self.fit(t, clamped)
+        # BMv2's saturating casts, as p4c lowers |+| and |-|
+        return Val(t, json=expr("sat_cast" if t.signed else "usat_cast", raw, hexstr(t.width)))
 
     def ev_Ternary(self, e, ctx, expected):
         cond = self.eval_value(e.cond, ctx)

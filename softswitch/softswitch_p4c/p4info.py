@@ -8,6 +8,7 @@ from p4.config.v1 import p4info_pb2 as P
 
 from . import ast as A
 from .errors import CompileError
+from .types import EnumT, ErrorT
 
 PREFIX = {"action": P.P4Ids.ACTION, "table": P.P4Ids.TABLE, "value_set": P.P4Ids.VALUE_SET,
           "controller_header": P.P4Ids.CONTROLLER_HEADER, "counter": P.P4Ids.COUNTER,
@@ -72,8 +73,7 @@ class P4InfoBuilder:
 
     def build(self):
         c = self.comp
-        actions = self.table_actions()
-        for name in actions:
+        for name in self.p4info_actions():
             self.add_action(name)
         for t in c.tables_info:
             self.add_table(t)
@@ -85,6 +85,7 @@ class P4InfoBuilder:
             self.add_value_set(vs)
         self.add_controller_headers()
         self.add_new_types()
+        self.info.type_info.SetInParent()        # p4c always writes type_info
         self.assign_ids()
         self.link_ids()
         return self.info
@@ -124,13 +125,12 @@ class P4InfoBuilder:
             pre.alias = alias
 
     # ------------------------------------------------------------ tables and actions
-    def table_actions(self):
-        names = []
-        for t in self.comp.tables_info:
-            for r in t["actions"]:
-                if r["name"] not in names:
-                    names.append(r["name"])
-        return names
+    def p4info_actions(self):
+        """Every action the program uses (from tables or called directly), except @hidden
+        ones, in p4c's order."""
+        meta = self.comp.action_meta
+        names = [n for n, m in meta.items() if not A.find_annotation(m["annos"], "hidden")]
+        return sorted(names, key=lambda n: meta[n]["order"])
 
     def add_action(self, name):
         meta = self.comp.action_meta[name]
@@ -138,9 +138,8 @@ class P4InfoBuilder:
         self.preamble(a, "action", name, meta["annos"], meta["decl"].loc)
         for i, p in enumerate(meta["params"]):
             prm = a.params.add()
-            prm.id, prm.name, prm.bitwidth = i + 1, p["name"], p["bitwidth"]
-            if p["type_name"]:
-                prm.type_name.name = p["type_name"]
+            prm.id, prm.name = i + 1, p["name"]
+            self.set_type(prm, p["type"], p["bitwidth"])
         self.action_msgs = getattr(self, "action_msgs", {})
         self.action_msgs[name] = a
 
@@ -150,14 +149,45 @@ class P4InfoBuilder:
         self.preamble(msg, "table", sym.name, sym.decl.annos, sym.decl.loc)
         for i, k in enumerate(t["keys"]):
             mf = msg.match_fields.add()
-            mf.id, mf.name, mf.bitwidth = i + 1, k["name"], k["bitwidth"]
+            mf.id, mf.name = i + 1, k["name"]
             mf.match_type = _MATCH[k["match_type"]]
-            if getattr(k["type"], "type_name", None):
-                mf.type_name.name = k["type"].type_name
+            self.set_type(mf, k["type"], k["bitwidth"])
         msg.size = t["size"]
         msg.is_const_table = t["is_const"]
+        msg.has_initial_entries = t["has_entries"]
         self.table_msgs = getattr(self, "table_msgs", [])
         self.table_msgs.append((msg, t))
+
+    def set_type(self, msg, t, width):
+        """Width and type of a match field or action parameter, as p4c's P4Info gives them:
+        `error` has width 0 and lists the errors in type_info; a plain enum has no width and
+        names its type; a serializable enum has its width and its members in type_info;
+        `type bit<W> T` names T (add_new_types)."""
+        if isinstance(t, ErrorT):
+            self.info.type_info.error.members[:] = list(self.comp.errors)
+            return
+        if isinstance(t, EnumT) and t.base is None:
+            msg.type_name.name = t.name
+            spec = self.info.type_info.enums[t.name]
+            if not spec.members:
+                for name, _ in sorted(t.members.items(), key=lambda m: m[1]):
+                    spec.members.add().name = name
+            return
+        msg.bitwidth = width
+        if isinstance(t, EnumT):
+            self.add_serializable_enum(t)
+        elif getattr(t, "type_name", None):
+            msg.type_name.name = t.type_name
+
+    def add_serializable_enum(self, t):
+        spec = self.info.type_info.serializable_enums[t.name]
+        if spec.members:
+            return
+        spec.underlying_type.bitwidth = t.base.width
+        for name, value in t.members.items():
+            m = spec.members.add()
+            m.name = name
+            m.value = (value & ((1 << t.base.width) - 1)).to_bytes((t.base.width + 7) // 8, "big")
 
     def link_ids(self):
         for msg, t in getattr(self, "table_msgs", []):
@@ -172,10 +202,20 @@ class P4InfoBuilder:
                         ref.annotations.append("@" + a.name)
             if t["const_default"]:
                 msg.const_default_action_id = self.action_msgs[t["const_default"]].preamble.id
+            self.initial_default_action(msg, t)
             for inst in t["direct"]:
                 msg.direct_resource_ids.append(inst.info["p4info_msg"].preamble.id)
             for inst in t["direct"]:
                 inst.info["p4info_msg"].direct_table_id = msg.preamble.id
+
+    def initial_default_action(self, msg, t):
+        name, data = t["default_action"]
+        action = self.action_msgs[name]
+        msg.initial_default_action.action_id = action.preamble.id
+        for prm, value in zip(action.params, data):
+            arg = msg.initial_default_action.arguments.add()
+            arg.param_id = prm.id
+            arg.value = int(value, 16).to_bytes((prm.bitwidth + 7) // 8, "big")
 
     # ------------------------------------------------------------ externs
     def add_instance(self, inst):
@@ -269,5 +309,9 @@ def build_p4info(comp):
     return P4InfoBuilder(comp).build()
 
 
+_TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n"
+
+
 def to_text(info):
-    return text_format.MessageToString(info)
+    """Text format as p4c writes it (with the proto-file/proto-message header)."""
+    return _TEXT_HEADER + text_format.MessageToString(info)

@@ -15,7 +15,7 @@ from .stmts import source_info
 from .symbols import ExternFuncSym, Scope, ValueSetSym
 from .types import Bits, BoolT, EnumT, StructT, VarbitT, storage_width
 from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
-                     as_bool, as_data, mask_of)
+                     as_bool, as_data, mask_of, param as op_param)
 
 _FINAL_STATES = ("accept", "reject")
 
@@ -111,7 +111,7 @@ class ParserMixin:
         cond = self.eval_value(s.cond, ctx)
         self.require_bool(cond, s.cond.loc, "condition of 'if'")
         flag = self.new_scalar(self.unique_name("cond"), Bits(1))
-        ctx.prims.append({"op": "set", "parameters": [flag.ref.json(), as_data(cond)]})
+        ctx.prims.append({"op": "set", "parameters": [flag.ref.json(), op_param(as_data(cond))]})
         join = self.synthetic_state(f"{st.name}_join", states)
         t_name = self.synthetic_state(f"{st.name}_true", states)
         f_name = self.synthetic_state(f"{st.name}_false", states) if s.other else join
@@ -170,7 +170,7 @@ class ParserMixin:
                 if n is None:
                     raise CompileError(call.loc, "wrong number of arguments to 'advance': "
                                                  "expected 1")
-                ctx.prims.append({"op": "advance", "parameters": [as_data(n)]})
+                ctx.prims.append({"op": "advance", "parameters": [op_param(as_data(n))]})
                 return None
             if name == "lookahead":
                 return self.lookahead_value(call, ctx)
@@ -201,7 +201,8 @@ class ParserMixin:
         if has_varbit:
             n = self.coerce(self.eval_value(call.args[1], ctx, Bits(32)), Bits(32),
                             call.args[1].loc, "argument 'variableFieldSizeInBits' of 'extract'")
-            ctx.prims.append({"op": "extract_VL", "parameters": [param, as_data(n)]})
+            length = {"type": "expression", "value": as_data(n)}   # BMv2 requires an expression
+            ctx.prims.append({"op": "extract_VL", "parameters": [param, length]})
             return None
         ctx.prims.append({"op": "extract", "parameters": [param]})
         return None
@@ -247,7 +248,7 @@ class ParserMixin:
             return v.json["value"]["right"]
         tmp = self.new_scalar(self.unique_name("tmp"), v.type if not isinstance(v.type, BoolT)
                               else Bits(1))
-        ctx.prims.append({"op": "set", "parameters": [tmp.ref.json(), as_data(v)]})
+        ctx.prims.append({"op": "set", "parameters": [tmp.ref.json(), op_param(as_data(v))]})
         return tmp.ref.json()
 
     def select_case(self, ks, widths, ctx, loc):

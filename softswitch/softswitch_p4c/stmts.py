@@ -10,7 +10,7 @@ from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope
 from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
                     TypeVar, VarbitT, VoidT, storage_width)
 from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
-                     as_bool, as_data, bool_expr, expr, hexstr)
+                     as_bool, as_data, bool_expr, expr, hexstr, param)
 
 _V1_EXTERN_TYPES = {"register", "counter", "direct_counter", "meter", "direct_meter",
                     "packet_in", "packet_out"}
@@ -27,12 +27,12 @@ class StmtMixin:
     def emit(self, ctx, op, params, loc):
         if ctx.prims is None:
             raise CompileError(loc, "statements with side effects are not allowed here")
-        prim = {"op": op, "parameters": params}
+        prim = {"op": op, "parameters": [param(p) for p in params]}
         if loc is not None:
             prim["source_info"] = source_info(loc)
         if ctx.kind == "parser":
             if op == "assign":
-                prim = {"op": "set", "parameters": params}
+                prim = {"op": "set", "parameters": prim["parameters"]}
             else:
                 prim = {"op": "primitive", "parameters": [prim]}
         ctx.prims.append(prim)

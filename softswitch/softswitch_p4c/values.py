@@ -27,6 +27,14 @@ def expr(op, left, right, **extra):
     return {"type": "expression", "value": value}
 
 
+def param(j):
+    """A primitive or parser-op parameter. BMv2 reads an `expression` parameter's value as an
+    expression node, so the node is wrapped once more (p4c's shape)."""
+    if isinstance(j, dict) and j.get("type") in ("expression", "bool"):
+        return {"type": "expression", "value": j}
+    return j
+
+
 def _operand(j):
     if isinstance(j, dict) and j.get("type") == "runtime_data":
         return {"type": "local", "value": j["value"]}

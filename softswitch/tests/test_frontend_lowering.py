@@ -86,7 +86,7 @@ def test_if_inside_action_becomes_jumps(build):
     assert ops(a) == ["_jump_if_zero", "assign", "_jump", "assign", "assign", "assign"]
     assert a["primitives"][0]["parameters"][1] == {"type": "hexstr", "value": "0x03"}
     assert a["primitives"][2]["parameters"][0] == {"type": "hexstr", "value": "0x05"}
-    assert a["primitives"][0]["parameters"][0]["value"]["op"] == "b2d"
+    assert a["primitives"][0]["parameters"][0]["value"]["value"]["op"] == "b2d"
 
 
 def test_hit_miss_and_action_run(build):
@@ -129,14 +129,14 @@ def test_arithmetic_lowering(build):
         meta.m16 = (bit<16>) ((int<16>) meta.m16 - 16s1);
         meta.m32 = meta.m32 << 3;""")
     prims = [p for a in j["actions"] for p in a["primitives"]]
-    sat = prims[0]["parameters"][1]["value"]["left"]["value"]
-    assert sat["op"] == "?"
-    sl = prims[1]["parameters"][1]["value"]
+    sat = prims[0]["parameters"][1]["value"]["value"]
+    assert sat["op"] == "usat_cast" and sat["right"] == {"type": "hexstr", "value": "0x08"}
+    sl = prims[1]["parameters"][1]["value"]["value"]
     assert sl["op"] == "&" and sl["right"]["value"] == "0xffff" and sl["left"]["value"]["op"] == ">>"
-    assert prims[3]["parameters"][1]["value"]["right"]["value"] == "0xff"
+    assert prims[3]["parameters"][1]["value"]["value"]["right"]["value"] == "0xff"
     slice_assign = prims[4]["parameters"]
     assert slice_assign[0]["value"] == ["ipv4", "dstAddr"]
-    assert slice_assign[1]["value"]["op"] == "|"
+    assert slice_assign[1]["value"]["value"]["op"] == "|"
     assert "two_comp_mod" in str(prims[5])
 
 
@@ -171,7 +171,7 @@ def test_header_stacks_and_unions(build):
     assert hop["transition_key"] == [{"type": "stack_field", "value": ["hops", "bos"]}]
     prims = [p for a in j["actions"] for p in a["primitives"]]
     assert [p["op"] for p in prims[:4]] == ["pop", "push", "add_header", "assign"]
-    assert prims[3]["parameters"][1]["value"]["op"] == "last_stack_index"
+    assert prims[3]["parameters"][1]["value"]["value"]["op"] == "last_stack_index"
     (u,) = j["header_unions"]
     assert u["name"] == "ab" and j["header_union_types"][0]["headers"] == [["a", "a_t"],
                                                                            ["b", "b_t"]]
@@ -319,7 +319,7 @@ def test_v1model_externs(build):
     (ll,) = j["learn_lists"]
     assert ll["name"] == "learn_t" and len(ll["elements"]) == 2
     (fl,) = j["field_lists"]
-    assert fl["elements"] == [{"type": "field", "value": ["scalars", "userMetadata.keep"]}]
+    assert fl["elements"] == [{"type": "field", "value": ["scalars", "metadata.keep"]}]
     assert prims[8]["parameters"][0] == {"type": "string", "value": "ttl={}"}
     assert info.digests[0].preamble.name == "learn_t"
 
@@ -359,7 +359,7 @@ def test_locals_become_scalars(build):
     scalars = j["header_types"][0]
     assert scalars["name"] == "scalars_0"
     names = [f[0] for f in scalars["fields"]]
-    assert "tmp" in names and "flag" in names and "userMetadata.m8" in names
+    assert "tmp" in names and "flag" in names and "metadata.m8" in names
     assert sum(f[1] for f in scalars["fields"]) % 8 == 0
 
 
@@ -367,7 +367,7 @@ def test_control_variables_with_initializers_are_set_first(build):
     j, _ = build(ingress="bit<8> base = 8w7;", apply="meta.m8 = base + 1;")
     (act,) = [a for a in j["actions"] if a["name"].startswith("act")]
     assert [p["parameters"][0]["value"][1] for p in act["primitives"]] == ["base",
-                                                                          "userMetadata.m8"]
+                                                                          "metadata.m8"]
 
 
 def test_new_types_are_named_in_the_p4info(build):

@@ -149,7 +149,7 @@ def test_l3_router_lowering(tmp_path):
     fwd = next(a for a in j["actions"] if a["name"] == "I.ipv4_forward")
     assert fwd["runtime_data"] == [{"name": "dstAddr", "bitwidth": 48},
                                    {"name": "port", "bitwidth": 9}]
-    ttl = fwd["primitives"][3]["parameters"][1]["value"]
+    ttl = fwd["primitives"][3]["parameters"][1]["value"]["value"]
     assert ttl["op"] == "&" and ttl["right"]["value"] == "0xff"
     (cksum,) = j["checksums"]
     assert cksum["target"] == ["ipv4", "hdrChecksum"] and cksum["update"] and not cksum["verify"]

@@ -3,6 +3,7 @@
 #ifndef _CORE_P4_
 #define _CORE_P4_
 
+@noWarn("unused")
 action NoAction() {}
 
 error {
