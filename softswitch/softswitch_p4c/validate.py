@@ -218,6 +218,7 @@ def loader_problems(j):
                 if key.get("type") not in ("field", "stack_field", "union_stack_field",
                                            "lookahead"):
                     out.append(f"{where}.transition_key[{k}]: invalid type {key.get('type')!r}")
+            _transition_widths(st, j, where, out)
     for i, pl in enumerate(j["pipelines"]):
         for k, c in enumerate(pl["conditionals"]):
             _node(c["expression"], f"pipelines[{i}].conditionals[{k}].expression", out)
@@ -237,6 +238,36 @@ def loader_problems(j):
         for k, x in enumerate(ll["elements"]):
             _list_item(x, f"learn_lists[{i}].elements[{k}]", ("field",), out)
     return out
+
+
+def _key_bytes(key, j):
+    """Bytes a transition key element takes in BMv2's switch-case key (None: unknown)."""
+    t, v = key.get("type"), key.get("value")
+    if t == "lookahead":
+        return (v[1] + 7) // 8
+    types = {h["name"]: h for h in j["header_types"]}
+    if t == "field":
+        htype = next((h["header_type"] for h in j["headers"] if h["name"] == v[0]), None)
+    elif t == "stack_field":
+        htype = next((s["header_type"] for s in j["header_stacks"] if s["name"] == v[0]), None)
+    else:
+        return None
+    fields = types[htype]["fields"] if htype in types else []
+    width = next((f[1] for f in fields if f[0] == v[-1]), 1 if v[-1] == "$valid$" else None)
+    return None if width in (None, "*") else (width + 7) // 8
+
+
+def _transition_widths(st, j, where, out):
+    sizes = [_key_bytes(k, j) for k in st["transition_key"]]
+    if None in sizes:
+        return
+    want = sum(sizes)
+    for k, t in enumerate(st["transitions"]):
+        for part in ("value", "mask"):
+            if t["type"] == "hexstr" and t[part] is not None and \
+                    (len(t[part]) - 2 + 1) // 2 != want:
+                out.append(f"{where}.transitions[{k}]: Parser transition {part} has incorrect "
+                           f"width, expected {want} bytes")
 
 
 def _node(n, where, out, optional=False):

@@ -196,3 +196,38 @@ def _table_flow(pl):
             nexts = list(t["next_tables"].values()) + [t["base_default_next"]]
             flow[name] = set().union(*(reach(n) for n in nexts))
     return {k: sorted(v, key=str) for k, v in flow.items()}
+
+
+# ------------------------------------------------------------------ the loader-shape check itself
+
+def _mutated(edit):
+    j, _ = compile_to_objects(str(REF / "f01_l3.p4"))
+    edit(j)
+    return problems(j)
+
+
+def _forward(j):
+    return next(a for a in j["actions"] if a["name"] == "FxIngress.forward")
+
+
+@pytest.mark.parametrize("edit, expected", [
+    # one-level expression parameter: what real BMv2 refused ("Invalid 'type' in expression")
+    (lambda j: _forward(j)["primitives"][3]["parameters"].__setitem__(
+        1, _forward(j)["primitives"][3]["parameters"][1]["value"]),
+     "actions[0].primitives[3].parameters[1].value: Invalid 'type' in expression"),
+    (lambda j: j["pipelines"][0]["conditionals"][0].__setitem__(
+        "expression", j["pipelines"][0]["conditionals"][0]["expression"]["value"]),
+     "pipelines[0].conditionals[0].expression: Invalid 'type' in expression"),
+    (lambda j: _forward(j)["primitives"][1]["parameters"].__setitem__(
+        1, {"type": "expression", "value": {"type": "runtime_data", "value": 0}}),
+     "parameters[1].value: Invalid 'type' in expression: 'runtime_data'"),
+    (lambda j: j["parsers"][0]["parse_states"][0]["transitions"][0].__setitem__(
+        "value", "0x000800"), "Parser transition value has incorrect width, expected 2"),
+    (lambda j: j["pipelines"][0]["tables"][0]["key"][0].__setitem__("match_type", "optional"),
+     "optional"),
+    (lambda j: _forward(j)["primitives"][0]["parameters"].__setitem__(
+        0, {"type": "lookahead", "value": [0, 8]}), "Parameter type 'lookahead' not supported"),
+])
+def test_loader_shape_check_names_the_bad_place(edit, expected):
+    found = _mutated(edit)
+    assert any(expected in p for p in found), found
