@@ -9,7 +9,7 @@ P4C := $(abspath $(VENV))/bin/softswitch-p4c
 PROGRAMS := $(wildcard p4src/*.p4)
 TARGET ?= softswitch
 BINDIR ?= /usr/local/bin
-CLIS := softswitch-p4c softswitch redctl aqmlab
+CLIS := softswitch-p4c softswitch softswitch-stf redctl aqmlab
 
 .PHONY: setup apt venv engine build test unit ptf run bench clean
 

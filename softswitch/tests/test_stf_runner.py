@@ -1,0 +1,150 @@
+"""softswitch-stf itself: STF syntax, name resolution, key encodings, failing
+expectations and the command's exit status and messages."""
+import pathlib
+
+import pytest
+
+from softswitch_stf.cli import main
+from softswitch_stf.runner import compare_packet, run
+from softswitch_stf.stf import StfError, parse_text
+from test_stf_corpus import STF_DIR, compiled
+
+BASIC = STF_DIR / "basic.p4"
+IN = ("0000000001000000000000990800 4500002100010000401164C90A0000010A000202 "
+      "03E807D0000D9A47 68656C6C6F")
+OUT = ("0800000002220000000001000800 45000021000100003F1165C90A0000010A000202 "
+       "03E807D0000D9A47 68656C6C6F")
+ROUTE = "add ipv4_lpm hdr.ipv4.dstAddr:10.0.2.0/24 ipv4_forward(dstAddr:0x080000000222, port:2)\n"
+
+
+def run_text(text, program=BASIC):
+    return run(compiled(program), parse_text(text, "t.stf"))
+
+
+def test_passing_test_passes():
+    result = run_text(ROUTE + f"packet 0 {IN}\nexpect 2 {OUT} $\n")
+    assert result.passed and result.packets_in == 1 and result.expected == 1
+
+
+def test_wrong_byte_fails_and_shows_expected_and_got():
+    wrong = OUT.replace("08000000022200", "08000000022300", 1)
+    result = run_text(ROUTE + f"packet 0 {IN}\nexpect 2 {wrong}\n")
+    assert not result.passed
+    (failure,) = result.failures
+    assert failure.startswith("t.stf:3: port 2, packet 1: differs at byte 5")
+    assert "expected: 080000000223" in failure and "got:      080000000222" in failure
+    assert "\n" + " " * 14 + " " * 11 + "^" in failure   # the caret sits under nibble 11
+
+
+def test_missing_unexpected_and_wrong_port_packets_fail():
+    missing = run_text(f"packet 0 {IN}\nexpect 2 {OUT}\n")          # no route: dropped
+    assert missing.failures == [f"t.stf:2: port 2: expected packet not received\n"
+                                f"    expected: {''.join(OUT.split())}"]
+    extra = run_text(ROUTE + f"packet 0 {IN}\npacket 0 {IN}\nexpect 2 {OUT}\n")
+    assert len(extra.failures) == 1 and "unexpected packet" in extra.failures[0]
+    elsewhere = run_text(ROUTE + f"packet 0 {IN}\nexpect 3 {OUT}\nexpect 2\n")
+    assert len(elsewhere.failures) == 1 and "port 3" in elsewhere.failures[0]
+
+
+def test_packets_to_unobserved_ports_are_not_checked_as_in_p4c():
+    assert run_text(ROUTE + f"packet 0 {IN}\n").passed
+
+
+def test_bare_expect_accepts_any_packets_on_its_port():
+    assert run_text(ROUTE + f"packet 0 {IN}\npacket 0 {IN}\nexpect 2\n").passed
+
+
+@pytest.mark.parametrize("pattern, exact, verdict", [
+    ("0A0B", False, None), ("0A0B0C", True, None), ("0A*B", False, None), ("****0C", True, None),
+    ("0A0C", False, "differs at byte 1"), ("0A0B", True, "too long"),
+    ("0A0B0C0D", False, "too short"), ("0A0B0", False, None),
+])
+def test_packet_comparison(pattern, exact, verdict):
+    problem = compare_packet(pattern, exact, bytes([10, 11, 12]))
+    assert (problem is None) if verdict is None else problem.startswith(verdict)
+
+
+def test_short_names_and_number_spellings_resolve():
+    for spelling in ("MyIngress.ipv4_lpm hdr.ipv4.dstAddr:0x0A000200/24",
+                     "ipv4_lpm ipv4.dstAddr:0x0A0002**",
+                     "ipv4_lpm dstAddr:167772672/24"):
+        text = (f"add {spelling} MyIngress.ipv4_forward(dstAddr:8:0:0:0:2:22, port:0b10)\n"
+                f"packet 0 {IN}\nexpect 2 {OUT}$\n")
+        assert run_text(text).passed, spelling
+
+
+@pytest.mark.parametrize("line, message", [
+    ("frobnicate 1", "t.stf:1: error: unknown command 'frobnicate'"),
+    ("packet 0 0A0", "t.stf:1: error: usage: packet PORT HEXBYTES"),
+    ("packet x 0A", "t.stf:1: error: port must be a decimal number, got 'x'"),
+    ("expect 1 0G", "t.stf:1: error: usage: expect PORT"),
+    ("add ipv4_lpm dstAddr:1", "t.stf:1: error: usage: add TABLE"),
+    ("add ipv4_lpm 5x dstAddr:1 drop()", "t.stf:1: error: priority must be a decimal number"),
+    ("add ipv4_lpm dstAddr drop()", "t.stf:1: error: key 'dstAddr' is not FIELD:VALUE"),
+    ("setdefault ipv4_lpm", "t.stf:1: error: usage: setdefault TABLE ACTION"),
+    ("mc_node_create 1", "t.stf:1: error: usage: mc_node_create RID PORT"),
+    ("check_counter c(1) packets = 2", "t.stf:1: error: usage: check_counter"),
+    ("wait 5", "t.stf:1: error: wait takes no arguments"),
+])
+def test_malformed_lines_are_one_line_errors(line, message):
+    with pytest.raises(StfError) as e:
+        parse_text(line, "t.stf")
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("add nosuch dstAddr:1 drop()", "no table named 'nosuch'"),
+    ("add ipv4_lpm srcAddr:1 drop()", "'srcAddr' is not a key of table MyIngress.ipv4_lpm"),
+    ("add ipv4_lpm dstAddr:1 fly()", "no action of table MyIngress.ipv4_lpm named 'fly'"),
+    ("add ipv4_lpm dstAddr:1 ipv4_forward(port:1)", "action MyIngress.ipv4_forward needs parameter dstAddr"),
+    ("add ipv4_lpm dstAddr:1 drop(x:1)", "action MyIngress.drop has no parameter x"),
+    ("add ipv4_lpm dstAddr:0x1FFFFFFFF/32 drop()", "value 0x1ffffffff does not fit key hdr.ipv4.dstAddr (32 bits)"),
+    ("add ipv4_lpm dstAddr:1/33 drop()", "prefix length 33 is longer than key hdr.ipv4.dstAddr"),
+    ("add ipv4_lpm dstAddr:1 ipv4_forward(dstAddr:1, port:512)", "value 0x200 does not fit parameter port (9 bits)"),
+    ("add ipv4_lpm dstAddr:ten drop()", "'ten' is not a number"),
+    ("mc_node_associate 1 0", "multicast group 1 was not created"),
+])
+def test_lines_naming_what_the_program_lacks_fail_with_their_line(line, message):
+    with pytest.raises(StfError) as e:
+        run_text(f"wait\n{line}\n")
+    assert str(e.value).startswith(f"t.stf:2: error: {message}")
+
+
+def test_duplicate_entry_is_reported_at_its_line():
+    with pytest.raises(StfError) as e:
+        run_text(ROUTE + ROUTE)
+    assert str(e.value).startswith("t.stf:2: error: add: ")
+
+
+def test_cli_exit_status_and_output(tmp_path, capsys):
+    good, bad = tmp_path / "good.stf", tmp_path / "bad.stf"
+    good.write_text(ROUTE + f"packet 0 {IN}\nexpect 2 {OUT}\n")
+    bad.write_text(ROUTE + f"packet 0 {IN}\nexpect 1 {OUT}\n")
+    assert main([str(BASIC), str(good)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "1 passed, 0 failed"
+    assert main([str(BASIC), str(good), str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert f"FAIL {bad}" in out and out.splitlines()[-1] == "1 passed, 1 failed"
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    broken = tmp_path / "broken.stf"
+    broken.write_text("packet 0 zz\n")
+    assert main([str(BASIC), str(broken)]) == 1
+    assert capsys.readouterr().err == f"{broken}:1: error: usage: packet PORT HEXBYTES (an even number of hex digits)\n"
+    bad_p4 = tmp_path / "bad.p4"
+    bad_p4.write_text("control c( { }\n")
+    assert main([str(bad_p4), str(broken)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{bad_p4}:1:") and err.count("\n") == 1
+    assert main([str(BASIC), str(tmp_path / "none.stf")]) == 1
+    assert "No such file" in capsys.readouterr().err
+
+
+def test_precompiled_json_is_accepted(tmp_path):
+    import json
+    path = tmp_path / "basic.json"
+    path.write_text(json.dumps(compiled(BASIC)))
+    stf = tmp_path / "t.stf"
+    stf.write_text(ROUTE + f"packet 0 {IN}\nexpect 2 {OUT}\n")
+    assert main([str(path), str(stf)]) == 0
