@@ -764,16 +764,25 @@ class ControlMixin:
             data = self.const_action_data(sym, call, tsym)
             entry = {"source_info": source_info(e.loc), "match_key": match_key,
                      "action_entry": {"action_id": action["id"], "action_data": data}}
-            prio = None
-            anno = A.find_annotation(e.annos, "priority")
-            if e.priority is not None:
-                prio = self.const_int(e.priority, tsym.scope, "entry priority")
-            elif anno and anno.args and isinstance(anno.args[0], A.IntLit):
-                prio = anno.args[0].value
             entries.append(entry)
-            prios.append(prio)
-        self.assign_priorities(entries, prios, self.largest_wins(tsym))
+            prios.append(self.entry_priority(e, tsym))
+        if any(kind == "keyword" for kind, _ in prios) or \
+                "largest_priority_wins" in self.table_properties(tsym.decl):
+            self.assign_priorities(entries, [p for _, p in prios], self.largest_wins(tsym))
+        else:
+            for i, (entry, (_, prio)) in enumerate(zip(entries, prios)):
+                # p4c: @priority(N) goes to BMv2 as it is (smallest wins), others by position
+                entry["priority"] = prio if prio is not None else i + 1
         return entries
+
+    def entry_priority(self, e, tsym):
+        """('keyword', N) for P4's `priority=N:`, ('annotation', N) for @priority(N)."""
+        if e.priority is not None:
+            return "keyword", self.const_int(e.priority, tsym.scope, "entry priority")
+        anno = A.find_annotation(e.annos, "priority")
+        if anno and anno.args and isinstance(anno.args[0], A.IntLit):
+            return "annotation", anno.args[0].value
+        return None, None
 
     def largest_wins(self, tsym):
         prop = self.table_properties(tsym.decl).get("largest_priority_wins")

@@ -5,6 +5,7 @@ calls are inlined; extern calls become BMv2 primitives.
 """
 from . import ast as A
 from .errors import CompileError, unsupported
+from .copyinout import params_needing_copies
 from .exprs import Ctx, StackLastRef
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope
 from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
@@ -334,34 +335,40 @@ class StmtMixin:
         d = sym.decl
         call = A.Call(loc, A.Name(loc, d.name), [], args)
         bound = self.bind_args(call, d.params, d.name, ctx)
-        scope = self.callee_scope(sym.scope, d, bound, ctx)
+        scope, copy_out = self.callee_scope(sym.scope, d, bound, ctx)
         self.inline_body(d.body, ctx, scope, None)
+        self.copy_out(ctx, copy_out)
         return None
 
     def callee_scope(self, parent, d, bound, ctx):
+        """The callee's scope with its parameters bound, copying in the arguments that
+        need it (copyinout); returns it and the (argument, temporary) pairs to copy out."""
         scope = Scope(parent)
-        writes = None
+        writes = self.possible_writes(d.body.stmts, Scope(parent))
+        copies = params_needing_copies(d.params, bound, d.body, parent, writes)
+        copy_out = []
         for p in d.params:
             v = bound[p.name]
-            if p.direction in ("", "in") and v.const is None:
-                if writes is None:
-                    writes = self.possible_writes(d.body.stmts, Scope(parent))
-                v = self.copy_in(p, v, ctx, writes)
-            elif p.direction in ("", "in"):
+            if p.name in copies:
+                tmp = self.temporary(p.name, v.type)
+                if p.direction != "out":
+                    self.assign(ctx, tmp, v, p.loc)
+                if p.direction in ("out", "inout"):
+                    copy_out.append((v, tmp, p.loc))
+                v = tmp
+            if p.direction in ("", "in"):
                 v = _readonly(v)
             scope.declare(p.name, v, p.loc)
-        return scope
+        return scope, copy_out
 
-    def copy_in(self, p, v, ctx, writes):
-        """P4 copy-in: an `in`/directionless argument whose storage the callee may write is
-        copied to a temporary first, so the callee sees the value at the call."""
-        reads = _storage_read(v)
-        aliased = writes == "ALL" or any(r in writes or (r[0], None) in writes for r in reads)
-        if aliased and v.type is not None and v.type.is_scalar and not isinstance(v.type, IntT):
-            tmp = self.new_scalar(self.unique_name(p.name), v.type)
-            self.assign(ctx, tmp, v, p.loc)
-            v = tmp
-        return _readonly(v)
+    def temporary(self, hint, t):
+        if t.is_scalar and not isinstance(t, IntT):
+            return self.new_scalar(self.unique_name(hint), t)
+        return self.layout(t, self.unique_name(f"{hint}_copy"), False, self.unique_name(hint))
+
+    def copy_out(self, ctx, pairs):
+        for arg, tmp, loc in pairs:
+            self.assign(ctx, arg, tmp, loc)
 
     def possible_writes(self, stmts, scope):
         """(header, field) pairs (field None: whole header) a body may write, or "ALL"."""
@@ -429,12 +436,13 @@ class StmtMixin:
         if ctx.prims is None:
             raise CompileError(call.loc, f"call to function '{d.name}' is not allowed here")
         bound = self.bind_args(call, d.params, d.name, ctx)
-        scope = self.callee_scope(sym.scope, d, bound, ctx)
+        scope, copy_out = self.callee_scope(sym.scope, d, bound, ctx)
         ret_t = self.resolve_type(d.ret, sym.scope)
         target = None
         if not isinstance(ret_t, VoidT):
             target = self.new_scalar(self.unique_name(f"{d.name}_retval"), ret_t)
         self.inline_body(d.body, ctx, scope, target)
+        self.copy_out(ctx, copy_out)
         return target
 
     # ------------------------------------------------------------ extern functions
