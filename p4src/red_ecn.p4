@@ -152,9 +152,10 @@ control MyEgress(inout headers hdr,
         default_action = NoAction();
     }
 
-    /* avg *= (1 - wq)^m after an idle period, as a right shift per bucket. */
-    action set_decay_shift(bit<8> shift) {
-        meta.red.decay_shift = shift;
+    /* avg *= (1 - wq)^m after an idle period: the factor for the bucket's
+     * idle time, 32 fraction bits. A miss means no decay (factor 1). */
+    action set_decay_factor(bit<32> factor) {
+        meta.red.decay_factor = factor;
     }
 
     table red_idle_decay {
@@ -163,10 +164,10 @@ control MyEgress(inout headers hdr,
             meta.red.idle_bucket: exact;
         }
         actions = {
-            set_decay_shift;
+            set_decay_factor;
             NoAction;
         }
-        size = 16384;
+        size = 65536;                   /* 64 ports x 1024 buckets */
         default_action = NoAction();
     }
 
@@ -197,9 +198,11 @@ control MyEgress(inout headers hdr,
                 if (bucket > IDLE_BUCKET_MAX) {
                     bucket = IDLE_BUCKET_MAX;
                 }
-                meta.red.idle_bucket = (bit<8>) bucket;
-                red_idle_decay.apply();
-                avg = avg >> meta.red.decay_shift;
+                meta.red.idle_bucket = (bit<10>) bucket;
+                if (red_idle_decay.apply().hit) {
+                    avg = (bit<32>) (((bit<64>) avg * (bit<64>) meta.red.decay_factor)
+                                     >> DECAY_FRAC_BITS);
+                }
             }
             last_departure.write(port, now + standard_metadata.deq_timedelta);
 

@@ -83,7 +83,7 @@ class Controller:
         old = self._read_red_entries(port)
         updates = [_update(p4runtime_pb2.Update.MODIFY if old.config else p4runtime_pb2.Update.INSERT,
                            self._red_config_entry(port, constants))]
-        updates += self._decay_updates(port, old.decay, constants.decay_shifts)
+        updates += self._decay_updates(port, old.decay, constants.decay_factors)
         self.session.write(updates)
         return constants
 
@@ -97,7 +97,7 @@ class Controller:
         if entries.config is None:
             return None
         params = self._action_params(entries.config.action.action)
-        return RedConstants(**params, decay_shifts=entries.decay)
+        return RedConstants(**params, decay_factors=entries.decay)
 
     def red_ports(self) -> list[int]:
         """Ports that have a red_config entry."""
@@ -229,9 +229,9 @@ class Controller:
         return self._table_entry(names.RED_CONFIG, [(names.RED_CONFIG_KEY, "exact", port)],
                                  names.SET_RED, c.action_params())
 
-    def _decay_entry(self, port: int, bucket: int, shift: int) -> p4runtime_pb2.Entity:
+    def _decay_entry(self, port: int, bucket: int, factor: int) -> p4runtime_pb2.Entity:
         keys = [(names.RED_DECAY_KEYS[0], "exact", port), (names.RED_DECAY_KEYS[1], "exact", bucket)]
-        return self._table_entry(names.RED_DECAY, keys, names.SET_DECAY_SHIFT, {"shift": shift})
+        return self._table_entry(names.RED_DECAY, keys, names.SET_DECAY_FACTOR, {"factor": factor})
 
     def _decay_updates(self, port: int, old: dict[int, int], new: dict[int, int]):
         """MODIFY/INSERT/DELETE per bucket, so no key is touched twice in a batch."""
@@ -249,7 +249,7 @@ class Controller:
         for e in self._read_table(names.RED_DECAY, port):
             match = {m.field_id: m for m in e.table_entry.match}
             decay[decode(match[bucket_id].exact.value)] = \
-                self._action_params(e.table_entry.action.action)["shift"]
+                self._action_params(e.table_entry.action.action)["factor"]
         return _RedEntries(config[0].table_entry if config else None, decay)
 
     def _match_field_id(self, table: str, field: str) -> int:

@@ -8,8 +8,8 @@ are specified in p4src/README.md ("Fixed point and quantisation"):
 - ``slope = maxp / (maxth - minth) * 2^32`` and
   ``gentle_slope = (1 - maxp) / maxth * 2^32`` per packet of average;
 - ``wq = 2^-wq_log``;
-- idle decay: per 2^idle_log-microsecond bucket of idle time, a right shift of
-  the average approximating ``(1 - wq)^m``.
+- idle decay: per 2^idle_log-microsecond bucket of idle time, the factor
+  ``(1 - wq)^m * 2^32`` the average is multiplied by (``DECAY_ONE``).
 
 ``implied_pb`` reproduces the data plane's integer arithmetic bit for bit, so
 tests can compare the curve the switch really uses with RED's real-valued one.
@@ -26,9 +26,12 @@ PROB_ONE = 1 << PROB_BITS
 PROB_MAX = PROB_ONE - 1
 QDEPTH_MAX = 0xFFFF          # the program saturates q at 16 integer bits
 WQ_LOG_MAX = 16              # beyond this, truncation would freeze the average
-IDLE_BUCKETS = 256
-IDLE_LOG_MAX = 24            # 255 buckets * 2^24 us stays below the 32-bit clock wrap
-SHIFT_FULL_DECAY = 32        # avg >> 32 == 0 for a 32-bit average
+IDLE_BUCKETS = 1024          # 10-bit idle bucket
+IDLE_LOG_MAX = 22            # 1023 buckets * 2^22 us stays below the 32-bit clock wrap
+DECAY_FRAC_BITS = 32
+DECAY_ONE = 1 << DECAY_FRAC_BITS
+DECAY_MAX = DECAY_ONE - 1
+FULL_DECAY_LOG2 = 16         # "fully decayed": (1 - wq)^m <= 2^-16; the last bucket sets avg to 0
 MODES = {"droptail": 0, "red": 1}
 DEFAULT_BUFFER_PACKETS = 64  # BMv2's and softswitch's default queue depth
 DEFAULT_RATE_BPS = 10_000_000
@@ -67,7 +70,8 @@ class PortSpec:
 
 @dataclass(frozen=True)
 class RedConstants:
-    """The action parameters of MyEgress.set_red plus the red_idle_decay entries."""
+    """The action parameters of MyEgress.set_red plus the red_idle_decay entries
+    ({bucket: factor}, factor = (1 - wq)^m * 2^32; missing buckets: no decay)."""
     mode: int
     ecn: int
     gentle: int
@@ -78,7 +82,7 @@ class RedConstants:
     slope: int
     gentle_slope: int
     idle_log: int
-    decay_shifts: dict[int, int] = field(default_factory=dict, compare=False)
+    decay_factors: dict[int, int] = field(default_factory=dict, compare=False)
 
     def action_params(self) -> dict[str, int]:
         """Parameter name -> value, named as in set_red's P4 signature."""
@@ -125,14 +129,14 @@ def to_constants(cfg: RedConfig, port: PortSpec = PortSpec()) -> RedConstants:
     """Validate cfg and compute what the controller installs."""
     validate(cfg, port)
     minth, maxth = _fixed(cfg.minth), _fixed(cfg.maxth)
-    idle_log, shifts = idle_decay(cfg.wq_log, port.tx_time_us)
+    idle_log, factors = idle_decay(cfg.wq_log, port.tx_time_us)
     return RedConstants(
         mode=MODES[cfg.mode], ecn=int(cfg.ecn), gentle=int(cfg.gentle),
         wq_log=cfg.wq_log, minth=minth, maxth=maxth,
         maxp=min(round(cfg.maxp * PROB_ONE), PROB_MAX),
         slope=round(cfg.maxp * PROB_ONE * AVG_ONE / (maxth - minth)),
         gentle_slope=round((1 - cfg.maxp) * PROB_ONE * AVG_ONE / maxth),
-        idle_log=idle_log, decay_shifts=shifts)
+        idle_log=idle_log, decay_factors=factors)
 
 
 def from_constants(c: RedConstants) -> RedConfig:
@@ -177,26 +181,45 @@ def pb_error_bound(cfg: RedConfig) -> float:
 
 
 def idle_decay(wq_log: int, tx_time_us: float) -> tuple[int, dict[int, int]]:
-    """(idle_log, {bucket: shift}) so that avg >> shift ~ avg * (1 - wq)^m,
-    m = max(0, idle - s) / s packets, s = tx_time_us; buckets with shift 0 are
-    omitted (the table's default is no decay). The previous packet is still
-    on the wire for ~s after its dequeue, hence the '- s'."""
+    """(idle_log, {bucket: factor}): the red_idle_decay entries of a port.
+
+    Classic RED multiplies the average by (1 - wq)^m after `idle` us with an
+    empty queue, m = max(0, idle - s) / s packets, s = tx_time_us (the previous
+    packet is still on the wire for ~s after its dequeue, hence the '- s').
+    Buckets are 2^idle_log us wide, the finest that let 1023 buckets reach
+    full decay; each gets the factor at its midpoint, so the factor is within
+    decay_error_bound() of (1 - wq)^m over the bucket (p4src/README.md). The
+    last, open-ended bucket empties the average. Factors that round to 1 are
+    omitted (a miss is no decay)."""
     if wq_log == 0:
         return 0, {}               # wq = 1: avg = q, nothing to decay
-    per_packet = -math.log2(1 - 2.0 ** -wq_log)
-    idle_full = (SHIFT_FULL_DECAY / per_packet + 1) * tx_time_us
+    ln_keep = -math.log1p(-2.0 ** -wq_log)          # -ln(1 - wq) per packet
+    idle_full = (FULL_DECAY_LOG2 * math.log(2) / ln_keep + 1) * tx_time_us
     idle_log = min(IDLE_LOG_MAX, max(0, math.ceil(math.log2(idle_full / (IDLE_BUCKETS - 1)))))
-    shifts = {}
-    for bucket in range(IDLE_BUCKETS):
-        shift = decay_shift_for(bucket, idle_log, per_packet, tx_time_us)
-        if shift:
-            shifts[bucket] = shift
-    return idle_log, shifts
-
-
-def decay_shift_for(bucket: int, idle_log: int, per_packet: float, tx_time_us: float) -> int:
-    """Shift for the idle bucket's midpoint (the last bucket: its start, it is open-ended)."""
     width = 1 << idle_log
-    idle = bucket * width + (width / 2 if bucket < IDLE_BUCKETS - 1 else 0)
-    m = max(0.0, idle - tx_time_us) / tx_time_us
-    return min(SHIFT_FULL_DECAY, round(m * per_packet))
+    factors = {}
+    for bucket in range(IDLE_BUCKETS):
+        if bucket < IDLE_BUCKETS - 1:
+            idle = bucket * width + width / 2
+        else:                      # open-ended: full decay, or the decay at its start
+            idle = math.inf if bucket * width >= idle_full else bucket * width
+        factor = min(DECAY_MAX, round(decay_factor(idle, tx_time_us, ln_keep) * DECAY_ONE))
+        if factor < DECAY_MAX:
+            factors[bucket] = factor
+    return idle_log, factors
+
+
+def decay_factor(idle_us: float, tx_time_us: float, ln_keep: float) -> float:
+    """Classic RED's (1 - wq)^m after idle_us, ln_keep = -ln(1 - wq)."""
+    m = max(0.0, idle_us - tx_time_us) / tx_time_us
+    return math.exp(-m * ln_keep)
+
+
+def decay_error_bound(wq_log: int, tx_time_us: float) -> float:
+    """Relative error bound of the installed factor against (1 - wq)^m for idle
+    times up to full decay: half a bucket of decay (ln f changes by at most
+    -ln(1 - wq) / s per us) and the factor's rounding (< 2^-16 relative while
+    f >= 2^-16); the product's truncation adds at most 2^-16 packets."""
+    idle_log, _ = idle_decay(wq_log, tx_time_us)
+    half_bucket = (1 << idle_log) / 2 * -math.log1p(-2.0 ** -wq_log) / tx_time_us
+    return math.expm1(half_bucket) * (1 + 2.0 ** -16) + 2.0 ** -16

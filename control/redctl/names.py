@@ -14,7 +14,7 @@ SET_RED = "MyEgress.set_red"
 
 RED_DECAY = "MyEgress.red_idle_decay"
 RED_DECAY_KEYS = ("standard_metadata.egress_port", "meta.red.idle_bucket")
-SET_DECAY_SHIFT = "MyEgress.set_decay_shift"
+SET_DECAY_FACTOR = "MyEgress.set_decay_factor"
 
 # port_counters() key -> counter; "packets" also yields "bytes".
 COUNTERS = {

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from redctl.convert import (AVG_ONE, PROB_ONE, PortSpec, RedConfig, from_constants, idle_decay,
-                            implied_pb, pb_error_bound, red_pb, to_constants, validate,
-                            wq_log_from_wq)
+from redctl.convert import (AVG_ONE, DECAY_ONE, IDLE_BUCKETS, PROB_ONE, PortSpec, RedConfig,
+                            decay_error_bound, from_constants, idle_decay, implied_pb,
+                            pb_error_bound, red_pb, to_constants, validate, wq_log_from_wq)
+from redctl.redmodel import decayed, idle_bucket
 
 BIG_BUFFER = PortSpec(buffer_packets=65535)
 
@@ -57,7 +58,7 @@ def test_constants_fit_their_p4_widths(cfg):
     # the data plane's 64-bit products cannot overflow inside their regions
     assert (c.maxth - c.minth) * c.slope < 1 << 64
     assert c.maxth * c.gentle_slope < 1 << 64
-    assert all(0 < s <= 32 and 0 <= b < 256 for b, s in c.decay_shifts.items())
+    assert all(0 <= f < DECAY_ONE and 0 <= b < IDLE_BUCKETS for b, f in c.decay_factors.items())
 
 
 @settings(max_examples=200, deadline=None)
@@ -102,15 +103,66 @@ def test_invalid_settings_are_rejected_with_the_reason(cfg, message):
         validate(cfg, PortSpec(buffer_packets=100))
 
 
-@pytest.mark.parametrize("wq_log", [1, 5, 9, 12, 16])
-@pytest.mark.parametrize("tx_time_us", [12.0, 1200.0, 12000.0])
-def test_idle_decay_shift_is_the_rounded_exponent(wq_log, tx_time_us):
-    """Each bucket's shift is within 1/2 of -log2((1 - wq)^m) at its midpoint,
-    i.e. the decay factor is within 2^±0.5 of RED's (shifts cap at 32 = zero)."""
-    idle_log, shifts = idle_decay(wq_log, tx_time_us)
-    per_packet = -math.log2(1 - 2.0 ** -wq_log)
-    width = 1 << idle_log
-    for bucket in range(255):
-        m = max(0.0, bucket * width + width / 2 - tx_time_us) / tx_time_us
-        assert abs(shifts.get(bucket, 0) - min(32.0, m * per_packet)) <= 0.5
-    assert shifts.get(255) == 32 or idle_log == 24   # long idle periods empty the average
+RATES_BPS = (1.5e6, 10e6, 100e6)
+FULL_DECAY = 2.0 ** -16
+
+
+def _classic_factor(cfg_wq_log: int, tx_us: float, idle_us: int) -> float:
+    m = max(0.0, idle_us - tx_us) / tx_us
+    return (1 - 2.0 ** -cfg_wq_log) ** m
+
+
+def _full_decay_us(wq_log: int, tx_us: float) -> float:
+    return (math.log(FULL_DECAY) / math.log1p(-2.0 ** -wq_log) + 1) * tx_us
+
+
+@settings(max_examples=400, deadline=None)
+@given(rate=st.sampled_from(RATES_BPS), wq_log=st.integers(1, 16),
+       span=st.floats(0.0, 1.0), avg_packets=st.floats(0.5, 1000.0))
+def test_idle_decay_is_classic_red_within_two_percent(rate, wq_log, span, avg_packets):
+    """From one packet time to full decay ((1 - wq)^m = 2^-16), the data plane's
+    avg * factor >> 32 (the reference model) is RED's (1 - wq)^m * avg within
+    decay_error_bound (<= 1.2 %, stated in p4src/README.md) plus one 2^-16 unit;
+    the idle time is spread log-uniformly over that range."""
+    port = PortSpec(buffer_packets=65535, rate_bps=rate)
+    c = to_constants(RedConfig(minth=1, maxth=2, maxp=0.1, wq_log=wq_log), port)
+    tx_us = port.tx_time_us
+    last_us = min(_full_decay_us(wq_log, tx_us), (IDLE_BUCKETS - 1) << c.idle_log)
+    idle_us = round(tx_us * (last_us / tx_us) ** span)
+    avg = round(avg_packets * AVG_ONE)
+    got = decayed(c, avg, idle_bucket(c, idle_us))
+    exact = _classic_factor(wq_log, tx_us, idle_us) * avg
+    bound = decay_error_bound(wq_log, tx_us)
+    assert bound <= 0.012
+    assert abs(got - exact) <= bound * exact + 1, (idle_us, got / exact)
+
+
+@pytest.mark.parametrize("rate", RATES_BPS)
+@pytest.mark.parametrize("wq_log", [1, 9, 16])
+def test_long_idle_empties_the_average(rate, wq_log):
+    """Past full decay the average is below 2^-16 of its value, and after the
+    last bucket's start it is zero (unless the 32-bit clock limits the table)."""
+    port = PortSpec(rate_bps=rate)
+    c = to_constants(RedConfig(minth=1, maxth=2, maxp=0.1, wq_log=wq_log), port)
+    avg = 60 * AVG_ONE
+    full = math.ceil(_full_decay_us(wq_log, port.tx_time_us))
+    last_start = (IDLE_BUCKETS - 1) << c.idle_log
+    if last_start >= full:
+        assert decayed(c, avg, idle_bucket(c, last_start)) == 0
+        assert decayed(c, avg, idle_bucket(c, full)) <= avg * FULL_DECAY * 1.02 + 1
+    else:                                 # wq 2^-16 at 1.5 Mb/s: > 71 min to decay
+        assert c.idle_log == 22
+
+
+def test_shift_decay_of_the_old_table_is_outside_the_bound():
+    """The replaced table (avg >> round(m * -log2(1 - wq)), issue 17) left the
+    average untouched after 1 s idle at 1.5 Mb/s, wq = 2^-9; RED and the new
+    table multiply it by 0.78 (m = 124 packets of 8 ms)."""
+    port = PortSpec(rate_bps=1.5e6)
+    c = to_constants(RedConfig(minth=5, maxth=15, maxp=0.1, wq_log=9), port)
+    avg = 16 * AVG_ONE
+    exact = _classic_factor(9, port.tx_time_us, 1_000_000)
+    old_shift = round((1_000_000 - port.tx_time_us) / port.tx_time_us * -math.log2(1 - 2 ** -9))
+    assert old_shift == 0
+    assert decayed(c, avg, idle_bucket(c, 1_000_000)) / avg == pytest.approx(exact, rel=0.012)
+    assert exact == pytest.approx(0.785, abs=0.001)

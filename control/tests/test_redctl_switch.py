@@ -34,11 +34,11 @@ def test_set_then_get_returns_the_settings(ctl):
     ctl.set_red(1, cfg)
     assert ctl.get_red(1) == cfg
     installed = ctl.get_red_constants(1)
-    assert installed.decay_shifts == to_constants(cfg, PORTS[1]).decay_shifts
+    assert installed.decay_factors == to_constants(cfg, PORTS[1]).decay_factors
     changed = RedConfig(minth=20, maxth=60, maxp=0.25, wq_log=4, gentle=True, mode="droptail", ecn=False)
     ctl.set_red(1, changed)
     assert ctl.get_red(1) == changed
-    assert ctl.get_red_constants(1).decay_shifts == to_constants(changed, PORTS[1]).decay_shifts
+    assert ctl.get_red_constants(1).decay_factors == to_constants(changed, PORTS[1]).decay_factors
     assert 1 in ctl.red_ports()
 
 
@@ -57,7 +57,7 @@ def test_invalid_set_changes_nothing(ctl, port, cfg, message):
     with pytest.raises(ValueError, match=message):
         ctl.set_red(port, cfg)
     after = ctl.get_red_constants(1)
-    assert after == before and after.decay_shifts == before.decay_shifts
+    assert after == before and after.decay_factors == before.decay_factors
 
 
 def _redctl(switch, tmp_path, *args):

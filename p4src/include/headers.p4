@@ -22,7 +22,8 @@ const bit<8> DECISION_FORCED_DROP = 3;
  * probabilities are scaled by 2^32 (see p4src/README.md). */
 #define AVG_FRAC_BITS 16
 const bit<32> QDEPTH_MAX = 0xFFFF;      /* q << 16 must fit in 32 bits */
-const bit<32> IDLE_BUCKET_MAX = 255;
+const bit<32> IDLE_BUCKET_MAX = 1023;   /* 10-bit idle buckets */
+#define DECAY_FRAC_BITS 32                 /* decay factor = (1 - wq)^m * 2^32 */
 
 #define MAX_PORTS 512
 
@@ -78,8 +79,8 @@ struct red_meta_t {
     bit<48> slope;        /* maxp / (maxth - minth) * 2^32, per packet of avg */
     bit<48> gentle_slope; /* (1 - maxp) / maxth * 2^32 */
     bit<8>  idle_log;     /* idle bucket = idle_us >> idle_log */
-    bit<8>  idle_bucket;
-    bit<8>  decay_shift;  /* avg >>= decay_shift after an idle period */
+    bit<10> idle_bucket;
+    bit<32> decay_factor; /* (1 - wq)^m * 2^32 for the idle bucket */
 }
 
 struct metadata {

@@ -166,7 +166,7 @@ class AqmTest(BaseTest):
     def burst(self, length, ecn=ECT0, frame_len=None, port=BOTTLENECK, max_send_s=None,
               counters=False, expect=None, quiet_s=None):
         """Send ``length`` frames back to back into the idle queue of
-        ``port``, so frame i sees i - 1 frames queued (redmodel.burst_depths),
+        ``port``, so frame i sees i - 1 frames queued (redstats.burst_depths),
         and collect what comes out.
 
         A burst only counts if the sender put all frames on the wire within

@@ -44,7 +44,7 @@ def build_variant(workdir, original, broken):
 class BrokenVariantsAreCaught(AqmTest, EcnChecks, ProbabilityChecks):
     """maxp doubled in the data plane puts >= 3 positions of the classic
     marking-probability check out of their bands (500 of 500 simulated runs
-    with 100 bursts, unit/test_redmodel.py); marking Not-ECT frames fails the ECN-rules check
+    with 100 bursts, unit/test_redstats.py); marking Not-ECT frames fails the ECN-rules check
     for Not-ECT (deterministic).  The unmodified program passes both checks
     in probability.py and ecn.py."""
 

@@ -8,7 +8,7 @@ frame by frame and every rule is checked without chance.
 from redctl import RedConfig
 
 from aqm import BOTTLENECK, CE, ECT0, ECT1, NOT_ECT, AqmTest, route_for
-from redmodel import burst_depths, selection_probabilities
+from redstats import burst_depths, selection_probabilities
 
 BURST = 16
 # avg = q; p_b = 0 at depth 9, p_b = 1 at depths 10..19, forced from 20.

@@ -11,11 +11,11 @@ import time
 
 import numpy as np
 
-from redctl import RedConfig
-from redctl.convert import idle_decay
+from redctl import RedConfig, redmodel
+from redctl.convert import AVG_ONE, to_constants
 
 from aqm import BOTTLENECK, CE, ECT0, AqmTest, param, tx_time_s
-from redmodel import (burst_depths, ewma, first_index_at_or_above, fixed_point_ewma,
+from redstats import (burst_depths, ewma, first_index_at_or_above, fixed_point_ewma,
                       idle_decay_factor)
 
 IDLE_ATTEMPTS = 10
@@ -60,16 +60,23 @@ class IdleDecay(AqmTest):
     """After the queue empties, the average decays as if m small packets had
     been sent, m = idle time / typical transmission time (20 ms here).
 
-    A burst leaves the average at A (by the recursion).  Gentle RED with
-    maxp = 1, minth = 7, maxth = 8 marks a lone probe frame exactly when its
-    average is >= 8 and passes it below 7.  After ~20 ms of idle the probe
-    must still be marked; after 200 ms and 600 ms it must not be.  The
-    prediction is the real-valued (1 - wq)^m and the controller's installed
-    power-of-two decay table, which agree at these points.  The idle time is
-    bracketed (the last frame left between its line-rate schedule and one
-    frame time before it reached the test); a probe whose bracket spans a
-    point where the prediction changes is repeated.  Deterministic: no
-    random draw decides.
+    A burst leaves the average at A = 15.37 (by the recursion).  Gentle RED
+    with maxp = 1, minth = 7, maxth = 8 marks a lone probe frame exactly when
+    its average is >= 8 and passes it below 7.  After ~20 ms and ~85 ms of
+    idle the probe must be marked; after 200 ms and 600 ms it must not be.
+    The prediction is classic RED's (1 - wq)^m and the program's integer
+    decay with the controller's table (redctl.redmodel), which agree within
+    1.2 %; a probe is only judged where both give the same answer.
+
+    The 85 ms probe catches the shift-only decay this replaced (issue 17):
+    avg >>= round(m * -log2(1 - wq)) halved the average from 72 ms on, so at
+    85 ms it gave 6.72 (no mark) where RED gives 8.7 (a mark).  The exact
+    decay keeps the average >= 8 until ~97 ms.
+
+    The idle time is bracketed (the last frame left between its line-rate
+    schedule and one frame time before it reached the test); a probe whose
+    bracket spans a point where the prediction changes is repeated.
+    Deterministic: no random draw decides.
     """
 
     WQ_LOG = 3
@@ -81,7 +88,7 @@ class IdleDecay(AqmTest):
         self.tx_us = self.ctl.port_spec(BOTTLENECK).tx_time_us
         avg_after = ewma(burst_depths(self.BUILD), self.WQ_LOG)[-1]
         self.assertLess(avg_after, 2 * self.CFG.maxth, "set-up: the build burst must not drop")
-        for idle_target_s, expect_mark in ((0.02, True), (0.2, False), (0.6, False)):
+        for idle_target_s, expect_mark in ((0.02, True), (0.085, True), (0.2, False), (0.6, False)):
             self.assertEqual(self.probe_after_idle(avg_after, idle_target_s), expect_mark,
                              f"probe after ~{idle_target_s * 1e3:.0f} ms idle, avg was {avg_after:.2f}")
 
@@ -123,13 +130,13 @@ class IdleDecay(AqmTest):
                              "away from a decision boundary: host too busy")
 
     def predicted_mark(self, avg, idle_us):
-        """True/False when the exact and the table decay agree, else None."""
-        wq = 2.0 ** -self.WQ_LOG
-        idle_log, shifts = idle_decay(self.WQ_LOG, self.tx_us)
-        bucket = min(int(idle_us) >> idle_log, 255)
-        table = avg * 2.0 ** -shifts.get(bucket, 0) * (1 - wq)
-        exact = avg * idle_decay_factor(idle_us, self.tx_us, self.WQ_LOG) * (1 - wq)
-        verdicts = {marked_for_certain(self.CFG, v) for v in (table, exact)}
+        """True/False when classic RED and the program's integer decay agree, else None."""
+        constants = to_constants(self.CFG, self.ctl.port_spec(BOTTLENECK))
+        avg_fixed = round(avg * AVG_ONE)
+        decayed = redmodel.decayed(constants, avg_fixed, redmodel.idle_bucket(constants, int(idle_us)))
+        program = redmodel.ewma(decayed, 0, self.WQ_LOG) / AVG_ONE
+        exact = avg * idle_decay_factor(idle_us, self.tx_us, self.WQ_LOG) * (1 - 2.0 ** -self.WQ_LOG)
+        verdicts = {marked_for_certain(self.CFG, v) for v in (program, exact)}
         return verdicts.pop() if len(verdicts) == 1 else None
 
 

@@ -5,14 +5,14 @@ the idle, rate-limited bottleneck give frame i the depth i - 1.  Every burst
 starts below minth (count = 0, a fresh random draw), so bursts are
 independent and the number of bursts in which frame i is marked is
 Binomial(bursts, P_i), where P_i is the exact selection probability of the
-specification's count law (redmodel.selection_probabilities: uniform spacing,
+specification's count law (redstats.selection_probabilities: uniform spacing,
 p_a = p_b / (1 - count p_b)).  Each position must fall in its binomial band;
 the bands are Bonferroni-corrected to a joint 99% level.
 """
 from redctl import RedConfig
 
 from aqm import BOTTLENECK, CE, ECT0, AqmTest
-from redmodel import burst_depths, check_marked_fractions, selection_probabilities
+from redstats import burst_depths, check_marked_fractions, selection_probabilities
 
 BURSTS = 200
 CLASSIC = (RedConfig(minth=2, maxth=14, maxp=0.3, wq_log=0), 14)
@@ -46,7 +46,7 @@ class MarkingProbabilityClassic(AqmTest, ProbabilityChecks):
 
     A correct switch fails with probability <= 1% (joint 99% band,
     Bonferroni); the softswitch runs with a fixed --seed.  Power (simulated
-    in unit/test_redmodel.py): doubling maxp is rejected in every simulated
+    in unit/test_redstats.py): doubling maxp is rejected in every simulated
     run, even at 100 bursts.  A frame at depth minth has p_b = 0, so any
     error in the queue depth the switch reports shows up as a mark there.
     """

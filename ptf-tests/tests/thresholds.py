@@ -6,7 +6,7 @@ average, so each region of the RED curve is checked frame by frame.
 from redctl import RedConfig
 
 from aqm import BOTTLENECK, CE, ECT0, NOT_ECT, AqmTest, param, route_for, tx_time_s
-from redmodel import burst_depths, selection_probabilities
+from redstats import burst_depths, selection_probabilities
 
 
 def regions(cfg, length):

@@ -1,4 +1,4 @@
-"""Unit tests of the PTF suite's reference model (tests/redmodel.py), and
+"""Unit tests of the PTF suite's reference model (tests/redstats.py), and
 the error rates the PTF docstrings state, estimated by simulation."""
 import dataclasses
 import sys
@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from redctl.convert import RedConfig, red_pb  # noqa: E402
-from redmodel import (burst_depths, check_marked_fractions, ewma,  # noqa: E402
+from redstats import (burst_depths, check_marked_fractions, ewma,  # noqa: E402
                       fixed_point_ewma, idle_decay_factor, selection_probabilities,
                       simulate_marks)
 
@@ -103,3 +103,23 @@ def test_geometric_marking_is_caught(cfg, length):
     rejected = [check_marked_fractions(rng.binomial(200, pb), 200, probs) != []
                 for _ in range(300)]
     assert np.mean(rejected) >= 0.99
+
+
+def test_idle_probe_at_85_ms_separates_exact_from_shift_decay():
+    """ewma.IdleDecay's claim: after the 24-frame build burst (wq = 2^-3,
+    20 ms frames) an 85 ms idle leaves RED's average in the marking region
+    [8, 16) while the replaced shift-only table (avg >> round(m * -log2(1 - wq)))
+    left it below minth 7; the program's integer decay agrees with RED."""
+    from redctl import PortSpec, RedConfig, redmodel
+    from redctl.convert import AVG_ONE, to_constants
+    wq_log, tx_us, idle_us = 3, 20000.0, 85000
+    cfg = RedConfig(minth=7, maxth=8, maxp=1.0, wq_log=wq_log, gentle=True)
+    c = to_constants(cfg, PortSpec(buffer_packets=200, rate_bps=400_000, mean_packet_bytes=1000))
+    avg = ewma(burst_depths(24), wq_log)[-1]
+    m = (idle_us - tx_us) / tx_us
+    exact = avg * idle_decay_factor(idle_us, tx_us, wq_log) * (1 - 2 ** -wq_log)
+    shift = avg * 2.0 ** -round(m * -np.log2(1 - 2 ** -wq_log)) * (1 - 2 ** -wq_log)
+    fixed = round(avg * AVG_ONE)
+    program = redmodel.ewma(redmodel.decayed(c, fixed, redmodel.idle_bucket(c, idle_us)), 0, wq_log)
+    assert 8 <= exact < 16 and shift < 7
+    assert program / AVG_ONE == pytest.approx(exact, rel=0.012)

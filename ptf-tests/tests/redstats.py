@@ -1,15 +1,17 @@
-"""Reference model of RED as p4src/README.md specifies it.
+"""What a correct switch shows on the wire: RED's expected statistics.
 
 The PTF tests predict what a correct switch does with these functions and
 compare the prediction with what they see on the wire.  p_b is RED's
 real-valued curve (``redctl.convert.red_pb``), not the fixed-point constants
 the controller installs, so an error in the data plane or in the conversion
-shows up alike (the two differ by < 1e-6, far inside every band).
+shows up alike (the two differ by < 1e-6, far inside every band).  The
+program's integer semantics live in one place, ``redctl.redmodel``.
 """
 import numpy as np
 from scipy.stats import binom
 
-from redctl.convert import red_pb
+from redctl.convert import AVG_ONE, red_pb
+from redctl import redmodel
 
 
 def ewma(depths, wq_log, avg=0.0):
@@ -122,12 +124,11 @@ def burst_depths(length):
 
 
 def fixed_point_ewma(depths, wq_log, avg=0):
-    """The specification's integer EWMA (16 fraction bits, truncating)."""
+    """The program's integer EWMA (redctl.redmodel.ewma), in packets."""
     out = []
     for q in depths:
-        qf = q << 16
-        avg = avg + ((qf - avg) >> wq_log) if qf >= avg else avg - ((avg - qf) >> wq_log)
-        out.append(avg / 65536.0)
+        avg = redmodel.ewma(avg, q, wq_log)
+        out.append(avg / AVG_ONE)
     return out
 
 
