@@ -284,7 +284,7 @@ class ExprMixin:
             return self.concat(left, right, e)
         if op in _CMP:
             return self.compare(op, left, right, e)
-        t = self.unify(left, right, e, op)
+        t, left, right = self.unify(left, right, e, op)
         if op in ("/", "%"):
             return self.divide(op, left, right, t, e)
         if op in ("|+|", "|-|"):
@@ -314,10 +314,14 @@ class ExprMixin:
             if not isinstance(t, (Bits, IntT)) and not (isinstance(t, EnumT) and t.base
                                                        and op in _CMP):
                 raise CompileError(e.loc, f"operator '{op}' cannot be applied to {t}")
-        if isinstance(lt, IntT):
-            return rt
-        if isinstance(rt, IntT) or lt == rt:
-            return lt
+        if isinstance(lt, IntT) and isinstance(rt, IntT):
+            return lt, left, right
+        if isinstance(lt, IntT):           # the literal takes the other operand's type
+            return rt, self.coerce(left, rt, e.left.loc, f"operand of '{op}'"), right
+        if isinstance(rt, IntT):
+            return lt, left, self.coerce(right, lt, e.right.loc, f"operand of '{op}'")
+        if lt == rt:
+            return lt, left, right
         raise CompileError(e.loc, f"operands of '{op}' have different types: {lt} and {rt}")
 
     def compare(self, op, left, right, e):
@@ -332,7 +336,7 @@ class ExprMixin:
         elif isinstance(lt, (StructT, StackT)) or isinstance(rt, (StructT, StackT)):
             raise unsupported(e.loc, f"comparison of {lt} values")
         else:
-            self.unify(left, right, e, op)
+            _, left, right = self.unify(left, right, e, op)
         if left.const is not None and right.const is not None:
             return Val(BoolT(), const=_fold(op, left.const, right.const))
         return bool_expr(expr(op, as_data(left), as_data(right)))

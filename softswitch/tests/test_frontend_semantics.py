@@ -51,3 +51,12 @@ def test_in_argument_is_copied_before_an_out_argument_writes_the_same_storage(tm
                     apply="sm.egress_spec = 1;"
                           " put(hdr.ipv4.identification, hdr.ipv4.identification);")
     assert ident(sw, ident=6) == 11
+
+
+def test_comparison_folds_after_the_literal_takes_the_other_operands_type(tmp_path):
+    # -1 becomes 8w255 before comparing (P4-16 8.9.2): both conditions hold
+    sw = switch_for(tmp_path, apply="""
+        sm.egress_spec = 1;
+        if (8w255 == -1) { hdr.ipv4.identification = 1; }
+        if (hdr.ipv4.ttl == -1) { hdr.ipv4.identification = hdr.ipv4.identification + 2; }""")
+    assert ident(sw, ident=0, ttl=255) == 3
