@@ -141,12 +141,14 @@ impl Switch {
         Ok(())
     }
 
-    fn verify_pipeline(&self, py: Python<'_>, json_text: &str) -> PyResult<()> {
-        py.allow_threads(|| Program::from_json(json_text).map(|_| ())).map_err(|e| PipelineError::new_err(e.to_string()))
+    #[pyo3(signature = (json_text, lenient=false))]
+    fn verify_pipeline(&self, py: Python<'_>, json_text: &str, lenient: bool) -> PyResult<()> {
+        parse_program(py, json_text, lenient).map(|_| ())
     }
 
-    fn load_pipeline(&self, py: Python<'_>, json_text: &str) -> PyResult<()> {
-        let program = py.allow_threads(|| Program::from_json(json_text)).map_err(|e| PipelineError::new_err(e.to_string()))?;
+    #[pyo3(signature = (json_text, lenient=false))]
+    fn load_pipeline(&self, py: Python<'_>, json_text: &str, lenient: bool) -> PyResult<()> {
+        let program = parse_program(py, json_text, lenient)?;
         let program = Arc::new(program);
         let state = Arc::new(State::new(&program));
         *self.shared.pipeline.write() = Some(Arc::new(Pipeline { program, state }));
@@ -309,6 +311,12 @@ impl Drop for Switch {
     fn drop(&mut self) {
         self.stop_thread();
     }
+}
+
+/// Strict (BMv2's loader rules) unless `lenient`, which also accepts shapes BMv2 refuses.
+fn parse_program(py: Python<'_>, json_text: &str, lenient: bool) -> PyResult<Program> {
+    let load = if lenient { Program::from_json_lenient } else { Program::from_json };
+    py.allow_threads(|| load(json_text)).map_err(|e| PipelineError::new_err(e.to_string()))
 }
 
 fn meter_rates(cir: u64, cburst: u64, pir: u64, pburst: u64) -> PyResult<Option<MeterConfig>> {

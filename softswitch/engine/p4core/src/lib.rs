@@ -7,6 +7,7 @@ mod hash;
 mod load;
 mod program;
 mod state;
+mod strict;
 
 pub use exec::{Digest, EgressOutcome, Executor, IngressOutcome, PacketState, QueueMeta, QueuedPacket, Recirculation};
 pub use load::LoadError;

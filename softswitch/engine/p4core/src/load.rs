@@ -136,6 +136,22 @@ fn parse_hex_bytes(s: &str, len: usize, path: &str) -> R<Vec<u8>> {
     Ok(out)
 }
 
+/// The byte length BMv2's `ByteContainer` gives a hexstr (two digits a byte, rounded up).
+fn hex_byte_len(s: &str) -> Option<usize> {
+    let digits = s.strip_prefix("0x").unwrap_or(s);
+    digits.chars().all(|c| c.is_ascii_hexdigit()).then(|| digits.len().div_ceil(2))
+}
+
+/// BMv2 wants a select value (or mask) exactly as wide as the select key, in bytes.
+fn check_transition_width(what: &str, hex: Option<&str>, key_bytes: usize, path: &str) -> R<()> {
+    // An invalid hexstr is reported where it is parsed.
+    let width = hex.and_then(hex_byte_len).unwrap_or(key_bytes);
+    if width != key_bytes {
+        return err(path, format!("Parser transition {what} has incorrect width, expected width is {key_bytes} bytes but actual width is {width} bytes"));
+    }
+    Ok(())
+}
+
 fn hex_value(v: &Value, path: &str) -> R<i128> {
     match v {
         Value::String(s) => parse_hex(s, path),
@@ -177,11 +193,25 @@ struct Loader {
     union_type_names: HashMap<String, Vec<(String, String)>>,
     /// Parameter count of the action being loaded (runtime_data bounds).
     action_params: std::cell::Cell<Option<usize>>,
+    /// Refuse what BMv2's loader refuses (see `strict.rs`), not only what p4core cannot run.
+    strict: bool,
 }
 
 impl Program {
-    /// Loads and validates a BMv2 JSON program (v1model / simple_switch).
+    /// Loads and validates a BMv2 JSON program (v1model / simple_switch),
+    /// refusing everything BMv2's loader refuses (strict mode).
     pub fn from_json(text: &str) -> Result<Program, LoadError> {
+        Self::load_json(text, true)
+    }
+
+    /// Like `from_json`, but also accepts shapes BMv2 refuses and p4core can
+    /// still run (one-level expression parameters, bare `{op}` operands,
+    /// `setValid`, tables without `type`/`max_size`...). For debugging only.
+    pub fn from_json_lenient(text: &str) -> Result<Program, LoadError> {
+        Self::load_json(text, false)
+    }
+
+    fn load_json(text: &str, strict: bool) -> Result<Program, LoadError> {
         let root: Value = serde_json::from_str(text)
             .map_err(|e| LoadError(format!("JSON syntax error: {e}")))?;
         let mut l = Loader {
@@ -196,7 +226,11 @@ impl Program {
             union_ids: HashMap::new(),
             union_type_names: HashMap::new(),
             action_params: std::cell::Cell::new(None),
+            strict,
         };
+        if strict {
+            crate::strict::check_root(&root)?;
+        }
         l.load(&root)?;
         Ok(l.p)
     }
@@ -1146,12 +1180,16 @@ impl Loader {
         state_ref: &StateRef,
     ) -> R<Transition> {
         let next = state_ref(opt_str(t, "next_state", tpath)?, tpath)?;
+        let ty = opt_str(t, "type", tpath)?.unwrap_or("hexstr");
+        let value = opt_str(t, "value", tpath)?;
+        if self.strict && ty == "hexstr" {
+            check_transition_width("value", value, key_bytes, tpath)?;
+            check_transition_width("mask", opt_str(t, "mask", tpath)?, key_bytes, tpath)?;
+        }
         let mask = match opt_str(t, "mask", tpath)? {
             Some(m) => Some(parse_hex_bytes(m, key_bytes, tpath)?),
             None => None,
         };
-        let ty = opt_str(t, "type", tpath)?.unwrap_or("hexstr");
-        let value = opt_str(t, "value", tpath)?;
         let matcher = match (ty, value) {
             ("default", _) => TransitionMatch::Default,
             ("hexstr", None) => TransitionMatch::Default,
