@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import ast as A
+from .desugar import ConditionSplitter, has_apply, is_hit_test
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
@@ -185,7 +186,7 @@ class ControlMixin:
 
     def g_stmts(self, stmts, ctx):
         seq, run = _Seq(), []
-        for s in stmts:
+        for s in self.split_conditions(stmts):
             if self.is_simple(s, ctx):
                 run.append(s)
                 continue
@@ -200,6 +201,23 @@ class ControlMixin:
         if not seq.terminated:
             self.flush_run(run, ctx, seq)
         return seq
+
+    def split_conditions(self, stmts):
+        """Statements whose conditions or values apply tables inside &&, ||, ! become
+        explicit steps (desugar.ConditionSplitter)."""
+        splitter = self.__dict__.setdefault("splitter", ConditionSplitter())
+        out = []
+        for s in stmts:
+            if isinstance(s, A.If) and has_apply(s.cond) and not is_hit_test(s.cond):
+                out += splitter.split_if(s)
+            elif isinstance(s, A.Assign) and has_apply(s.rhs):
+                out += splitter.split_value(s.loc, s.rhs, s.lhs)
+            elif isinstance(s, A.VarDecl) and not s.is_const and has_apply(s.init):
+                out += [A.VarDecl(s.loc, s.annos, s.type, s.name, None)]
+                out += splitter.split_value(s.loc, s.init, A.Name(s.loc, s.name))
+            else:
+                out.append(s)
+        return out
 
     def is_simple(self, s, ctx):
         if isinstance(s, (A.Assign, A.VarDecl, A.Empty)):

@@ -60,3 +60,43 @@ def test_comparison_folds_after_the_literal_takes_the_other_operands_type(tmp_pa
         if (8w255 == -1) { hdr.ipv4.identification = 1; }
         if (hdr.ipv4.ttl == -1) { hdr.ipv4.identification = hdr.ipv4.identification + 2; }""")
     assert ident(sw, ident=0, ttl=255) == 3
+
+
+def test_and_or_skip_the_right_operand_when_the_left_decides(tmp_path):
+    # bump() has a side effect; P4 evaluates && / || left to right and stops early
+    sw = switch_for(tmp_path, decls="""
+        bit<16> bump(inout bit<16> x) { x = x + 1; return x; }""", ingress="""
+        action check() {
+            if (hdr.ipv4.ttl == 0 && bump(hdr.ipv4.identification) == 5) { hdr.ipv4.protocol = 1; }
+            if (hdr.ipv4.ttl != 0 || bump(hdr.ipv4.identification) == 5) { hdr.ipv4.protocol = 2; }
+            if (hdr.ipv4.ttl != 0 && bump(hdr.ipv4.identification) == 7) { hdr.ipv4.protocol = 3; }
+        }""", apply="sm.egress_spec = 1; check();")
+    p = only(sw.process_packet(0, packet(ident=6, ttl=64)))[1]
+    assert p[IP].id == 7 and p[IP].proto == 3
+
+
+def test_table_hit_inside_a_compound_condition(tmp_path):
+    sw = switch_for(tmp_path, ingress="""
+        action mark(bit<16> v) { hdr.ipv4.identification = v; }
+        table t { key = { hdr.ipv4.ttl: exact; } actions = { mark; NoAction; }
+                  default_action = NoAction(); }
+        table never { actions = { mark; } default_action = mark(99); }""", apply="""
+        sm.egress_spec = 1;
+        if (hdr.ipv4.ttl == 0 && never.apply().hit) { hdr.ipv4.protocol = 9; }
+        if (hdr.ipv4.ttl > 1 && t.apply().hit || hdr.ipv4.ttl == 1) { hdr.ipv4.protocol = 1; }
+        else { hdr.ipv4.protocol = 2; }""")
+    sw.table_add("I.t", [("exact", bytes([64]))], "I.mark", [(5).to_bytes(2, "big")])
+    hit = only(sw.process_packet(0, packet(ident=0, ttl=64)))[1][IP]
+    miss = only(sw.process_packet(0, packet(ident=0, ttl=63)))[1][IP]
+    assert (hit.id, hit.proto) == (5, 1)
+    assert (miss.id, miss.proto) == (0, 2)
+
+
+def test_table_hit_as_a_value(tmp_path):
+    sw = switch_for(tmp_path, ingress="""
+        table t { key = { hdr.ipv4.ttl: exact; } actions = { NoAction; } }""", apply="""
+        sm.egress_spec = 1;
+        bool seen = t.apply().hit;
+        if (!seen) { hdr.ipv4.identification = 2; } else { hdr.ipv4.identification = 1; }""")
+    sw.table_add("I.t", [("exact", bytes([64]))], "NoAction", [])
+    assert ident(sw, ttl=64) == 1 and ident(sw, ttl=63) == 2

@@ -1,0 +1,89 @@
+"""AST-to-AST rewrites that make evaluation order explicit before lowering.
+
+The first of the front-end's passes over the program (see README.md, "Architecture"):
+a condition in a control's `apply` block that applies tables inside `&&`, `||` or `!`
+(`if (x > 1 && t.apply().hit)`) becomes plain statements the pipeline graph can
+express: each table test sets a fresh bool through `if (t.apply().hit)`, and the right
+operand of `&&` / `||` is evaluated only when the left does not decide (P4-16 8.6).
+"""
+from dataclasses import fields, is_dataclass
+
+from . import ast as A
+from .errors import unsupported
+
+_BOOL = "bool"
+
+
+def has_apply(e):
+    """Does expression `e` apply a table (`t.apply()` anywhere inside)?"""
+    if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "apply":
+        return True
+    if isinstance(e, list):
+        return any(has_apply(x) for x in e)
+    if is_dataclass(e) and isinstance(e, A.Expr):
+        return any(has_apply(getattr(e, f.name)) for f in fields(e) if f.name != "loc")
+    return False
+
+
+def is_hit_test(e):
+    """`t.apply().hit`, `.miss`, possibly negated: what the graph lowers directly."""
+    while isinstance(e, A.Unary) and e.op == "!":
+        e = e.expr
+    return (isinstance(e, A.Member) and e.name in ("hit", "miss") and
+            isinstance(e.expr, A.Call) and not has_apply(e.expr.args))
+
+
+class ConditionSplitter:
+    """Rewrites table-applying conditions into statements; names its temporaries
+    `cond$N` (no P4 identifier can clash with them)."""
+
+    def __init__(self):
+        self.count = 0
+
+    def fresh(self, loc):
+        name = f"cond${self.count}"
+        self.count += 1
+        return name, A.VarDecl(loc, [], A.TypeRef(loc, _BOOL), name, None)
+
+    def split_if(self, s):
+        """`if (c) S1 else S2` -> statements computing c, then `if (tmp) S1 else S2`."""
+        pre, cond = self.lower(s.cond)
+        return pre + [A.If(s.loc, cond, s.then, s.other)]
+
+    def split_value(self, loc, cond, assign_to):
+        """`x = c;` (or `bool x = c;`) with a table-applying c."""
+        pre, value = self.lower(cond)
+        return pre + [A.Assign(loc, assign_to, value)]
+
+    def lower(self, e):
+        """(statements to run first, an expression without table applies)."""
+        if not has_apply(e):
+            return [], e
+        loc = e.loc
+        if is_hit_test(e):
+            name, decl = self.fresh(loc)
+            tmp = A.Name(loc, name)
+            return [decl, A.If(loc, e, A.Assign(loc, tmp, A.BoolLit(loc, True)),
+                               A.Assign(loc, tmp, A.BoolLit(loc, False)))], tmp
+        if isinstance(e, A.Unary) and e.op == "!":
+            pre, inner = self.lower(e.expr)
+            return pre, A.Unary(loc, "!", inner)
+        if isinstance(e, A.Binary) and e.op in ("&&", "||"):
+            return self.lower_logical(e)
+        raise unsupported(loc, "table apply inside this expression (only `.hit`/`.miss` "
+                               "tests combined with &&, || and ! are supported)")
+
+    def lower_logical(self, e):
+        loc = e.loc
+        pre_left, left = self.lower(e.left)
+        pre_right, right = self.lower(e.right)
+        if not pre_right:
+            return pre_left, A.Binary(loc, e.op, left, right)
+        name, decl = self.fresh(loc)
+        tmp = A.Name(loc, name)
+        evaluate_right = A.Block(loc, pre_right + [A.Assign(loc, tmp, right)])
+        if e.op == "&&":
+            stmt = A.If(loc, left, evaluate_right, A.Assign(loc, tmp, A.BoolLit(loc, False)))
+        else:
+            stmt = A.If(loc, left, A.Assign(loc, tmp, A.BoolLit(loc, True)), evaluate_right)
+        return pre_left + [decl, stmt], tmp
