@@ -148,3 +148,32 @@ def test_precompiled_json_is_accepted(tmp_path):
     stf = tmp_path / "t.stf"
     stf.write_text(ROUTE + f"packet 0 {IN}\nexpect 2 {OUT}\n")
     assert main([str(path), str(stf)]) == 0
+
+
+def test_wrong_counter_and_register_values_fail():
+    program = STF_DIR.parent.parent.parent / "p4src" / "red_ecn.p4"
+    route = ("add ipv4_lpm dstAddr:10.0.2.0/24 "
+             "ipv4_forward(dstAddr:0x080000000222, srcAddr:0x000000000002, port:2)\n")
+    result = run_text(route + f"packet 0 {IN}\n"
+                      "check_counter port_tx(2) packets == 1\n"
+                      "check_counter port_tx(2) packets == 2\n"
+                      "check_counter port_tx(2) bytes < 10\n"
+                      "check_register last_decision(2) == 0\n"
+                      "check_register last_decision(2) != 0\n", program)
+    assert result.failures == ["t.stf:4: counter MyEgress.port_tx(2) packets is 1, expected == 2",
+                               "t.stf:5: counter MyEgress.port_tx(2) bytes is 47, expected < 10",
+                               "t.stf:7: register last_decision(2) is 0, expected != 0"]
+
+
+def test_direct_counters_are_read_through_named_entries(tmp_path):
+    program = tmp_path / "direct.p4"
+    program.write_text(BASIC.read_text().replace(
+        "        size = 1024;", "        counters = hits;\n        size = 1024;").replace(
+        "    table ipv4_lpm {", "    direct_counter(CounterType.packets_and_bytes) hits;\n    table ipv4_lpm {"))
+    text = (ROUTE.rstrip() + " = route\n" + f"packet 0 {IN}\npacket 0 {IN}\n"
+            "check_counter hits($route) packets == 2\ncheck_counter hits($route) bytes == 94\n")
+    assert run_text(text, program).passed
+    with pytest.raises(StfError, match="t.stf:1: error: no entry was added as '= nope'"):
+        run_text("check_counter hits($nope) packets == 2\n", program)
+    with pytest.raises(StfError, match="is a direct counter"):
+        run_text("check_counter hits(1) packets == 2\n", program)
