@@ -146,6 +146,10 @@ def _key_tuple(key, text, where):
     w, what = key.width, f"key {key.names[0]}"
     full = (1 << w) - 1
     kind = key.match_type
+    if text == "*":   # any value: a ternary, LPM, range or optional key left out
+        if kind in ("exact", "valid"):
+            raise StfError(where, f"{what} is an exact key: '*' cannot match it")
+        text = None
     if kind in ("exact", "valid"):
         return ("exact", to_bytes(parse_number(text or "0", where), w, what, where))
     if kind == "ternary":
@@ -162,7 +166,7 @@ def _key_tuple(key, text, where):
         hi = parse_number(hi.strip(), where) if hi else lo
         return ("range", to_bytes(lo, w, what, where), to_bytes(hi, w, what, where))
     if kind == "optional":
-        if text in (None, "*"):
+        if text is None:
             return ("optional", None)
         return ("optional", to_bytes(parse_number(text, where), w, what, where))
     raise StfError(where, f"match kind {kind} of {what} is not supported")
