@@ -13,7 +13,8 @@ from .stmts import StmtMixin
 from .symbols import (ActionSym, BlockSym, ExternFuncSym, FuncSym, Scope,
                       SubControlSym, TypeSym)
 from .types import (Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, MatchKindT, StackT,
-                    StringT, StructT, TupleT, TypeVar, VarbitT, VoidT, BlockT, storage_width)
+                    StringT, StructT, TupleT, TypeVar, VarbitT, VoidT, BlockT, same_type,
+                    storage_width)
 from .values import FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val, field_val
 
 JSON_VERSION = [2, 23]
@@ -47,6 +48,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.action_cache = {}
         self.action_meta = {}            # JSON action name -> {decl, annos, params}
         self.new_types = {}              # `type bit<W> Name` declarations, for the P4Info
+        self.typedefs = {}               # `typedef T Name`: Name -> T
 
     # ------------------------------------------------------------ entry point
     def compile(self):
@@ -65,7 +67,10 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
             t = self.resolve_type(d.type)
             scope.declare(d.name, self.eval_const_decl(d, t, scope), d.loc)
         elif isinstance(d, A.Typedef):
-            scope.declare(d.name, TypeSym(self.typedef_type(d)), d.loc)
+            t = self.typedef_type(d)
+            if not self.repeats_typedef(d, t):
+                scope.declare(d.name, TypeSym(t), d.loc)
+                self.typedefs[d.name] = t
         elif isinstance(d, A.StructLike):
             scope.declare(d.name, TypeSym(self.struct_type(d)), d.loc)
         elif isinstance(d, A.EnumDecl):
@@ -90,6 +95,12 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
             self.declare_instance(d, scope, None)
         else:
             raise unsupported(d.loc, type(d).__name__)
+
+    def repeats_typedef(self, d, t):
+        """An identical re-declaration of a typedef (programs repeat v1model's PortId_t)."""
+        old = self.typedefs.get(d.name)
+        return (not d.is_new_type and old is not None and same_type(old, t)
+                and self.globals.names.get(d.name) is not None)
 
     def declare_block(self, d):
         existing = self.globals.lookup(d.name)

@@ -359,12 +359,52 @@ class ExprMixin:
             if not ok or (op not in ("==", "!=") and not (isinstance(lt, EnumT) and lt.base)):
                 raise CompileError(e.right.loc, f"cannot compare {lt} with {rt} using '{op}'")
         elif isinstance(lt, (StructT, StackT)) or isinstance(rt, (StructT, StackT)):
-            raise unsupported(e.loc, f"comparison of {lt} values")
+            if op not in ("==", "!=") or not same_type(lt, rt):
+                raise CompileError(e.right.loc, f"cannot compare {lt} with {rt} using '{op}'")
+            equal = self.aggregate_equal(left, right, e)
+            return equal if op == "==" else self.negate(equal)
         else:
             _, left, right = self.unify(left, right, e, op)
         if left.const is not None and right.const is not None:
             return Val(BoolT(), const=_fold(op, left.const, right.const))
         return bool_expr(expr(op, as_data(left), as_data(right)))
+
+    def aggregate_equal(self, left, right, e):
+        """Headers are equal when both are invalid, or both valid with equal fields; structs
+        and stacks member by member (P4-16 8.17, 8.12): expanded to scalar comparisons."""
+        t = left.type
+        if isinstance(left.ref, StructRef) and isinstance(right.ref, StructRef):
+            return self.all_of([self.compare("==", left.ref.members[f], right.ref.members[f], e)
+                                for f, _ in t.fields])
+        if isinstance(left.ref, StackRef) and isinstance(right.ref, StackRef):
+            return self.all_of([self.aggregate_equal(Val(t.elem, ref=a), Val(t.elem, ref=b), e)
+                                for a, b in zip(left.ref.elems, right.ref.elems)])
+        if not (isinstance(left.ref, HeaderRef) and isinstance(right.ref, HeaderRef)):
+            raise unsupported(e.loc, f"comparison of {t} values of this kind")
+        if any(isinstance(ft, VarbitT) for _, ft in t.fields):
+            raise unsupported(e.loc, f"comparison of headers with a varbit field")
+        fields = [self.compare("==", field_val(ft, left.ref.member(f)),
+                               field_val(ft, right.ref.member(f)), e) for f, ft in t.fields]
+        lv, rv = self.is_valid(left, e), self.is_valid(right, e)
+        same_validity = bool_expr(expr("==", as_data(lv), as_data(rv)))
+        either = bool_expr(expr("or", as_bool(self.negate(lv)), as_bool(self.all_of(fields))))
+        return self.all_of([same_validity, either])
+
+    def all_of(self, conds):
+        out = Val(BoolT(), const=True)
+        for c in conds:
+            if c.const is not None:
+                out = out if c.const else c
+            elif out.const is not None:
+                out = c if out.const else out
+            else:
+                out = bool_expr(expr("and", as_bool(out), as_bool(c)))
+        return out
+
+    def negate(self, v):
+        if v.const is not None:
+            return Val(BoolT(), const=not v.const)
+        return bool_expr(expr("not", None, as_bool(v)))
 
     def shift(self, op, left, right, e):
         if not isinstance(left.type, (Bits, IntT)):

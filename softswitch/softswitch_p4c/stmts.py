@@ -440,7 +440,7 @@ class StmtMixin:
         ret_t = self.resolve_type(d.ret, sym.scope)
         target = None
         if not isinstance(ret_t, VoidT):
-            target = self.new_scalar(self.unique_name(f"{d.name}_retval"), ret_t)
+            target = self.temporary(f"{d.name}_retval", ret_t)
         self.inline_body(d.body, ctx, scope, target)
         self.copy_out(ctx, copy_out)
         return target

@@ -100,3 +100,29 @@ def test_table_hit_as_a_value(tmp_path):
         if (!seen) { hdr.ipv4.identification = 2; } else { hdr.ipv4.identification = 1; }""")
     sw.table_add("I.t", [("exact", bytes([64]))], "NoAction", [])
     assert ident(sw, ttl=64) == 1 and ident(sw, ttl=63) == 2
+
+
+def test_function_returning_a_header(tmp_path):
+    sw = switch_for(tmp_path, decls="""
+        ipv4_t older(in ipv4_t h) { ipv4_t r = h; r.ttl = r.ttl - 10; return r; }""",
+                    apply="sm.egress_spec = 1; hdr.ipv4 = older(hdr.ipv4);")
+    assert only(sw.process_packet(0, packet(ttl=64)))[1][IP].ttl == 54
+
+
+def test_header_and_struct_equality(tmp_path):
+    # equal when both invalid, or both valid with equal fields (P4-16 8.17)
+    sw = switch_for(tmp_path, headers="ethernet_t ethernet; ipv4_t ipv4; ipv4_t copy;", apply="""
+        sm.egress_spec = 1;
+        if (hdr.copy == hdr.ipv4) { hdr.ipv4.identification = 1; }
+        hdr.copy = hdr.ipv4;
+        if (hdr.copy == hdr.ipv4) { hdr.ipv4.identification = hdr.ipv4.identification + 2; }
+        hdr.copy.ttl = 1;
+        if (hdr.copy != hdr.ipv4) { hdr.ipv4.identification = hdr.ipv4.identification + 4; }
+        hdr.copy.setInvalid();""")
+    assert ident(sw, ident=0) == 6
+
+
+def test_identical_typedef_of_a_v1model_type(tmp_path):
+    sw = switch_for(tmp_path, decls="typedef bit<9> PortId_t;",
+                    apply="PortId_t p = 3; sm.egress_spec = p;")
+    assert only(sw.process_packet(0, packet()))[0] == 3
