@@ -104,12 +104,19 @@ def _parse_add(rest, where):
         raise StfError(where, f"cannot read the action call '{action_name + rest[paren:]}'")
     matches = []
     for key in keys:
-        name, colon, value = key.partition(":")
+        name, colon, value = _split_key(key)
         if not colon or not name or not value:
             raise StfError(where, f"key '{key}' is not FIELD:VALUE")
         matches.append((name, value))
     return {"table": table, "priority": priority, "keys": matches, "action": tail.group(1),
             "args": _args(tail.group(2), where), "handle": tail.group(3)}
+
+
+def _split_key(key):
+    """`FIELD:VALUE` split at the first colon outside brackets (`f[22:18]:0x7c0000`)."""
+    after_brackets = key.find("]") + 1 if "[" in key.partition(":")[0] else 0
+    colon = key.find(":", after_brackets)
+    return (key, "", "") if colon < 0 else (key[:colon], ":", key[colon + 1:])
 
 
 def _parse_setdefault(rest, where):
