@@ -494,10 +494,18 @@ impl Executor {
                 *pos = self.extract(pkt, h, frame, *pos, 0)?;
             }
             ParserOp::ExtractVL(t, len) => {
+                // BMv2's order: a partial byte, then the frame's end, then max_length.
                 let bits = self.eval(env, pkt, len);
+                if bits % 8 != 0 {
+                    return Err(errs.parser_invalid_argument);
+                }
                 let h = self.extract_target(pkt, t)?;
                 let ht = &self.prog.header_types[self.prog.headers[h].type_idx];
-                if bits < 0 || bits % 8 != 0 || (ht.fixed_bits as i128 + bits) > ht.max_length as i128 * 8 {
+                let bytes = ht.fixed_bits as i128 / 8 + bits / 8;
+                if bits < 0 || bytes > (frame.len() - *pos) as i128 {
+                    return Err(errs.packet_too_short);
+                }
+                if bytes > ht.max_length as i128 {
                     return Err(errs.header_too_short);
                 }
                 *pos = self.extract(pkt, h, frame, *pos, (bits / 8) as usize)?;
@@ -513,7 +521,10 @@ impl Executor {
             }
             ParserOp::Advance(e) => {
                 let bits = self.eval(env, pkt, e);
-                if bits < 0 || bits % 8 != 0 {
+                if bits % 8 != 0 {
+                    return Err(errs.parser_invalid_argument);
+                }
+                if bits < 0 {
                     return Err(errs.packet_too_short);
                 }
                 let to = pos.saturating_add((bits / 8).min(usize::MAX as i128) as usize);

@@ -448,6 +448,7 @@ impl Loader {
             stack_out_of_bounds: map["StackOutOfBounds"],
             header_too_short: map["HeaderTooShort"],
             parser_timeout: map["ParserTimeout"],
+            parser_invalid_argument: map["ParserInvalidArgument"],
         };
         Ok(())
     }

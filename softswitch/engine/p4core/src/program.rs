@@ -469,6 +469,7 @@ pub struct ErrorCodes {
     pub stack_out_of_bounds: i128,
     pub header_too_short: i128,
     pub parser_timeout: i128,
+    pub parser_invalid_argument: i128,
 }
 
 /// A loaded, validated BMv2 JSON program. Immutable; share it with `Arc`.

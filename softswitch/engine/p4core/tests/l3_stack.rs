@@ -118,6 +118,27 @@ fn verify_and_varbit_options() {
 }
 
 #[test]
+fn varbit_and_advance_errors_in_bmv2_order() {
+    let opts = [1, 1, 1, 1, 0x94, 0x04, 0, 0];
+    let frame = eth(MAC_B, MAC_A, 0x0800, &ipv4([1, 1, 1, 1], [10, 0, 0, 1], 17, &opts, &udp(5, 6, b"x")));
+    let vl_len = "/parsers/0/parse_states/3/parser_ops/2/parameters/1/value";
+    // A length that is not a whole number of bytes: ParserInvalidArgument (6), as BMv2's extract_VL.
+    let (_, st, mut ex) = load_edited(|v| *v.pointer_mut(vl_len).unwrap() = serde_json::json!({"type": "hexstr", "value": "0x0c"}));
+    assert_eq!(ex.ingress(&st, 0, &frame, 0).parser_error, 6, "ParserInvalidArgument");
+    // Options longer than max_length: HeaderTooShort (4) ...
+    let (_, st, mut ex) = load_edited(|v| v["header_types"][5]["max_length"] = serde_json::json!(4));
+    assert_eq!(ex.ingress(&st, 0, &frame, 0).parser_error, 4, "HeaderTooShort");
+    // ... but a frame too short for them is PacketTooShort (1) first.
+    let mut short = frame.clone();
+    short[14] = 0x4f;
+    assert_eq!(ex.ingress(&st, 0, &short, 0).parser_error, 1, "PacketTooShort");
+    // advance by a bit count that is not a whole number of bytes: ParserInvalidArgument.
+    let advance = serde_json::json!({"op": "advance", "parameters": [{"type": "hexstr", "value": "0x0b"}]});
+    let (_, st, mut ex) = load_edited(|v| v["parsers"][0]["parse_states"][4]["parser_ops"].as_array_mut().unwrap().insert(0, advance));
+    assert_eq!(ex.ingress(&st, 0, &frame, 0).parser_error, 6, "ParserInvalidArgument");
+}
+
+#[test]
 fn truncated_frames_report_packet_too_short() {
     let (_, st, mut ex) = load("l3_stack.json");
     let frame = udp_frame([1, 1, 1, 1], [10, 0, 0, 1], 7);
