@@ -188,6 +188,22 @@ class Switch(Stmt):
 
 
 @dataclass
+class For(Stmt):                    # for (init; cond; updates) body
+    init: list
+    cond: Optional[Expr]
+    updates: list
+    body: Stmt
+
+
+@dataclass
+class ForIn(Stmt):                  # for (T name in range) body
+    type: TypeRef
+    name: str
+    range: Expr
+    body: Stmt
+
+
+@dataclass
 class Return(Stmt):
     value: Optional[Expr]
 

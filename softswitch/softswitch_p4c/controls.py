@@ -288,6 +288,8 @@ class ControlMixin:
             return self.g_if(s, ctx)
         if isinstance(s, A.Switch):
             return self.g_switch(s, ctx)
+        if isinstance(s, (A.For, A.ForIn)):
+            return self.g_stmt(A.Block(s.loc, self.unroll(s, ctx.scope)), ctx)
         if isinstance(s, A.Return):
             if ctx.control.parent is not None:
                 raise unsupported(s.loc, "'return' inside an applied sub-control")

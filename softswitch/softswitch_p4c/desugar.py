@@ -87,3 +87,18 @@ class ConditionSplitter:
         else:
             stmt = A.If(loc, left, A.Assign(loc, tmp, A.BoolLit(loc, True)), evaluate_right)
         return pre_left + [decl, stmt], tmp
+
+
+def assigned_names(node):
+    """Plain names a statement tree assigns to (`x = ...`)."""
+    out = set()
+    if isinstance(node, A.Assign) and isinstance(node.lhs, A.Name):
+        out.add(node.lhs.name)
+    if isinstance(node, list):
+        for x in node:
+            out |= assigned_names(x)
+    elif is_dataclass(node) and isinstance(node, A.Stmt):
+        for f in fields(node):
+            if f.name != "loc":
+                out |= assigned_names(getattr(node, f.name))
+    return out

@@ -9,13 +9,14 @@ KEYWORDS = {
     "enum", "error", "exit", "extern", "false", "header", "header_union", "if", "in",
     "inout", "int", "key", "match_kind", "out", "package", "parser", "return", "select",
     "state", "string", "struct", "switch", "table", "transition", "true", "tuple",
-    "typedef", "type", "value_set", "varbit", "void", "actions", "priority", "list",
+    "typedef", "type", "value_set", "varbit", "void", "actions", "priority", "list", "for",
 }
 # `key`, `actions`, `entries`, `type`, `priority`, `list` are contextual: treated as identifiers
 # by the parser wherever an identifier is expected.
 CONTEXTUAL = {"key", "actions", "entries", "priority", "list", "type", "apply", "state"}
 
-_OPS = ["&&&", "|+|", "|-|", "<<", "==", "!=", "<=", ">=", "&&", "||", "++", "..",
+_OPS = ["&&&", "|+|=", "|-|=", "|+|", "|-|", "<<=", "<<", "+=", "-=", "*=", "/=", "%=", "&=",
+        "|=", "^=", "==", "!=", "<=", ">=", "&&", "||", "++", "..",
         "+", "-", "*", "/", "%", "&", "|", "^", "~", "!", "<", ">", "=", "?", ":", ";",
         ",", ".", "(", ")", "{", "}", "[", "]", "@"]
 _TOKEN_RE = re.compile(r"""

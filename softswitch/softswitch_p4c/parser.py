@@ -9,6 +9,7 @@ from .errors import CompileError
 from .lexer import CONTEXTUAL, tokenize
 
 _BUILTIN_TYPES = {"bit", "int", "varbit", "bool", "error", "string", "void", "match_kind"}
+_COMPOUND = {"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", "|+|=", "|-|="}
 _BINARY_PREC = [
     ["||"], ["&&"], ["==", "!="], ["<", ">", "<=", ">="], ["|"], ["^"], ["&"],
     ["<<", ">>"], ["++", "+", "-", "|+|", "|-|"], ["*", "/", "%"],
@@ -635,6 +636,8 @@ class Parser:
                 return self.if_stmt()
             if t.text == "switch":
                 return self.switch_stmt()
+            if t.text == "for":
+                return self.for_stmt()
             if t.text == "return":
                 self.advance()
                 value = None if self.at(";") else self.expression()
@@ -688,17 +691,91 @@ class Parser:
         self.expect(";")
         return A.VarDecl(name_loc, annos, ty, name, init)
 
-    def assign_or_call(self):
+    def assign_or_call(self, end=";"):
         loc = self.tok.loc
         lhs = self.expression()
-        if self.accept("="):
+        op = self.compound_op()
+        if op is not None or self.accept("="):
             rhs = self.expression()
-            self.expect(";")
+            self.expect(end)
+            if op is not None:                   # `a op= b` is `a = a op b` (P4-16 1.2.4)
+                rhs = A.Binary(rhs.loc, op, lhs, rhs)
             return A.Assign(loc, lhs, rhs)
         if not isinstance(lhs, A.Call):
             raise self.error("expected '=' or a method call")
-        self.expect(";")
+        self.expect(end)
         return A.CallStmt(loc, lhs)
+
+    def compound_op(self):
+        t = self.tok
+        if t.kind == "op" and t.text in _COMPOUND:
+            self.advance()
+            return t.text[:-1]
+        if self.at(">") and self.at(">=", 1) and self.peek().glued:
+            self.advance()
+            self.advance()
+            return ">>"
+        return None
+
+    def for_stmt(self):
+        """`for (init; cond; updates) S` or `for (T x in lo .. hi) S` (P4-16 1.2.4)."""
+        loc = self.expect("for").loc
+        self.expect("(")
+        if self.for_in_ahead():
+            ty = self.type_ref()
+            name = self.ident("loop variable")
+            self.expect("in")
+            rng = self.expression()
+            if self.accept(".."):
+                rng = A.Range(rng.loc, rng, self.expression())
+            self.expect(")")
+            return A.ForIn(loc, ty, name, rng, self.statement())
+        init = []
+        while not self.accept(";"):
+            if self.at_type_start() and self.declaration_ahead():
+                ty = self.type_ref()
+                name_loc = self.tok.loc
+                name = self.ident("variable name")
+                self.expect("=")
+                init.append(A.VarDecl(name_loc, [], ty, name, self.expression()))
+                if not self.accept(","):
+                    self.expect(";")
+                    break
+            else:
+                init.append(self.assign_or_call(end=";"))
+                break
+        cond = None if self.at(";") else self.expression()
+        self.expect(";")
+        updates = []
+        while not self.accept(")"):
+            updates.append(self.for_update())
+        return A.For(loc, init, cond, updates, self.statement())
+
+    def for_in_ahead(self):
+        save = self.pos
+        try:
+            self.type_ref()
+            self.ident("loop variable")
+            return self.at("in")
+        except CompileError:
+            return False
+        finally:
+            self.pos = save
+
+    def for_update(self):
+        stmt_loc = self.tok.loc
+        lhs = self.expression()
+        op = self.compound_op()
+        if op is None and not self.accept("="):
+            if not isinstance(lhs, A.Call):
+                raise self.error("expected an assignment or a call")
+            stmt = A.CallStmt(stmt_loc, lhs)
+        else:
+            rhs = self.expression()
+            stmt = A.Assign(stmt_loc, lhs, A.Binary(rhs.loc, op, lhs, rhs) if op else rhs)
+        if not self.at(")"):
+            self.expect(",")
+        return stmt
 
     def if_stmt(self):
         loc = self.expect("if").loc
@@ -743,6 +820,8 @@ class Parser:
         t = self.tok
         if t.kind != "op":
             return None
+        if t.text == ">" and self.at(">=", 1) and self.peek().glued:
+            return None                                  # `>>=`: a compound assignment
         if t.text == ">" and ">>" in ops and self.at(">", 1) and self.peek().glued:
             return ">>"
         return t.text if t.text in ops else None

@@ -6,6 +6,7 @@ calls are inlined; extern calls become BMv2 primitives.
 from . import ast as A
 from .errors import CompileError, unsupported
 from .copyinout import params_needing_copies
+from .desugar import assigned_names
 from .exprs import Ctx, StackLastRef
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope
 from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
@@ -13,6 +14,7 @@ from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
 from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, bool_expr, expr, hexstr, param)
 
+MAX_UNROLL = 1024                 # iterations a compile-time loop may take
 _V1_EXTERN_TYPES = {"register", "counter", "direct_counter", "meter", "direct_meter",
                     "packet_in", "packet_out"}
 
@@ -123,6 +125,70 @@ class StmtMixin:
             self.patch_jump(j, len(ctx.prims))
         else:
             self.patch_jump(jz, len(ctx.prims))
+
+    def st_For(self, s, ctx):
+        for block in self.unroll(s, ctx.scope):
+            self.lower_stmt(block, ctx)
+
+    st_ForIn = st_For
+
+    def unroll(self, s, scope):
+        """A loop with compile-time bounds as one block per iteration, each starting with
+        the loop variables as constants (BMv2 has no loops; p4c unrolls them too)."""
+        if isinstance(s, A.ForIn):
+            if not isinstance(s.range, A.Range):
+                raise unsupported(s.range.loc, "for-in over anything but a constant range")
+            lo = self.const_int(s.range.lo, scope, "loop bound")
+            hi = self.const_int(s.range.hi, scope, "loop bound")
+            loop_vars = {s.name: s.type}
+            states = [{s.name: v} for v in range(lo, hi + 1)]
+        else:
+            loop_vars, states = self.loop_states(s, scope)
+        written = assigned_names(s.body) & set(loop_vars)
+        if written:
+            raise unsupported(s.body.loc, f"assignment to loop variable '{sorted(written)[0]}' "
+                                          f"inside the loop body")
+        return [A.Block(s.body.loc, [A.VarDecl(s.loc, [], loop_vars[n], n,
+                                               A.IntLit(s.loc, v), True)
+                                     for n, v in state.items()] + [s.body])
+                for state in states]
+
+    def loop_states(self, s, scope):
+        loop_vars, values = {}, {}
+        for st in s.init:
+            if not isinstance(st, A.VarDecl):
+                raise unsupported(st.loc, "a for-loop initializer that is not a declaration")
+            t = self.resolve_type(st.type, scope)
+            loop_vars[st.name] = st.type
+            values[st.name] = self.loop_value(st.init, t, scope, values, loop_vars)
+        states = []
+        while True:
+            if s.cond is not None:
+                go = self.loop_value(s.cond, None, scope, values, loop_vars)
+                if not isinstance(go, bool):
+                    raise CompileError(s.cond.loc, "loop condition must be a compile-time bool")
+                if not go:
+                    return loop_vars, states
+            if len(states) == MAX_UNROLL:
+                raise unsupported(s.loc, f"a loop running more than {MAX_UNROLL} times")
+            states.append(dict(values))
+            for u in s.updates:
+                if not (isinstance(u, A.Assign) and isinstance(u.lhs, A.Name)
+                        and u.lhs.name in loop_vars):
+                    raise unsupported(u.loc, "a for-loop update other than assigning a loop "
+                                             "variable")
+                t = self.resolve_type(loop_vars[u.lhs.name], scope)
+                values[u.lhs.name] = self.loop_value(u.rhs, t, scope, values, loop_vars)
+
+    def loop_value(self, e, t, scope, values, loop_vars):
+        inner = Scope(scope)
+        for name, v in values.items():
+            vt = self.resolve_type(loop_vars[name], scope)
+            inner.declare(name, Val(vt, const=v, extra={"is_const": True, "name": name}), e.loc)
+        v = self.eval_value(e, self.const_ctx(inner), t)
+        if v.const is None:
+            raise CompileError(e.loc, "loop bounds must be compile-time constants")
+        return v.const if t is None else self.coerce(v, t, e.loc, "loop variable").const
 
     def st_Return(self, s, ctx):
         if ctx.return_jumps is None:

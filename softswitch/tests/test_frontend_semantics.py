@@ -126,3 +126,26 @@ def test_identical_typedef_of_a_v1model_type(tmp_path):
     sw = switch_for(tmp_path, decls="typedef bit<9> PortId_t;",
                     apply="PortId_t p = 3; sm.egress_spec = p;")
     assert only(sw.process_packet(0, packet()))[0] == 3
+
+
+def test_compound_assignment(tmp_path):
+    sw = switch_for(tmp_path, apply="""
+        sm.egress_spec = 1;
+        hdr.ipv4.identification += 3; hdr.ipv4.identification <<= 2;
+        hdr.ipv4.identification >>= 1; hdr.ipv4.identification ^= 1;
+        hdr.ipv4.ttl |-|= 100; hdr.ipv4.protocol |+|= 250;""")
+    p = only(sw.process_packet(0, packet(ident=5, ttl=64)))[1][IP]
+    assert (p.id, p.ttl, p.proto) == (((5 + 3) << 2 >> 1) ^ 1, 0, 255)
+
+
+def test_for_loops_with_constant_bounds_are_unrolled(tmp_path):
+    sw = switch_for(tmp_path, ingress="""
+        action sum() {
+            bit<16> s = 0;
+            for (bit<16> i = 1; i <= 4; i += 1) { s = s + i; }
+            hdr.ipv4.identification = s;
+        }""", apply="""
+        sm.egress_spec = 1; sum();
+        for (bit<8> k in 1 .. 3) { hdr.ipv4.ttl = hdr.ipv4.ttl - k; }""")
+    p = only(sw.process_packet(0, packet(ident=0, ttl=64)))[1][IP]
+    assert (p.id, p.ttl) == (10, 58)
