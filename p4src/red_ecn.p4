@@ -167,7 +167,7 @@ control MyEgress(inout headers hdr,
             set_decay_factor;
             NoAction;
         }
-        size = 65536;                   /* 64 ports x 1024 buckets */
+        size = 131072;                  /* 64 ports x 2048 buckets */
         default_action = NoAction();
     }
 
@@ -194,11 +194,25 @@ control MyEgress(inout headers hdr,
             bit<32> departed;
             last_departure.read(departed, port);
             if (q == 0 && now > departed) {
-                bit<32> bucket = (now - departed) >> meta.red.idle_log;
-                if (bucket > IDLE_BUCKET_MAX) {
-                    bucket = IDLE_BUCKET_MAX;
+                /* Idle periods shorter than one coarse bucket (2^idle_log us)
+                 * use 1024 fine buckets, so the short gaps of light traffic
+                 * decay by their own length, not by half a coarse bucket. */
+                bit<32> idle = now - departed;
+                bit<32> bucket;
+                if (idle < (32w1 << meta.red.idle_log)) {
+                    bit<8> fine_log = 0;
+                    if (meta.red.idle_log > IDLE_FINE_LOG) {
+                        fine_log = meta.red.idle_log - IDLE_FINE_LOG;
+                    }
+                    bucket = idle >> fine_log;
+                } else {
+                    bucket = idle >> meta.red.idle_log;
+                    if (bucket > IDLE_BUCKET_MAX) {
+                        bucket = IDLE_BUCKET_MAX;
+                    }
+                    bucket = IDLE_COARSE + bucket;
                 }
-                meta.red.idle_bucket = (bit<10>) bucket;
+                meta.red.idle_bucket = (bit<11>) bucket;
                 if (red_idle_decay.apply().hit) {
                     avg = (bit<32>) (((bit<64>) avg * (bit<64>) meta.red.decay_factor)
                                      >> DECAY_FRAC_BITS);

@@ -26,7 +26,8 @@ PROB_ONE = 1 << PROB_BITS
 PROB_MAX = PROB_ONE - 1
 QDEPTH_MAX = 0xFFFF          # the program saturates q at 16 integer bits
 WQ_LOG_MAX = 16              # beyond this, truncation would freeze the average
-IDLE_BUCKETS = 1024          # 10-bit idle bucket
+IDLE_BUCKETS = 1024          # coarse buckets 1..1023 (key 1024 + c) and fine buckets 0..1023
+IDLE_FINE_LOG = 10           # fine buckets are 2^(idle_log - 10) us wide (at least 1 us)
 IDLE_LOG_MAX = 22            # 1023 buckets * 2^22 us stays below the 32-bit clock wrap
 DECAY_FRAC_BITS = 32
 DECAY_ONE = 1 << DECAY_FRAC_BITS
@@ -186,23 +187,25 @@ def idle_decay(wq_log: int, tx_time_us: float) -> tuple[int, dict[int, int]]:
     Classic RED multiplies the average by (1 - wq)^m after `idle` us with an
     empty queue, m = max(0, idle - s) / s packets, s = tx_time_us (the previous
     packet is still on the wire for ~s after its dequeue, hence the '- s').
-    Buckets are 2^idle_log us wide, the finest that let 1023 buckets reach
-    full decay; each gets the factor at its midpoint, so the factor is within
-    decay_error_bound() of (1 - wq)^m over the bucket (p4src/README.md). The
-    last, open-ended bucket empties the average. Factors that round to 1 are
-    omitted (a miss is no decay)."""
+    Coarse buckets are w = 2^idle_log us wide, the finest that let 1023 of them
+    reach full decay (key 1024 + idle // w); idle times below w use 1024 fine
+    buckets (key idle // 2^(idle_log - 10)). Each bucket gets the factor at the
+    middle of its integer idle times, so it is within decay_error_bound() of
+    (1 - wq)^m (p4src/README.md). The last, open-ended coarse bucket empties the
+    average. Factors that round to 1 are omitted (a miss is no decay)."""
     if wq_log == 0:
         return 0, {}               # wq = 1: avg = q, nothing to decay
     ln_keep = -math.log1p(-2.0 ** -wq_log)          # -ln(1 - wq) per packet
     idle_full = (FULL_DECAY_LOG2 * math.log(2) / ln_keep + 1) * tx_time_us
     idle_log = min(IDLE_LOG_MAX, max(0, math.ceil(math.log2(idle_full / (IDLE_BUCKETS - 1)))))
-    width = 1 << idle_log
+    width, fine = 1 << idle_log, 1 << max(0, idle_log - IDLE_FINE_LOG)
+    middles = {b: b * fine + (fine - 1) / 2 for b in range(width // fine)}
+    for c in range(1, IDLE_BUCKETS):
+        middles[IDLE_BUCKETS + c] = c * width + (width - 1) / 2
+    last = 2 * IDLE_BUCKETS - 1    # open-ended: full decay, or the decay at its start
+    middles[last] = math.inf if (IDLE_BUCKETS - 1) * width >= idle_full else (IDLE_BUCKETS - 1) * width
     factors = {}
-    for bucket in range(IDLE_BUCKETS):
-        if bucket < IDLE_BUCKETS - 1:
-            idle = bucket * width + width / 2
-        else:                      # open-ended: full decay, or the decay at its start
-            idle = math.inf if bucket * width >= idle_full else bucket * width
+    for bucket, idle in middles.items():
         factor = min(DECAY_MAX, round(decay_factor(idle, tx_time_us, ln_keep) * DECAY_ONE))
         if factor < DECAY_MAX:
             factors[bucket] = factor
@@ -217,9 +220,10 @@ def decay_factor(idle_us: float, tx_time_us: float, ln_keep: float) -> float:
 
 def decay_error_bound(wq_log: int, tx_time_us: float) -> float:
     """Relative error bound of the installed factor against (1 - wq)^m for idle
-    times up to full decay: half a bucket of decay (ln f changes by at most
-    -ln(1 - wq) / s per us) and the factor's rounding (< 2^-16 relative while
-    f >= 2^-16); the product's truncation adds at most 2^-16 packets."""
+    times up to full decay: half a coarse bucket of decay (ln f changes by at
+    most -ln(1 - wq) / s per us; fine buckets are 1024 times narrower) and the
+    factor's rounding (< 2^-16 relative while f >= 2^-16); the product's
+    truncation adds at most 2^-16 packets."""
     idle_log, _ = idle_decay(wq_log, tx_time_us)
     half_bucket = (1 << idle_log) / 2 * -math.log1p(-2.0 ** -wq_log) / tx_time_us
     return math.expm1(half_bucket) * (1 + 2.0 ** -16) + 2.0 ** -16

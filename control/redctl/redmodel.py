@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .convert import AVG_FRAC_BITS, DECAY_FRAC_BITS, QDEPTH_MAX, RedConstants, implied_pb
+from .convert import (AVG_FRAC_BITS, DECAY_FRAC_BITS, IDLE_BUCKETS, IDLE_FINE_LOG, QDEPTH_MAX,
+                      RedConstants, implied_pb)
 
 PASS, MARK, EARLY_DROP, FORCED_DROP = 0, 1, 2, 3      # DECISION_* of headers.p4
 NOT_ECT, ECT1, ECT0, CE = 0, 1, 2, 3                  # RFC 3168 codepoints
 MODE_RED = 1
-IDLE_BUCKET_MAX = 1023
 MASK32 = (1 << 32) - 1
 MASK64 = (1 << 64) - 1
 NO_RED = RedConstants(mode=0, ecn=0, gentle=0, wq_log=0, minth=0, maxth=0, maxp=0,
@@ -59,7 +59,11 @@ def decayed(constants: RedConstants, avg: int, idle_bucket: int) -> int:
 
 
 def idle_bucket(constants: RedConstants, idle_us: int) -> int:
-    return min(idle_us >> constants.idle_log, IDLE_BUCKET_MAX)
+    """red_idle_decay's key for an idle time: fine bucket below 2^idle_log us,
+    else 1024 + the coarse bucket (saturated at 1023)."""
+    if idle_us < 1 << constants.idle_log:
+        return idle_us >> max(0, constants.idle_log - IDLE_FINE_LOG)
+    return IDLE_BUCKETS + min(idle_us >> constants.idle_log, IDLE_BUCKETS - 1)
 
 
 def ewma(avg: int, q: int, wq_log: int) -> int:

@@ -58,7 +58,7 @@ def test_constants_fit_their_p4_widths(cfg):
     # the data plane's 64-bit products cannot overflow inside their regions
     assert (c.maxth - c.minth) * c.slope < 1 << 64
     assert c.maxth * c.gentle_slope < 1 << 64
-    assert all(0 <= f < DECAY_ONE and 0 <= b < IDLE_BUCKETS for b, f in c.decay_factors.items())
+    assert all(0 <= f < DECAY_ONE and 0 <= b < 2 * IDLE_BUCKETS for b, f in c.decay_factors.items())
 
 
 @settings(max_examples=200, deadline=None)
@@ -137,6 +137,28 @@ def test_idle_decay_is_classic_red_within_two_percent(rate, wq_log, span, avg_pa
     assert abs(got - exact) <= bound * exact + 1, (idle_us, got / exact)
 
 
+@settings(max_examples=200, deadline=None)
+@given(rate=st.sampled_from(RATES_BPS), wq_log=st.integers(1, 16),
+       gaps=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=60))
+def test_short_gaps_do_not_add_up_to_extra_decay(rate, wq_log, gaps):
+    """Light traffic: packets meeting an empty queue after gaps shorter than
+    one coarse bucket. Each gap uses a fine bucket (1/1024 of a coarse one),
+    so even 60 of them in a row stay within 60 fine-bucket errors of RED's
+    product of (1 - wq)^m; gaps below one packet time do not decay at all."""
+    port = PortSpec(buffer_packets=65535, rate_bps=rate)
+    c = to_constants(RedConfig(minth=1, maxth=2, maxp=0.1, wq_log=wq_log), port)
+    tx_us, width = port.tx_time_us, 1 << c.idle_log
+    avg = exact = 60000 * AVG_ONE
+    for g in gaps:
+        idle_us = int(g * (width - 1))
+        avg = decayed(c, avg, idle_bucket(c, idle_us))
+        exact *= _classic_factor(wq_log, tx_us, idle_us)
+        if idle_us < tx_us:
+            assert idle_bucket(c, idle_us) not in c.decay_factors or idle_us + (width >> 10) > tx_us
+    fine_error = math.expm1(max(1, width >> 10) / 2 * -math.log1p(-2.0 ** -wq_log) / tx_us) + 2.0 ** -16
+    assert abs(avg - exact) <= len(gaps) * (fine_error * exact + 1), (avg / exact)
+
+
 @pytest.mark.parametrize("rate", RATES_BPS)
 @pytest.mark.parametrize("wq_log", [1, 9, 16])
 def test_long_idle_empties_the_average(rate, wq_log):
@@ -166,3 +188,17 @@ def test_shift_decay_of_the_old_table_is_outside_the_bound():
     assert old_shift == 0
     assert decayed(c, avg, idle_bucket(c, 1_000_000)) / avg == pytest.approx(exact, rel=0.012)
     assert exact == pytest.approx(0.785, abs=0.001)
+
+
+@pytest.mark.parametrize("rate", RATES_BPS)
+def test_average_falls_below_minth_when_classic_red_says(rate):
+    """issue 17's lock-out: with avg 16.5 > maxth 15 when the queue empties,
+    classic RED brings the average below minth 5 after t* = (ln(5/16.5) /
+    ln(1 - wq) + 1) s (4.9 s at 1.5 Mb/s, wq = 2^-9). The data plane's
+    average is still above minth 1.2 % before t* and below it 1.2 % after."""
+    port = PortSpec(rate_bps=rate)
+    c = to_constants(RedConfig(minth=5, maxth=15, maxp=0.1, wq_log=9), port)
+    avg = round(16.5 * AVG_ONE)
+    t_star = (math.log(5 / 16.5) / math.log1p(-2 ** -9) + 1) * port.tx_time_us
+    assert decayed(c, avg, idle_bucket(c, int(t_star * 0.988))) > c.minth
+    assert decayed(c, avg, idle_bucket(c, int(t_star * 1.012))) < c.minth

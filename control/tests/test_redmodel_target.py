@@ -24,18 +24,18 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from redctl.convert import AVG_ONE, PortSpec, RedConfig, to_constants
-from redctl.redmodel import CE, NOT_ECT, PortState, decide
+from redctl.redmodel import CE, NOT_ECT, PortState, decide, idle_bucket
 
 se = pytest.importorskip("softswitch_engine")
 
 REPO = Path(__file__).resolve().parents[2]
 PORT = 1
 MAC = "02:00:00:00:00:0b"
-CONFIGS = [   # (RED settings, port rate): idle buckets of a few us to 64 us
-    (RedConfig(minth=5, maxth=15, maxp=0.1, wq_log=4), 100e6),
-    (RedConfig(minth=2, maxth=8, maxp=0.3, wq_log=2, gentle=True), 100e6),
-    (RedConfig(minth=1, maxth=3, maxp=1.0, wq_log=1, gentle=True, ecn=False), 10e6),
-    (RedConfig(minth=3, maxth=9, maxp=0.05, wq_log=5), 100e6),
+CONFIGS = [   # (RED settings, port rate): coarse idle buckets of 2..8 ms, longer than a call
+    (RedConfig(minth=5, maxth=15, maxp=0.1, wq_log=6), 1.5e6),
+    (RedConfig(minth=2, maxth=8, maxp=0.3, wq_log=9, gentle=True), 10e6),
+    (RedConfig(minth=1, maxth=3, maxp=1.0, wq_log=5, gentle=True, ecn=False), 1.5e6),
+    (RedConfig(minth=3, maxth=9, maxp=0.05, wq_log=7), 10e6),
 ]
 PACKETS_PER_CONFIG = 400
 
@@ -77,12 +77,13 @@ REGISTERS = {"avg": "red_avg", "count": "MyEgress.red_count", "rand": "MyEgress.
              "last_departure": "MyEgress.last_departure"}
 
 
-def _random_state(rng: random.Random, cfg: RedConfig, now_us: int, idle_full_us: int) -> PortState:
+def _random_state(rng: random.Random, cfg: RedConfig, now_us: int, width_us: int) -> PortState:
     avg = rng.randrange(0, round(3 * cfg.maxth / (1 - cfg.wq) * AVG_ONE))  # forced drops too
-    # half the packets: the previous one departs after this one's enqueue (no decay)
-    departure = rng.choice([now_us + 10**6, max(0, now_us - rng.randrange(0, 2 * idle_full_us))])
+    # the previous packet departs after this one's enqueue (no decay), or an
+    # idle time in the fine buckets (< 1 coarse bucket), or up to 2 full tables
+    idle = rng.choice([-10**6, rng.randrange(width_us), rng.randrange(2048 * width_us)])
     return PortState(avg=avg, count=rng.choice([0, 0, rng.randrange(1, 40)]),
-                     rand=rng.getrandbits(32), last_departure=departure)
+                     rand=rng.getrandbits(32), last_departure=max(0, now_us - idle))
 
 
 @pytest.mark.parametrize("cfg, rate", CONFIGS)
@@ -91,11 +92,10 @@ def test_target_decides_like_the_model(program, cfg, rate):
     constants = to_constants(cfg, port)
     sw = _switch(program, constants)
     rng = random.Random(f"{cfg}{rate}")
-    idle_full_us = (1023 << constants.idle_log) if constants.decay_factors else 1000
     now = 0
     seen, idle_buckets = set(), set()
     for _ in range(PACKETS_PER_CONFIG):
-        before = _random_state(rng, cfg, now, idle_full_us)
+        before = _random_state(rng, cfg, now, 1 << constants.idle_log)
         for field, name in REGISTERS.items():
             sw.register_write(name, PORT, getattr(before, field))
         ecn = rng.randrange(4)
@@ -109,9 +109,10 @@ def test_target_decides_like_the_model(program, cfg, rate):
         sent_ecn = [Ether(f)[IP].tos & 3 for _, f in out]
         assert sent_ecn == ([] if step.decision >= 2 else [step.ecn]), (before, now, step)
         seen.add(step.decision)
-        idle_buckets.add(min(1023, (now - before.last_departure) >> constants.idle_log))
+        idle_buckets.add(idle_bucket(constants, (now - before.last_departure) & 0xFFFFFFFF))
     assert 0 in seen and 3 in seen and seen & {1, 2}, seen     # pass, forced drop, a selection
-    assert len(idle_buckets) > 100                               # decay across the table
+    assert len(idle_buckets) > 50                                # decay across the table
+    assert min(idle_buckets) < 1024 < max(idle_buckets)          # fine and coarse buckets
 
 
 def test_model_marks_ect_and_drops_not_ect():

@@ -22,7 +22,9 @@ const bit<8> DECISION_FORCED_DROP = 3;
  * probabilities are scaled by 2^32 (see p4src/README.md). */
 #define AVG_FRAC_BITS 16
 const bit<32> QDEPTH_MAX = 0xFFFF;      /* q << 16 must fit in 32 bits */
-const bit<32> IDLE_BUCKET_MAX = 1023;   /* 10-bit idle buckets */
+const bit<32> IDLE_BUCKET_MAX = 1023;   /* coarse idle buckets 1..1023 */
+const bit<32> IDLE_COARSE = 1024;       /* key of coarse bucket c: 1024 + c */
+const bit<8>  IDLE_FINE_LOG = 10;       /* 1024 fine buckets inside the first coarse one */
 #define DECAY_FRAC_BITS 32                 /* decay factor = (1 - wq)^m * 2^32 */
 
 #define MAX_PORTS 512
@@ -78,8 +80,8 @@ struct red_meta_t {
     bit<32> maxp;         /* probability * 2^32 */
     bit<48> slope;        /* maxp / (maxth - minth) * 2^32, per packet of avg */
     bit<48> gentle_slope; /* (1 - maxp) / maxth * 2^32 */
-    bit<8>  idle_log;     /* idle bucket = idle_us >> idle_log */
-    bit<10> idle_bucket;
+    bit<8>  idle_log;     /* coarse idle bucket = idle_us >> idle_log */
+    bit<11> idle_bucket;  /* fine (0..1023) or 1024 + coarse (1..1023) */
     bit<32> decay_factor; /* (1 - wq)^m * 2^32 for the idle bucket */
 }
 
