@@ -1,48 +1,167 @@
-"""The `aqmlab` command: run, validate, cleanup."""
+"""The `aqmlab` command: run, validate, report, compare, cleanup."""
 
 import argparse
 import os
 import sys
+from datetime import datetime, timezone
+from pathlib import Path
 
 from aqmlab.config import ConfigError, load_experiment
+
+EXECUTORS = ("local", "slurm")
 
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="aqmlab", description="Mininet lab for the P4 RED/ECN "
-                                     "bottleneck: run experiment files, write results and plots.")
+                                     "bottleneck: run studies, write results, reports and plots.")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run an experiment file")
+    run = sub.add_parser("run", help="run an experiment file (a study: points x repetitions)")
     run.add_argument("file", help="experiment TOML (see mininet/experiments/README.md)")
     run.add_argument("--quick", action="store_true", help="use the file's quick_duration")
-    run.add_argument("--results", default="results", help="results root (default: results)")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--results", default="results", help="results root: the study goes to "
+                       "ROOT/<experiment>/<UTC timestamp>/ (default: results)")
+    where.add_argument("--out", default=None, help="the study folder itself (created or "
+                       "reused; needed by --only and --resume)")
+    run.add_argument("--only", default=None, metavar="RUN_ID[,RUN_ID...]",
+                     help="run exactly these runs into --out and write nothing else there "
+                     "(safe from several processes or machines at once)")
+    run.add_argument("--resume", action="store_true",
+                     help="run only the runs of --out without a `complete` marker")
+    run.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1; see "
+                     "mininet/README.md for when timing fidelity allows more)")
+    run.add_argument("--executor", choices=EXECUTORS, default="local",
+                     help="local (default) or slurm (a Slurm job array, see mininet/README.md)")
     run.add_argument("--build-dir", default=None, help="where red_ecn.json/.p4info.txtpb are "
                      "(default: the repository's build/)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    check = sub.add_parser("validate", help="check an experiment file and print its scenarios")
+    check = sub.add_parser("validate", help="check an experiment file, list its runs and the "
+                           "estimated wall time")
     check.add_argument("file")
-    sub.add_parser("cleanup", help="remove what crashed runs left behind (their own tags only)")
+    check.add_argument("--quick", action="store_true")
+    check.add_argument("--jobs", type=int, default=1)
+    report = sub.add_parser("report", help="rebuild a study's report from its run folders")
+    report.add_argument("folder")
+    compare = sub.add_parser("compare", help="two studies' metrics side by side with intervals")
+    compare.add_argument("folder_a")
+    compare.add_argument("folder_b")
+    sub.add_parser("cleanup", help="remove what crashed runs left behind (labs whose aqmlab "
+                   "process is gone)")
     return parser.parse_args(argv)
 
 
 def cmd_run(args):
-    from aqmlab.report import goodput_table
-    from aqmlab.runner import run_experiment
+    from aqmlab import study
 
     experiment = load_experiment(args.file)
+    if args.jobs < 1:
+        raise ConfigError(f"--jobs: must be >= 1, got {args.jobs}")
+    if (args.only or args.resume) and not args.out:
+        raise ConfigError("--only/--resume: need --out DIR (the study folder)")
+    if args.quick:
+        experiment = experiment.for_quick()
+    runs = study.select(study.expand(experiment), args.only)
     if os.geteuid() != 0:
         raise SystemExit("aqmlab run: error: needs root (network namespaces)")
-    outdir, results = run_experiment(experiment, args.file, args.results, args.quick,
-                                     args.build_dir, not args.no_progress)
-    print(goodput_table(results))
-    print(f"\nresults: {outdir}/ (report.md, summary.csv, plots)")
+    clean_stale_labs()
+    out_dir = Path(args.out) if args.out else Path(args.results) / experiment.name / \
+        datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    study.prepare_study_folder(out_dir, Path(args.file).read_text(), args.quick,
+                               owner=not args.only)
+    if args.resume:
+        runs = [r for r in runs if study.run_state(out_dir / r.run_id) != study.COMPLETE]
+        print(f"aqmlab: resuming {out_dir}: {len(runs)} run(s) to do")
+    outcome = execute(args, experiment, out_dir, runs)
+    failed = {run_id: reason for run_id, reason in outcome.items() if reason}
+    if not args.only:
+        from aqmlab.report import build_report, comparison_lines, summary_table
+
+        _, rows, found = build_report(out_dir)
+        if rows:
+            print(summary_table(rows))
+        if found:
+            print("\n" + "\n".join(line for line in comparison_lines(found)
+                                   if "goodput" in line or "delay" in line))
+        print(f"\nresults: {out_dir}/ (report.md, summary.csv, plots)")
+    else:
+        for run in runs:
+            print(f"{run.run_id}: {'failed: ' + failed[run.run_id] if run.run_id in failed else 'complete'}")
+    if failed:
+        print(f"aqmlab run: error: {len(failed)} of {len(outcome)} run(s) failed: "
+              f"{', '.join(sorted(failed))} (reasons in <run>/failed)", file=sys.stderr)
+        return 1
     return 0
 
 
+def execute(args, experiment, out_dir, runs):
+    """-> {run_id: None or why it failed}."""
+    if args.executor == "slurm":
+        from aqmlab import slurm
+
+        return slurm.run_study(args.file, out_dir, [r.run_id for r in runs], quick=args.quick,
+                               build_dir=args.build_dir, jobs=args.jobs)
+    from aqmlab.runner import run_study
+
+    return run_study(experiment, args.file, out_dir, runs, args.quick, args.build_dir,
+                     not args.no_progress, args.jobs)
+
+
+def clean_stale_labs():
+    from aqmlab.lab import cleanup_all_stale
+
+    removed = cleanup_all_stale()
+    if removed:
+        print(f"aqmlab: removed {len(removed)} stale lab(s) left by a killed aqmlab: "
+              f"{' '.join(removed)}", file=sys.stderr)
+
+
 def cmd_validate(args):
+    from aqmlab import study
+
     experiment = load_experiment(args.file)
-    for scenario in experiment.scenarios:
+    if args.quick:
+        experiment = experiment.for_quick()
+    runs = study.expand(experiment)
+    for point, scenario in enumerate(experiment.scenarios):
         workloads = ", ".join(f"{w.name}({w.kind} x{w.pairs})" for w in scenario.workloads)
-        print(f"{scenario.name}: {scenario.topology.kind}, aqm {scenario.aqm.mode}, {workloads}")
+        ids = [r.run_id for r in runs if r.point == point]
+        print(f"{ids[0].split('-')[0]}  {scenario.name}: {scenario.topology.kind}, "
+              f"aqm {scenario.aqm.mode}, {workloads}")
+    seconds = study.estimated_seconds(experiment, runs, args.jobs)
+    print(f"{len(experiment.scenarios)} point(s) x {experiment.repeat} repetition(s) = "
+          f"{len(runs)} runs ({runs[0].run_id} .. {runs[-1].run_id}), seeds "
+          f"{experiment.seed}..{experiment.seed + experiment.repeat - 1}, "
+          f"{experiment.duration:g} s each; estimated wall time {_duration(seconds)} "
+          f"with --jobs {args.jobs}")
+    return 0
+
+
+def _duration(seconds):
+    minutes, seconds = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {seconds:02d} s"
+
+
+def cmd_report(args):
+    from aqmlab.report import build_report, comparison_lines, summary_table
+
+    loaded, rows, found = build_report(args.folder)
+    if rows:
+        print(summary_table(rows))
+    if found:
+        print("\n" + "\n".join(comparison_lines(found)))
+    done = sum(state == "complete" for state in loaded.states.values())
+    print(f"\n{done} of {len(loaded.runs)} runs complete; report: {args.folder}/report.md")
+    return 0
+
+
+def cmd_compare(args):
+    from aqmlab.report import compare_table
+
+    try:
+        print(compare_table(args.folder_a, args.folder_b))
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
     return 0
 
 
@@ -57,7 +176,8 @@ def cmd_cleanup(args):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    handler = {"run": cmd_run, "validate": cmd_validate, "cleanup": cmd_cleanup}[args.command]
+    handler = {"run": cmd_run, "validate": cmd_validate, "report": cmd_report,
+               "compare": cmd_compare, "cleanup": cmd_cleanup}[args.command]
     try:
         return handler(args)
     except ConfigError as error:

@@ -126,8 +126,10 @@ class Experiment:
     quick_duration: float
     warmup: float
     target: str
-    scenarios: tuple
+    scenarios: tuple            # the points: every [[scenario]] x every sweep point
     source: dict = field(repr=False, default_factory=dict)
+    repeat: int = 1             # runs of every point, seeds seed, seed + 1, ...
+    sweep: tuple = ({},)        # {dotted path: value} of each sweep point
 
     def for_quick(self):
         """The same experiment shortened to quick_duration (CI, `--quick`);
@@ -351,8 +353,106 @@ def parse_scenario(table, name, prefix):
 
 
 TOP_FIELDS = ("name", "description", "seed", "duration", "quick_duration", "warmup", "target",
-              "topology", "aqm", "tcp", "workload", "scenario")
+              "repeat", "topology", "aqm", "tcp", "workload", "scenario", "sweep")
 SCENARIO_FIELDS = ("name", "topology", "aqm", "tcp", "workload")
+SWEEP_SECTIONS = ("topology", "aqm", "tcp", "workload")
+
+
+def parse_sweep(table):
+    """[sweep] -> list of points, each a dict {dotted path: value}, in file order.
+
+    Keys are dotted parameter paths (`aqm.maxp`, `workload.web.tcp.initcwnd`)
+    with lists of values; the points are their cartesian product, except that
+    the paths of one `zip` group move together (one value of each per point)."""
+    if table is None:
+        return [{}]
+    if not isinstance(table, dict):
+        _fail("sweep", "must be a table of dotted.path = [values]")
+    paths = _flatten({k: v for k, v in table.items() if k != "zip"})
+    if not paths:
+        _fail("sweep", "needs at least one dotted.path = [values]")
+    for path, values in paths.items():
+        parts = path.split(".")
+        if parts[0] not in SWEEP_SECTIONS or len(parts) < 2 or \
+                (parts[0] == "workload" and len(parts) < 3):
+            _fail(f"sweep.{path}", f"must start with one of {', '.join(SWEEP_SECTIONS)} "
+                                   "(workload.<name>.<field>)")
+        if not isinstance(values, list) or not values:
+            _fail(f"sweep.{path}", f"must be a non-empty list of values, got {values!r}")
+    groups = _zip_groups(table.get("zip", []), paths)
+    points = [{}]
+    for group in groups:
+        points = [{**point, **dict(zip(group, values))} for point in points
+                  for values in zip(*(paths[p] for p in group))]
+    return points
+
+
+def _flatten(table, prefix=""):
+    """TOML reads `aqm.maxp = [...]` as nested tables: back to dotted paths."""
+    flat = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _zip_groups(zipped, paths):
+    """The sweep's axes: each zip group is one axis, every other path its own."""
+    if not isinstance(zipped, list) or not all(isinstance(g, list) for g in zipped):
+        _fail("sweep.zip", "must be a list of lists of swept paths, e.g. "
+                           "[[\"aqm.minth\", \"aqm.maxth\"]]")
+    grouped = []
+    for i, group in enumerate(zipped):
+        for path in group:
+            if path not in paths:
+                _fail(f"sweep.zip[{i}]", f"{path!r} is not a swept path")
+            if path in grouped:
+                _fail(f"sweep.zip[{i}]", f"{path!r} is already in another zip group")
+            grouped.append(path)
+        lengths = {len(paths[p]) for p in group}
+        if len(lengths) > 1:
+            _fail(f"sweep.zip[{i}]", f"zipped lists must have the same length, got "
+                                     f"{', '.join(f'{p}: {len(paths[p])}' for p in group)}")
+    axes = {}
+    for path in paths:              # file order: each axis at its first path
+        group = next((tuple(g) for g in zipped if path in g), (path,))
+        axes.setdefault(group, None)
+    return list(axes)
+
+
+def apply_sweep_point(table, point):
+    """A copy of a scenario table with the point's dotted paths set."""
+    table = copy.deepcopy(table)
+    for path, value in point.items():
+        parts = path.split(".")
+        node = table
+        if parts[0] == "workload":
+            named = [w for w in table.get("workload", [])
+                     if isinstance(w, dict) and w.get("name", w.get("kind")) == parts[1]]
+            if not named:
+                _fail(f"sweep.{path}", f"no workload named {parts[1]!r}")
+            node, parts = named[0], parts[2:]
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                _fail(f"sweep.{path}", f"{part!r} is not a table")
+        node[parts[-1]] = copy.deepcopy(value)
+    return table
+
+
+def point_label(point):
+    """`aqm.maxp=0.02,tcp.ecn=true`: a sweep point as text."""
+    return ",".join(f"{path}={_value_text(value)}" for path, value in point.items())
+
+
+def _value_text(value):
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}={_value_text(v)}" for k, v in value.items()) + "}"
+    return str(value)
 
 
 def parse_experiment(data):
@@ -369,7 +469,8 @@ def parse_experiment(data):
     explicit = "scenario" in data
     if not isinstance(overrides, list) or not overrides:
         _fail("scenario", "must be a list of [[scenario]] tables")
-    scenarios = []
+    sweep = parse_sweep(data.get("sweep"))
+    names, scenarios = [], []
     for i, override in enumerate(overrides):
         path = f"scenario[{i}]"
         prefix = f"{path}." if explicit else ""
@@ -377,15 +478,26 @@ def parse_experiment(data):
         scenario_name = override.get("name")
         if not isinstance(scenario_name, str) or not NAME.match(scenario_name):
             _fail(f"{path}.name", f"is required: letters, digits, '_', '-', got {scenario_name!r}")
-        if any(s.name == scenario_name for s in scenarios):
+        if scenario_name in names:
             _fail(f"{path}.name", f"duplicate scenario name {scenario_name!r}")
+        names.append(scenario_name)
         merged = _merge(base, {k: v for k, v in override.items() if k != "name"})
-        scenarios.append(parse_scenario(merged, scenario_name, prefix))
+        for point in sweep:
+            label = f"{scenario_name}:{point_label(point)}" if point else scenario_name
+            table = apply_sweep_point(merged, point)
+            try:
+                scenarios.append(parse_scenario(table, label, prefix))
+            except ConfigError as error:
+                if not point:
+                    raise
+                raise ConfigError(f"sweep point {label}: {error}") from None
     return Experiment(
         name, description, _number(data, "seed", "", 1, low=0, integer=True), duration,
         float(_number(data, "quick_duration", "", min(duration, 10.0), low=1)),
         float(_number(data, "warmup", "", 0.0, low=0, high=duration / 2)),
-        _choice(data, "target", "", TARGETS, "softswitch"), tuple(scenarios), data)
+        _choice(data, "target", "", TARGETS, "softswitch"), tuple(scenarios), data,
+        _number(data, "repeat", "", 1, low=1, high=1000, integer=True),
+        tuple(sweep))
 
 
 def load_experiment(path):

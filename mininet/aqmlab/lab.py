@@ -28,13 +28,20 @@ STATE_DIR = Path(os.environ.get("AQMLAB_STATE_DIR", "/tmp/aqmlab-state"))
 OFFLOADS = "rx off tx off tso off gso off gro off"
 
 
-def new_tag():
-    """A tag no live interface or process uses yet."""
+def claim_tag():
+    """A tag no live interface, process or other lab uses, claimed by creating
+    its state file exclusively (labs started side by side never share one)."""
     used = _live_names()
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
     for _ in range(1000):
         tag = "l" + "".join(random.choices(string.ascii_lowercase, k=2))
-        if not any(name.startswith(tag) for name in used):
-            return tag
+        if any(name.startswith(tag) for name in used):
+            continue
+        try:
+            (STATE_DIR / f"{tag}.json").open("x").close()
+        except FileExistsError:
+            continue
+        return tag
     raise RuntimeError("no free lab tag")
 
 
@@ -60,7 +67,8 @@ class StateFile:
     def __init__(self, tag):
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         self.path = STATE_DIR / f"{tag}.json"
-        self.data = {"tag": tag, "pids": {}, "interfaces": []}
+        self.data = {"tag": tag, "owner": [os.getpid(), _start_time(os.getpid())],
+                     "pids": {}, "interfaces": []}
         self.save()
 
     def add_pid(self, pid):
@@ -156,15 +164,24 @@ def cleanup_state(path):
 
 
 def cleanup_all_stale():
-    """`aqmlab cleanup`: remove the leftovers of runs whose runner is gone."""
+    """Remove the leftovers of labs whose owning aqmlab process is gone
+    (`aqmlab cleanup`, and every `aqmlab run` before it starts) -> their tags.
+    A state file still being written (empty, no owner yet) is left alone."""
     removed = []
     for path in STATE_DIR.glob("*.json"):
-        owner = json.loads(path.read_text()).get("owner")
-        if owner and _start_time(owner[0]) == owner[1]:
+        try:
+            owner = json.loads(path.read_text()).get("owner")
+        except (OSError, ValueError):
+            continue
+        if not owner or _start_time(owner[0]) == owner[1]:
             continue
         cleanup_state(path)
         removed.append(path.stem)
     return removed
+
+
+class LabProcessDied(RuntimeError):
+    """A switch or traffic server of the lab exited during the run."""
 
 
 class LabNetwork:
@@ -174,17 +191,16 @@ class LabNetwork:
     SIGINT/SIGTERM turned into KeyboardInterrupt) removes everything."""
 
     def __init__(self, tag=None, workdir=None):
-        self.tag = tag or new_tag()
+        self.tag = tag or claim_tag()
         # logs and agent records; a directory we create ourselves goes on close
         self.own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"aqmlab-{self.tag}-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.state = StateFile(self.tag)
-        self.state.data["owner"] = [os.getpid(), _start_time(os.getpid())]
-        self.state.save()
         self.net = Mininet(controller=None, build=False, autoSetMacs=False,
                            autoStaticArp=False, cleanup=False)
         self.processes = []
+        self.watched = []          # (what, process, log path) that must outlive the run
         self.host_count = 0
         self.switch_count = 0
 
@@ -215,16 +231,36 @@ class LabNetwork:
         self.net.start()
 
     # ----------------------------------------------------------- processes
-    def popen(self, node, args, log_name):
-        """Start a long-running process in a node's namespace, logging to workdir."""
+    def popen(self, node, args, log_name, watch=None):
+        """Start a long-running process in a node's namespace, logging to workdir.
+        `watch` ("softswitch on ls1"): the process must live for the whole run
+        (`check_alive`)."""
         log = open(self.workdir / log_name, "ab")
         proc = node.popen(args, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         self.processes.append(proc)
         self.state.add_pid(proc.pid)
+        if watch:
+            self.watched.append((watch, proc, self.workdir / log_name))
         return proc
 
+    def dead_processes(self):
+        """One line per watched process that has exited: what, pid, how, its log."""
+        dead = []
+        for what, proc, log in self.watched:
+            code = proc.poll()
+            if code is not None:
+                how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+                dead.append(f"{what} (pid {proc.pid}) died ({how}); log: {log}")
+        return dead
+
+    def check_alive(self):
+        dead = self.dead_processes()
+        if dead:
+            raise LabProcessDied("; ".join(dead))
+
     def stop_process(self, proc):
+        self.watched = [entry for entry in self.watched if entry[1] is not proc]
         _kill(proc.pid, self.state.data["pids"].get(str(proc.pid)))
         proc.wait()
 

@@ -10,6 +10,7 @@ from collections import defaultdict
 
 DELAY_KINDS = ("bulk", "object", "page", "transaction", "surge")
 PERCENTILES = (10, 50, 90, 99)
+MTU_BITS = 1500 * 8
 
 
 def jain_index(values):
@@ -113,14 +114,39 @@ def utilisation(bytes_sent, rate_bps, seconds):
     return 8 * bytes_sent / (rate_bps * seconds)
 
 
-def queue_summary(samples):
-    """Telemetry samples (dicts with qdepth, avg) -> mean/max of both."""
+def queue_summary(samples, rate_bps, period_packets=1):
+    """The bottleneck queue from its telemetry samples (dicts with time_us,
+    qdepth, avg), one per `period_packets` packets leaving the port.
+
+    Samples are packet-sampled, so their plain mean is what departing packets
+    saw (`qdepth_mean`), and their delay percentiles are those of packets:
+    queueing delay = depth x MTU serialisation time (the data direction's
+    packets are full-size). `qdepth_time_avg` is the time-weighted mean: each
+    sample holds until the next one, but at most for the time `period_packets`
+    MTU packets take to leave; a longer gap means the port was idle (queue 0)."""
     if not samples:
-        return {"samples": 0, "qdepth_mean": math.nan, "qdepth_max": math.nan,
-                "avg_mean": math.nan}
+        return {"samples": 0}
     depths = [s["qdepth"] for s in samples]
-    return {"samples": len(samples), "qdepth_mean": statistics.fmean(depths),
-            "qdepth_max": max(depths), "avg_mean": statistics.fmean(s["avg"] for s in samples)}
+    mtu_s = MTU_BITS / rate_bps
+    delays_ms = [1e3 * d * mtu_s for d in depths]
+    summary = {"samples": len(samples), "qdepth_mean": statistics.fmean(depths),
+               "qdepth_max": max(depths), "avg_mean": statistics.fmean(s["avg"] for s in samples),
+               "qdepth_time_avg": time_average(samples, period_packets * mtu_s),
+               "delay_ms_mean": statistics.fmean(delays_ms)}
+    for q in PERCENTILES:
+        summary[f"delay_ms_p{q}"] = percentile(delays_ms, q)
+    return summary
+
+
+def time_average(samples, hold_s):
+    """Time-weighted mean depth; a sample counts for min(gap, hold_s), the rest of a gap is 0."""
+    times = [s["time_us"] / 1e6 for s in samples]
+    span = times[-1] - times[0]
+    if span <= 0:
+        return float(samples[0]["qdepth"])
+    area = sum(s["qdepth"] * min(t1 - t0, hold_s)
+               for s, t0, t1 in zip(samples, times, times[1:]))
+    return area / span
 
 
 def workload_summary(records, window, workloads=()):

@@ -93,7 +93,8 @@ class P4Switch(Switch):
     def start(self, controllers):
         command = self.command_line()
         command[0] = self.executable()
-        self.proc = self.lab.popen(self, command, self.log_path.name)
+        self.proc = self.lab.popen(self, command, self.log_path.name,
+                                   watch=f"{self.command} {self.name}")
         wait_for_port(self.grpc_port, self.proc, self.log_path)
         self.after_start()
 

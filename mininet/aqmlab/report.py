@@ -1,22 +1,66 @@
-"""Results files: per-scenario CSVs, the summary table, PNG plots and report.md."""
+"""Results files: a run's CSVs and plots, and the study report rebuilt from
+whatever run folders are complete (summary.csv/json, report.md, plots),
+with every metric as mean, sd, n and 95 % interval over repetitions, and
+the study's comparisons as per-seed differences."""
 
 import csv
+import dataclasses
+import json
 import math
+import tomllib
+from collections import defaultdict
 from pathlib import Path
 
 import matplotlib
 
-from aqmlab import metrics
+from aqmlab import stats, study
+from aqmlab.config import parse_experiment
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
 TRANSFER_FIELDS = ("workload", "host", "flow", "kind", "transfer", "page", "object", "start",
                    "end", "delay", "bytes", "size", "complete")
-SUMMARY_FIELDS = ("scenario", "workload", "flows", "goodput_mbps", "goodput_per_flow_mbps",
-                  "jain_index", "delay_kind", "delay_median_s", "delay_p90_s",
-                  "transactions_per_s", "network_power", "utilisation", "drop_rate",
-                  "mark_rate", "queue_avg_mean")
+FLOW_FIELDS = ("flow", "goodput_bps", "retransmits", "data_segments", "rtt_ms", "ece_acked",
+               "cwnd", "connections")
+ALL = "all"   # the workload column of run-wide metrics
+
+# (key, unit, what, per-run statistic) -- the per-run statistic says what one
+# run contributes: a median means the study reports the mean of per-run medians.
+WORKLOAD_METRICS = (
+    ("goodput_mbps", "Mb/s", "aggregate goodput", "total"),
+    ("goodput_per_flow_mbps", "Mb/s", "goodput per flow", "mean over flows"),
+    ("jain_index", "", "Jain's fairness index", "over flows"),
+    ("delay_median_s", "s", "transfer/page delay", "median"),
+    ("delay_p90_s", "s", "transfer/page delay", "90th percentile"),
+    ("transactions_per_s", "1/s", "transactions per second", "total"),
+    ("network_power", "bit/s^2", "goodput / median delay", "median-based"),
+    ("retransmits_per_flow", "segments", "retransmitted segments per flow (sender tcp_info)",
+     "mean over flows"),
+    ("retransmit_ratio", "", "retransmitted / sent data segments (sender tcp_info)", "total"),
+    ("rtt_ms", "ms", "smoothed RTT at the end of each connection (sender tcp_info)",
+     "mean over connections"),
+    ("ece_acked_per_flow", "segments", "segments acknowledged with ECE (sender tcp_info "
+     "delivered_ce)", "mean over flows"),
+)
+RUN_METRICS = (
+    ("goodput_mbps", "Mb/s", "total goodput", "total"),
+    ("utilisation", "", "bottleneck utilisation", "total"),
+    ("drop_rate", "", "drops / arrivals at the bottleneck", "total"),
+    ("mark_rate", "", "CE marks / arrivals at the bottleneck", "total"),
+    ("queue_time_avg_pkts", "packets", "time-averaged queue", "time average"),
+    ("red_avg_mean_pkts", "packets", "RED average queue", "mean of samples"),
+    ("queue_delay_p50_ms", "ms", "queueing delay of departing packets", "median"),
+    ("queue_delay_p90_ms", "ms", "queueing delay of departing packets", "90th percentile"),
+    ("queue_delay_p99_ms", "ms", "queueing delay of departing packets", "99th percentile"),
+)
+# What a comparison is about: the differing parameter's last path component.
+COMPARISONS = {"ecn": "ECN vs non-ECN", "initcwnd": "IW {a} vs IW {b}",
+               "pacing": "paced vs non-paced", "mode": "RED vs drop-tail"}
+COMPARED_RUN_METRICS = ("goodput_mbps", "utilisation", "drop_rate", "queue_time_avg_pkts",
+                        "queue_delay_p50_ms")
+COMPARED_WORKLOAD_METRICS = ("goodput_per_flow_mbps", "delay_median_s", "retransmits_per_flow",
+                             "rtt_ms")
 
 
 def _write_csv(path, fields, rows):
@@ -26,188 +70,469 @@ def _write_csv(path, fields, rows):
         writer.writerows(rows)
 
 
-def write_scenario_files(folder, result):
-    """transfers.csv (every transfer), flows.csv (goodput per flow), queue.csv."""
+def _finite(value):
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+# ---------------------------------------------------------------- one run
+def write_run_files(folder, result, aqm):
+    """transfers.csv, flows.csv, queue.csv and the run's plots."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     epoch = result["epoch"]
     transfers = [{**r, "start": r["start"] - epoch, "end": r["end"] - epoch,
                   "delay": r["end"] - r["start"]} for r in result["records"] if "start" in r]
     _write_csv(folder / "transfers.csv", TRANSFER_FIELDS, transfers)
-    _write_csv(folder / "flows.csv", ("flow", "goodput_bps"),
-               [{"flow": f, "goodput_bps": g} for f, g in result["goodputs"].items()])
-    _write_csv(folder / "queue.csv", ("t", "time_us", "qdepth", "avg", "decision"),
-               result["samples"])
-
-
-def summary_rows(results):
-    rows = []
-    for result in results:
-        bottleneck = result["bottleneck"]
-        for workload, s in result["workloads"].items():
-            rows.append({
-                "scenario": result["scenario"], "workload": workload, "flows": s["flows"],
-                "goodput_mbps": s["goodput_bps"] / 1e6,
-                "goodput_per_flow_mbps": s["goodput_per_flow_bps"] / 1e6,
-                "jain_index": s["jain_index"], "delay_kind": s["delay_kind"] or "",
-                "delay_median_s": s["delay_s"].get("median", math.nan),
-                "delay_p90_s": s["delay_s"].get("p90", math.nan),
-                "transactions_per_s": s["transactions_per_s"],
-                "network_power": s["network_power"],
-                "utilisation": bottleneck["utilisation"], "drop_rate": bottleneck["drop_rate"],
-                "mark_rate": bottleneck["mark_rate"],
-                "queue_avg_mean": result["queue"]["avg_mean"],
-            })
-    return rows
-
-
-def write_summary_csv(path, results):
-    _write_csv(path, SUMMARY_FIELDS, summary_rows(results))
-
-
-def goodput_table(results):
-    """The table `aqmlab run` prints: goodput per scenario and workload."""
-    header = f"{'scenario':<16}{'workload':<14}{'flows':>6}{'goodput Mb/s':>14}" \
-             f"{'per flow':>10}{'Jain':>7}{'util':>7}{'drops':>8}{'marks':>8}"
-    lines = [header, "-" * len(header)]
-    for row in summary_rows(results):
-        lines.append(f"{row['scenario']:<16}{row['workload']:<14}{row['flows']:>6}"
-                     f"{row['goodput_mbps']:>14.3f}{row['goodput_per_flow_mbps']:>10.3f}"
-                     f"{row['jain_index']:>7.3f}{row['utilisation']:>7.1%}"
-                     f"{row['drop_rate']:>8.2%}{row['mark_rate']:>8.2%}")
-    return "\n".join(lines)
-
-
-# ------------------------------------------------------------------- plots
-def write_plots(outdir, experiment, results):
-    plot_goodput(outdir / "goodput.png", results)
-    for result in results:
-        folder = outdir / "scenarios" / result["scenario"]
-        scenario = next(s for s in experiment.scenarios if s.name == result["scenario"])
-        plot_queue(folder / "queue.png", result, scenario.aqm)
+    flows = result.get("flow_stats", {})
+    _write_csv(folder / "flows.csv", FLOW_FIELDS,
+               [{"flow": f, "goodput_bps": g, **flows.get(f, {})}
+                for f, g in result["goodputs"].items()])
+    if result["samples"]:
+        _write_csv(folder / "queue.csv", ("t", "time_us", "qdepth", "avg", "decision"),
+                   result["samples"])
+        plot_queue(folder / "queue.png", result, aqm)
+    if any(r["kind"] == "sample" for r in result["records"]):
         plot_flow_goodput(folder / "goodput_time.png", result)
-    plot_delays(outdir / "delays.png", results)
-
-
-def plot_goodput(path, results):
-    rows = summary_rows(results)
-    fig, ax = plt.subplots(figsize=(8, 4))
-    labels = [f"{r['scenario']}\n{r['workload']}" for r in rows]
-    ax.bar(range(len(rows)), [r["goodput_per_flow_mbps"] for r in rows], color="tab:blue")
-    ax.set_xticks(range(len(rows)), labels, fontsize=8)
-    ax.set_ylabel("goodput per flow (Mb/s)")
-    ax.set_title("Goodput per flow by scenario and workload")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def plot_queue(path, result, aqm):
+    """Instantaneous queue (on top, so drop-tail's is never hidden), RED's
+    average where RED runs, and the queueing delay scale on the right."""
     samples = result["samples"]
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    if samples:
-        ax.plot([s["t"] for s in samples], [s["qdepth"] for s in samples], lw=0.6,
-                label="instantaneous queue", color="tab:gray")
-        ax.plot([s["t"] for s in samples], [s["avg"] for s in samples], lw=1.2,
-                label="RED average", color="tab:red")
+    times = [s["t"] for s in samples]
     if aqm.mode == "red":
+        ax.plot(times, [s["avg"] for s in samples], lw=1.2, label="RED average",
+                color="tab:red", zorder=2)
         for value, name in ((aqm.minth, "minth"), (aqm.maxth, "maxth")):
             ax.axhline(value, ls="--", lw=0.8, color="black")
             ax.annotate(name, (0, value), fontsize=7)
+    ax.plot(times, [s["qdepth"] for s in samples], lw=0.6, label="instantaneous queue",
+            color="tab:blue", zorder=3)
+    ms_per_packet = 1e3 * 1500 * 8 / result["bottleneck_rate_bps"]
+    right = ax.secondary_yaxis("right", functions=(lambda q: q * ms_per_packet,
+                                                   lambda ms: ms / ms_per_packet))
+    right.set_ylabel("queueing delay (ms)")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("packets")
-    ax.set_title(f"Bottleneck queue — {result['scenario']}")
-    ax.legend(fontsize=7, loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    ax.set_title(f"Bottleneck queue — {result['scenario']} (seed {result['seed']})")
+    ax.legend(fontsize=7, loc="upper left")
+    _save(fig, path)
 
 
 def plot_flow_goodput(path, result):
     """Goodput over time of each unlimited bulk flow (from its 0.5 s samples)."""
-    by_flow = {}
+    by_flow = defaultdict(list)
     for record in result["records"]:
         if record["kind"] == "sample":
-            by_flow.setdefault(f"{record['workload']}/{record['flow']}", []).append(record)
+            by_flow[f"{record['workload']}/{record['flow']}"].append(record)
     fig, ax = plt.subplots(figsize=(8, 3.5))
     for flow, samples in sorted(by_flow.items()):
         samples.sort(key=lambda r: r["t"])
-        times = [s["t"] - result["epoch"] for s in samples]
         rates = [8 * (b["bytes"] - a["bytes"]) / (b["t"] - a["t"]) / 1e6
                  for a, b in zip(samples, samples[1:])]
-        ax.plot(times[1:], rates, lw=0.8, label=flow)
+        ax.plot([s["t"] - result["epoch"] for s in samples[1:]], rates, lw=0.8, label=flow)
+    ax.axhline(result["bottleneck_rate_bps"] / 1e6, ls="--", lw=0.8, color="black",
+               label="bottleneck rate")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("goodput (Mb/s)")
-    ax.set_title(f"Per-flow goodput — {result['scenario']}")
-    if by_flow:
-        ax.legend(fontsize=6, loc="upper right", ncol=2)
+    ax.set_title(f"Per-flow goodput — {result['scenario']} (seed {result['seed']})")
+    ax.legend(fontsize=6, loc="upper right", ncol=2)
+    _save(fig, path)
+
+
+def _save(fig, path):
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
-def plot_delays(path, results):
-    """CDF of transfer/page delays per scenario and workload."""
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    for result in results:
-        for workload, s in result["workloads"].items():
-            kind = s["delay_kind"]
-            if not kind:
+# ------------------------------------------------------- metrics of a run
+def run_metrics(result):
+    """{(workload or ALL, metric): value} of one run's result.json (finite values only)."""
+    values = {}
+    for workload, s in result["workloads"].items():
+        delay = s.get("delay_s") or {}
+        values.update({
+            (workload, "goodput_mbps"): s["goodput_bps"] / 1e6,
+            (workload, "goodput_per_flow_mbps"): _scaled(s["goodput_per_flow_bps"], 1e-6),
+            (workload, "jain_index"): s["jain_index"],
+            (workload, "delay_median_s"): delay.get("median"),
+            (workload, "delay_p90_s"): delay.get("p90"),
+            (workload, "network_power"): s["network_power"],
+        })
+        if s["transactions_per_s"]:
+            values[(workload, "transactions_per_s")] = s["transactions_per_s"]
+        for key in ("retransmits_per_flow", "retransmit_ratio", "rtt_ms", "ece_acked_per_flow"):
+            values[(workload, key)] = s.get(key)
+    b, q = result["bottleneck"], result["queue"]
+    values.update({
+        (ALL, "goodput_mbps"): sum(result["goodputs"].values()) / 1e6,
+        (ALL, "utilisation"): b["utilisation"], (ALL, "drop_rate"): b["drop_rate"],
+        (ALL, "mark_rate"): b["mark_rate"],
+        (ALL, "queue_time_avg_pkts"): q.get("qdepth_time_avg"),
+        (ALL, "red_avg_mean_pkts"): q.get("avg_mean"),
+        (ALL, "queue_delay_p50_ms"): q.get("delay_ms_p50"),
+        (ALL, "queue_delay_p90_ms"): q.get("delay_ms_p90"),
+        (ALL, "queue_delay_p99_ms"): q.get("delay_ms_p99"),
+    })
+    return {key: value for key, value in values.items() if _finite(value)}
+
+
+def _scaled(value, factor):
+    return value * factor if _finite(value) else None
+
+
+METRIC_INFO = {**{key: rest for key, *rest in WORKLOAD_METRICS},
+               **{(ALL, key): rest for key, *rest in RUN_METRICS}}
+
+
+def metric_info(workload, metric):
+    """(unit, what, per-run statistic) of a metric key."""
+    return METRIC_INFO.get((workload, metric)) or METRIC_INFO[metric]
+
+
+# --------------------------------------------------------------- a study
+@dataclasses.dataclass
+class Study:
+    """A study folder read back: its experiment, runs, their states and metrics."""
+    folder: Path
+    experiment: object
+    quick: bool
+    runs: list
+    states: dict                     # run_id -> complete/failed/incomplete/missing
+    results: dict                    # run_id -> result.json of complete runs
+    metrics: dict                    # run_id -> run_metrics
+
+    def point_values(self, point, workload, metric):
+        """{seed: value} over the point's complete runs."""
+        return {run.seed: self.metrics[run.run_id][(workload, metric)] for run in self.runs
+                if run.point == point and run.run_id in self.metrics
+                and (workload, metric) in self.metrics[run.run_id]}
+
+
+def load_study(folder):
+    folder = Path(folder)
+    text, quick = study.study_source(folder)
+    experiment = parse_experiment(tomllib.loads(text))
+    if quick:
+        experiment = experiment.for_quick()
+    runs = study.expand(experiment)
+    states = {run.run_id: study.run_state(folder / run.run_id) for run in runs}
+    results = {run_id: json.loads((folder / run_id / "result.json").read_text())
+               for run_id, state in states.items() if state == study.COMPLETE}
+    return Study(folder, experiment, quick, runs, states, results,
+                 {run_id: run_metrics(r) for run_id, r in results.items()})
+
+
+def point_summary(loaded):
+    """Rows (point, name, workload, metric, unit, per_run, mean, sd, n, ci_low, ci_high)."""
+    rows = []
+    for point, scenario in enumerate(loaded.experiment.scenarios):
+        keys = sorted({key for run in loaded.runs if run.point == point
+                       for key in loaded.metrics.get(run.run_id, {})}, key=_metric_order)
+        for workload, metric in keys:
+            value = stats.estimate(loaded.point_values(point, workload, metric).values())
+            unit, _, per_run = metric_info(workload, metric)
+            rows.append({"point": point, "point_name": scenario.name, "workload": workload,
+                         "metric": metric, "unit": unit, "per_run": per_run,
+                         **value.as_dict()})
+    return rows
+
+
+def _metric_order(key):
+    workload, metric = key
+    names = [m[0] for m in (RUN_METRICS if workload == ALL else WORKLOAD_METRICS)]
+    return (workload != ALL, workload, names.index(metric))
+
+
+def comparisons(loaded):
+    """The study's comparisons: workload pairs inside a point and point pairs
+    that differ in exactly one compared parameter, as per-seed differences."""
+    found = []
+    scenarios = loaded.experiment.scenarios
+    for point, scenario in enumerate(scenarios):
+        for a, b in _one_factor_pairs(scenario.workloads, lambda w: w.tcp):
+            title = _title(a.tcp, b.tcp)
+            for metric in COMPARED_WORKLOAD_METRICS:
+                found.append(_difference(loaded, f"{title} in {scenario.name}",
+                                         (point, a.name), (point, b.name), metric))
+    flat = [_flatten(dataclasses.asdict(s), ignore=("name",)) for s in scenarios]
+    for i in range(len(scenarios)):
+        for j in range(i + 1, len(scenarios)):
+            factor = _single_factor(flat[i], flat[j])
+            if factor is None:
                 continue
-            delays = sorted(r["end"] - r["start"] for r in result["records"]
-                            if r.get("workload") == workload and r["kind"] == kind
-                            and r.get("complete"))
-            if delays:
-                ax.plot(delays, [(i + 1) / len(delays) for i in range(len(delays))],
-                        label=f"{result['scenario']}/{workload} ({kind})")
-    ax.set_xscale("log")
-    ax.set_xlabel("delay (s)")
-    ax.set_ylabel("CDF")
-    ax.set_title("Transfer and page delays")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+            a, b = (i, j) if _treatment_first(factor, flat[i], flat[j]) else (j, i)
+            title = _factor_title(factor, flat[a], flat[b])
+            where = f"{scenarios[a].name} vs {scenarios[b].name}"
+            for metric in COMPARED_RUN_METRICS:
+                found.append(_difference(loaded, f"{title} ({where})", (a, ALL), (b, ALL),
+                                         metric))
+            for workload in scenarios[a].workloads:
+                found.append(_difference(loaded, f"{title} ({where})", (a, workload.name),
+                                         (b, workload.name), "goodput_per_flow_mbps"))
+    return [c for c in found if c["difference"].n > 0]
 
 
-# ------------------------------------------------------------------ report
-def write_report(outdir, experiment, parameters, results):
-    lines = [f"# {experiment.name}", "", experiment.description or "", "",
-             f"- duration {experiment.duration:g} s per scenario (warm-up {experiment.warmup:g} s "
-             f"excluded), seed {experiment.seed}, target `{experiment.target}`"
-             f"{', quick run' if parameters['quick'] else ''}",
-             f"- versions: " + ", ".join(f"{k} {v}" for k, v in parameters["versions"].items()),
-             "", "## Goodput", "", "```", goodput_table(results), "```", "",
-             "![goodput](goodput.png)", "", "## Bottleneck", "",
-             "| scenario | buffer (pkts) | total goodput (Mb/s) | Jain (all flows) | utilisation | "
-             "arrivals | marks | RED drops | overflow drops | drop rate | mark rate | "
-             "mean avg queue | max queue |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for result in results:
-        b, q = result["bottleneck"], result["queue"]
-        flows = list(result["goodputs"].values())
-        lines.append(
-            f"| {result['scenario']} | {result['bottleneck_buffer']} | {sum(flows) / 1e6:.3f} | "
-            f"{metrics.jain_index(flows):.3f} | {b['utilisation']:.1%} | "
-            f"{b['arrivals']} | {b['early_marks']} | {b['early_drops'] + b['forced_drops']} | "
-            f"{b['overflow_drops']} | {b['drop_rate']:.2%} | {b['mark_rate']:.2%} | "
-            f"{q['avg_mean']:.1f} | {q['qdepth_max']} |")
-    lines += ["", "## Delays", "", "| scenario | workload | kind | n | median (s) | p90 (s) | "
-              "p99 (s) | transactions/s | network power |", "|---|---|---|---|---|---|---|---|---|"]
-    for result in results:
-        for workload, s in result["workloads"].items():
-            d = s["delay_s"]
-            lines.append(f"| {result['scenario']} | {workload} | {s['delay_kind'] or '-'} | "
-                         f"{d.get('count', 0)} | {d.get('median', math.nan):.3f} | "
-                         f"{d.get('p90', math.nan):.3f} | {d.get('p99', math.nan):.3f} | "
-                         f"{s['transactions_per_s']:.2f} | {s['network_power']:.3g} |")
-    lines += ["", "![delays](delays.png)", "", "## Per scenario", ""]
-    for result in results:
-        name = result["scenario"]
-        lines += [f"### {name}", "", f"![queue](scenarios/{name}/queue.png)",
-                  f"![goodput over time](scenarios/{name}/goodput_time.png)", "",
-                  f"Files: `scenarios/{name}/transfers.csv`, `flows.csv`, `queue.csv`.", ""]
-    lines += ["All parameters, versions and seeds: `parameters.json`; numbers: `summary.json`, "
-              "`summary.csv`.", ""]
-    (Path(outdir) / "report.md").write_text("\n".join(lines))
+def _difference(loaded, title, a, b, metric):
+    diff = stats.paired_difference(loaded.point_values(a[0], a[1], metric),
+                                   loaded.point_values(b[0], b[1], metric))
+    return {"comparison": title, "a": a, "b": b, "metric": metric,
+            "unit": metric_info(a[1], metric)[0], "difference": diff}
+
+
+def _flatten(value, prefix="", ignore=()):
+    if isinstance(value, dict):
+        flat = {}
+        for key, item in value.items():
+            if key not in ignore:
+                flat.update(_flatten(item, f"{prefix}{key}.", ignore))
+        return flat
+    if isinstance(value, (list, tuple)):
+        flat = {}
+        for index, item in enumerate(value):
+            flat.update(_flatten(item, f"{prefix}{index}.", ignore))
+        return flat
+    return {prefix.rstrip("."): value}
+
+
+def _single_factor(a, b):
+    """The compared parameter (ecn, mode, ...) if a and b differ only in it."""
+    differing = {key for key in a.keys() | b.keys() if a.get(key) != b.get(key)}
+    factors = {key.rsplit(".", 1)[-1] for key in differing}
+    if len(factors) == 1 and (factor := factors.pop()) in COMPARISONS:
+        if factor != "mode" or differing == {"aqm.mode"}:
+            return factor
+    return None
+
+
+def _one_factor_pairs(workloads, tuning_of):
+    for i, a in enumerate(workloads):
+        for b in workloads[i + 1:]:
+            wa = _flatten(dataclasses.asdict(a), ignore=("name",))
+            wb = _flatten(dataclasses.asdict(b), ignore=("name",))
+            factor = _single_factor(wa, wb)
+            if factor:
+                yield (a, b) if _treatment_first(factor, wa, wb) else (b, a)
+
+
+def _values_of(flat, factor):
+    return [v for k, v in sorted(flat.items()) if k.rsplit(".", 1)[-1] == factor]
+
+
+def _treatment_first(factor, a, b):
+    """ECN on, pacing on, the larger IW, RED: the first of a difference."""
+    va, vb = _values_of(a, factor), _values_of(b, factor)
+    if factor == "mode":
+        return va == ["red"]
+    return va > vb
+
+
+def _title(tcp_a, tcp_b):
+    return _factor_title(_single_factor(_flatten(dataclasses.asdict(tcp_a)),
+                                        _flatten(dataclasses.asdict(tcp_b))),
+                         _flatten(dataclasses.asdict(tcp_a)), _flatten(dataclasses.asdict(tcp_b)))
+
+
+def _factor_title(factor, a, b):
+    return COMPARISONS[factor].format(a=_values_of(a, factor)[0], b=_values_of(b, factor)[0])
+
+
+# ---------------------------------------------------------------- writing
+def build_report(folder):
+    """Rebuild summary.csv/json, report.md and the plots of a study folder
+    from its complete runs -> (loaded study, summary rows, comparisons)."""
+    loaded = load_study(folder)
+    rows = point_summary(loaded)
+    found = comparisons(loaded)
+    folder = Path(folder)
+    _write_csv(folder / "summary.csv", tuple(rows[0]) if rows else ("point",), rows)
+    (folder / "summary.json").write_text(json.dumps(_json_safe({
+        "experiment": loaded.experiment.name, "quick": loaded.quick,
+        "runs": {run.run_id: {"point": run.point, "point_name": run.point_name,
+                              "seed": run.seed, "state": loaded.states[run.run_id],
+                              "reason": study.failure_reason(folder / run.run_id)}
+                 for run in loaded.runs},
+        "points": rows,
+        "comparisons": [{**{k: v for k, v in c.items() if k != "difference"},
+                         **c["difference"].as_dict(),
+                         "significant": c["difference"].excludes_zero()} for c in found],
+    }), indent=2))
+    plots = write_study_plots(folder, loaded, rows)
+    (folder / "report.md").write_text(report_markdown(loaded, rows, found, plots))
+    return loaded, rows, found
+
+
+def _json_safe(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def interval_text(row_or_estimate, digits=3):
+    """`4.52 ± 0.31 (n 5)` with the 95 % half-width; `4.52 (n 1)` without one."""
+    e = row_or_estimate
+    mean, n = (e["mean"], e["n"]) if isinstance(e, dict) else (e.mean, e.n)
+    low, high = (e["ci_low"], e["ci_high"]) if isinstance(e, dict) else (e.low, e.high)
+    if n < 2:
+        return f"{mean:.{digits}g} (n {n})"
+    return f"{mean:.{digits}g} ± {(high - low) / 2:.2g} (n {n})"
+
+
+def summary_table(rows, metrics=("goodput_per_flow_mbps", "goodput_mbps", "utilisation",
+                                 "drop_rate", "mark_rate", "queue_delay_p50_ms")):
+    """The text table `aqmlab run` and `aqmlab report` print."""
+    shown = [r for r in rows if r["metric"] in metrics and
+             (r["workload"] != ALL or r["metric"] != "goodput_per_flow_mbps")]
+    by_row = defaultdict(dict)
+    for r in shown:
+        by_row[(r["point_name"], r["workload"])][r["metric"]] = interval_text(r)
+    columns = [m for m in metrics if any(m in v for v in by_row.values())]
+    header = ["point", "workload"] + columns
+    table = [header] + [[p, w] + [v.get(m, "") for m in columns] for (p, w), v in by_row.items()]
+    widths = [max(len(str(line[i])) for line in table) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths)) for line in table]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def comparison_lines(found):
+    return [f"- {c['comparison']}, {c['metric']}"
+            f"{'' if c['a'][1] == ALL else ' of ' + c['a'][1]}: difference "
+            f"{interval_text(c['difference'])} {c['unit']} — {stats.verdict(c['difference'])}"
+            for c in found]
+
+
+def report_markdown(loaded, rows, found, plots):
+    e = loaded.experiment
+    total = len(loaded.runs)
+    done = sum(state == study.COMPLETE for state in loaded.states.values())
+    lines = [f"# {e.name}", "", e.description or "", "",
+             f"- {len(e.scenarios)} point(s) x {e.repeat} repetition(s) = {total} runs, "
+             f"{done} complete; {e.duration:g} s each (warm-up {e.warmup:g} s excluded)"
+             f"{', quick' if loaded.quick else ''}; seeds {e.seed}..{e.seed + e.repeat - 1} "
+             "(repetition r of every point uses seed + r)",
+             f"- every value: mean ± half-width of the {stats.CONFIDENCE:.0%} Student-t "
+             "interval over repetitions (n runs); `per_run` in summary.csv says what one run "
+             "contributes (e.g. a median: the value is then the mean of per-run medians)"]
+    versions = next(iter(loaded.results.values()), {}).get("versions")
+    if versions:
+        lines.append("- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    lines += _unfinished_section(loaded)
+    if rows:
+        lines += ["", "## Summary", "", "```", summary_table(rows), "```"]
+        lines += ["", "## All metrics", "", "| point | workload | metric | per run | mean | sd "
+                  "| n | 95 % CI |", "|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            ci = f"[{r['ci_low']:.4g}, {r['ci_high']:.4g}]" if r["n"] > 1 else "-"
+            sd = f"{r['sd']:.3g}" if r["n"] > 1 else "-"
+            lines.append(f"| {r['point_name']} | {r['workload']} | {r['metric']} "
+                         f"({r['unit'] or '-'}) | {r['per_run']} | {r['mean']:.4g} | {sd} | "
+                         f"{r['n']} | {ci} |")
+    if found:
+        lines += ["", "## Comparisons (per-seed differences, first minus second)", ""]
+        lines += comparison_lines(found)
+    for name, title in plots:
+        lines += ["", f"## {title}", "", f"![{title}]({name})"]
+    runs_with_plots = [run for run in loaded.runs if loaded.states[run.run_id] == study.COMPLETE
+                       and run.repetition == 0]
+    if runs_with_plots:
+        lines += ["", "## First repetition of each point", ""]
+        for run in runs_with_plots:
+            lines.append(f"### {run.point_name} (`{run.run_id}`)")
+            for png in ("queue.png", "goodput_time.png"):
+                if (loaded.folder / run.run_id / png).exists():
+                    lines.append(f"![{png}]({run.run_id}/{png})")
+            lines.append("")
+    lines += ["", "Per run: `<run_id>/run.json` (parameters, seed), `result.json`, "
+              "`transfers.csv`, `flows.csv`, `queue.csv`, `lab/` logs. Study numbers: "
+              "`summary.csv`, `summary.json`.", ""]
+    return "\n".join(lines)
+
+
+def _unfinished_section(loaded):
+    unfinished = [(run, loaded.states[run.run_id]) for run in loaded.runs
+                  if loaded.states[run.run_id] != study.COMPLETE]
+    if not unfinished:
+        return []
+    lines = ["", "## Runs not in this report", "",
+             "`aqmlab run FILE --out DIR --resume` runs them; `incomplete` = started and "
+             "interrupted without a marker, `missing` = never started.", "",
+             "| run | point | state | reason |", "|---|---|---|---|"]
+    for run, state in unfinished:
+        reason = study.failure_reason(loaded.folder / run.run_id).replace("|", "/")
+        lines.append(f"| {run.run_id} | {run.point_name} | {state} | {reason or '-'} |")
+    return lines
+
+
+def write_study_plots(folder, loaded, rows):
+    """-> [(file, title)] of the plots that have something to show."""
+    plots = []
+    goodput = [r for r in rows if r["metric"] == "goodput_mbps"]
+    if goodput:
+        rates = {s.name: s.topology.bottleneck.rate_bps / 1e6 for s in loaded.experiment.scenarios}
+        _bar_plot(folder / "goodput.png", goodput, "goodput (Mb/s)",
+                  "Goodput per point and workload (all = total) with 95 % intervals", rates)
+        plots.append(("goodput.png", "Goodput"))
+    delay = [r for r in rows if r["metric"] in ("queue_delay_p50_ms", "queue_delay_p90_ms")]
+    if delay:
+        _bar_plot(folder / "queue_delay.png", delay, "queueing delay (ms)",
+                  "Bottleneck queueing delay (p50, p90) with 95 % intervals")
+        plots.append(("queue_delay.png", "Queueing delay"))
+    transfer = [r for r in rows if r["metric"] == "delay_median_s"]
+    if transfer:
+        _bar_plot(folder / "delays.png", transfer, "median delay (s)",
+                  "Transfer/page delay (mean of per-run medians) with 95 % intervals")
+        plots.append(("delays.png", "Transfer and page delays"))
+    return plots
+
+
+def _bar_plot(path, rows, ylabel, title, capacity=None):
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(rows) + 2), 4))
+    x = range(len(rows))
+    means = [r["mean"] for r in rows]
+    errors = [(r["ci_high"] - r["ci_low"]) / 2 if r["n"] > 1 else 0 for r in rows]
+    ax.bar(x, means, yerr=errors, capsize=4, color="tab:blue", alpha=0.8)
+    labels = [f"{r['point_name']}\n{r['workload']}" +
+              (f"\n{r['metric'].rsplit('_', 2)[-2]}" if "queue_delay" in r["metric"] else "")
+              for r in rows]
+    ax.set_xticks(list(x), labels, fontsize=7, rotation=30 if len(rows) > 6 else 0)
+    if capacity:
+        for i, r in enumerate(rows):
+            if r["workload"] == ALL:
+                ax.hlines(capacity[r["point_name"]], i - 0.45, i + 0.45, colors="black",
+                          linestyles="--", label="link capacity" if i == 0 else None)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    _save(fig, path)
+
+
+# ---------------------------------------------------------------- compare
+def compare_table(folder_a, folder_b):
+    """Markdown: every metric the two studies share, side by side with intervals."""
+    rows_a = {(r["point_name"], r["workload"], r["metric"]): r
+              for r in point_summary(load_study(folder_a))}
+    rows_b = {(r["point_name"], r["workload"], r["metric"]): r
+              for r in point_summary(load_study(folder_b))}
+    shared = [key for key in rows_a if key in rows_b]
+    if not shared:
+        raise ValueError(f"{folder_a} and {folder_b} have no point/workload/metric in common")
+    lines = [f"A = {folder_a}", f"B = {folder_b}", "",
+             "| point | workload | metric | A | B | intervals overlap |",
+             "|---|---|---|---|---|---|"]
+    for key in shared:
+        a, b = rows_a[key], rows_b[key]
+        overlap = "-" if a["n"] < 2 or b["n"] < 2 else \
+            ("yes" if a["ci_low"] <= b["ci_high"] and b["ci_low"] <= a["ci_high"] else "no")
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {interval_text(a)} | "
+                     f"{interval_text(b)} | {overlap} |")
+    only = sorted(set(rows_a) ^ set(rows_b))
+    if only:
+        lines += ["", f"{len(only)} point/workload/metric(s) are in only one of the studies."]
+    return "\n".join(lines)

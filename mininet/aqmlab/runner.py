@@ -1,20 +1,21 @@
-"""Run an experiment: each scenario in a fresh lab network, then metrics,
-results files, plots and the report under results/<experiment>/<timestamp>/."""
+"""Run a study's runs: each in a fresh lab network, into its own folder
+(study.py) with its metrics, files and a complete/failed marker; one after
+the other in this process, or `jobs` side by side as `--only` workers."""
 
-import dataclasses
 import json
 import math
 import platform
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from aqmlab import __version__, metrics, report
-from aqmlab.lab import LabNetwork
+from aqmlab import __version__, metrics, report, study
+from aqmlab.lab import LabNetwork, LabProcessDied
 from aqmlab.topology import REPO, build
 from aqmlab.workloads import Run
 
@@ -105,45 +106,65 @@ def bottleneck_stats(before, after, rate_bps):
     return stats
 
 
-def run_scenario(experiment, scenario, index, workdir, progress, build_dir):
-    """Build the network, run the workloads, measure; -> result dict."""
-    progress.scenario(scenario.name)
-    seed = experiment.seed + index
-    rate = scenario.topology.bottleneck.rate_bps
-    with LabNetwork(workdir=workdir) as lab:
-        network = build(scenario, experiment.target, lab, build_dir, seed)
-        try:
-            network.enable_telemetry(max(1, rate // MTU_BITS // SAMPLES_PER_SECOND))
-            run = Run(lab, network.pairs, experiment.duration, seed)
-            collector = TelemetryCollector(network.bottleneck_controller, run.epoch)
-            collector.start()
-            snapshots = {}
+def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
+    """Build the network, run the workloads, measure; -> result dict.
 
-            def on_tick(elapsed):
-                progress.tick(elapsed)
-                if elapsed >= experiment.warmup and "start" not in snapshots:
-                    snapshots["start"] = snapshot(network)
-            run.wait_until_end(on_tick)
-            snapshots.setdefault("start", snapshot(network))
-            snapshots["end"] = snapshot(network)
-            run.finish()
-            collector.stop()
-            records = run.records()
-        finally:
-            network.close_controllers()
+    A switch or traffic server that dies fails the run with a message naming
+    it and its log (whatever error its death caused elsewhere)."""
+    progress.scenario(scenario.name)
+    rate = scenario.topology.bottleneck.rate_bps
+    period = max(1, rate // MTU_BITS // SAMPLES_PER_SECOND)
+    with LabNetwork(workdir=workdir) as lab:
+        try:
+            network = build(scenario, experiment.target, lab, build_dir, seed)
+            try:
+                network.enable_telemetry(period)
+                run = Run(lab, network.pairs, experiment.duration, seed)
+                collector = TelemetryCollector(network.bottleneck_controller, run.epoch)
+                collector.start()
+                snapshots = {}
+
+                def on_tick(elapsed):
+                    lab.check_alive()
+                    progress.tick(elapsed)
+                    if elapsed >= experiment.warmup and "start" not in snapshots:
+                        snapshots["start"] = snapshot(network)
+                run.wait_until_end(on_tick)
+                lab.check_alive()
+                snapshots.setdefault("start", snapshot(network))
+                snapshots["end"] = snapshot(network)
+                run.finish()
+                collector.stop()
+                records = run.records()
+            finally:
+                network.close_controllers()
+        except LabProcessDied:
+            raise
+        except Exception as error:
+            dead = lab.dead_processes()
+            if dead:
+                raise LabProcessDied(f"{'; '.join(dead)} (then: {_one_line(error)})") from error
+            raise
     progress.done_scenario(experiment.duration)
     window = (run.epoch + experiment.warmup, run.epoch + experiment.duration)
     return {
         "scenario": scenario.name, "epoch": run.epoch, "window": window,
         "bottleneck_buffer": network.bottleneck_buffer,
+        "bottleneck_rate_bps": rate,
         "workloads": metrics.workload_summary(records, window,
                                               [w.name for w in scenario.workloads]),
         "seed": seed,
         "goodputs": {f"{w}/{f}": g for (w, f), g in metrics.flow_goodputs(records, window).items()},
         "bottleneck": bottleneck_stats(snapshots["start"], snapshots["end"], rate),
-        "queue": metrics.queue_summary(collector.samples),
+        "queue": metrics.queue_summary(
+            [s for s in collector.samples if experiment.warmup <= s["t"]], rate, period),
         "records": records, "samples": collector.samples,
     }
+
+
+def _one_line(error):
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
 
 
 def versions(target):
@@ -165,44 +186,95 @@ def _mininet_version():
     return VERSION
 
 
-def run_experiment(experiment, source_path, results_root="results", quick=False,
-                   build_dir=None, show_progress=True):
-    """Run every scenario; write results; -> (results dir, list of results)."""
-    if quick:
-        experiment = experiment.for_quick()
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    outdir = Path(results_root) / experiment.name / stamp
-    outdir.mkdir(parents=True, exist_ok=False)
-    progress = Progress(experiment.duration * len(experiment.scenarios), show_progress)
-    results = []
+def run_study(experiment, source_path, out_dir, runs, quick=False, build_dir=None,
+              show_progress=True, jobs=1):
+    """Run `runs` (from study.expand) of an experiment whose quick form, if
+    wanted, is already applied; each into out_dir/<run_id>/ with its marker.
+    -> {run_id: None if complete, else the reason it failed}."""
+    source_text = Path(source_path).read_text()
+    if jobs > 1 and len(runs) > 1:
+        return run_workers(source_path, out_dir, runs, quick, build_dir, show_progress, jobs,
+                           experiment.duration)
+    progress = Progress(experiment.duration * len(runs), show_progress)
+    outcome = {}
     try:
-        for index, scenario in enumerate(experiment.scenarios):
-            workdir = outdir / "scenarios" / scenario.name / "lab"
-            results.append(run_scenario(experiment, scenario, index, workdir, progress, build_dir))
+        for run in runs:
+            outcome[run.run_id] = run_one(experiment, run, out_dir, source_text, quick,
+                                          build_dir, progress)
     finally:
         progress.close()
-    write_results(outdir, experiment, source_path, quick, results)
-    return outdir, results
+    return outcome
 
 
-def write_results(outdir, experiment, source_path, quick, results):
-    parameters = {
-        "experiment": experiment.name, "quick": quick, "seed": experiment.seed,
-        "duration": experiment.duration, "warmup": experiment.warmup,
-        "target": experiment.target, "versions": versions(experiment.target),
-        "scenarios": [dataclasses.asdict(s) for s in experiment.scenarios],
-        "scenario_seeds": {r["scenario"]: r["seed"] for r in results},
-        "source_file": str(source_path),
-    }
-    (outdir / "parameters.json").write_text(json.dumps(parameters, indent=2, default=str))
-    (outdir / "experiment.toml").write_text(Path(source_path).read_text())
-    for result in results:
-        report.write_scenario_files(outdir / "scenarios" / result["scenario"], result)
-    summary = [{k: v for k, v in r.items() if k not in ("records", "samples")} for r in results]
-    (outdir / "summary.json").write_text(json.dumps(_finite(summary), indent=2))
-    report.write_summary_csv(outdir / "summary.csv", results)
-    report.write_plots(outdir, experiment, results)
-    report.write_report(outdir, experiment, parameters, results)
+def run_one(experiment, run, out_dir, source_text, quick, build_dir, progress):
+    """One run into its folder -> None when complete, else why it failed.
+    An interrupt marks the folder failed ("interrupted") and propagates."""
+    folder = study.start_run_folder(out_dir, run, experiment, source_text, quick)
+    try:
+        result = run_scenario(experiment, run.scenario, run.seed, folder / "lab", progress,
+                              build_dir)
+        result.update(run_id=run.run_id, point=run.point, repetition=run.repetition,
+                      versions=versions(experiment.target))
+        report.write_run_files(folder, result, run.scenario.aqm)
+        (folder / "result.json").write_text(json.dumps(_finite(_summary(result)), indent=2))
+        study.mark_complete(folder)
+        return None
+    except KeyboardInterrupt as interrupt:
+        study.mark_failed(folder, f"interrupted ({interrupt or 'SIGINT'})")
+        raise
+    except Exception as error:     # one run's failure must not lose the study
+        reason = str(error).strip() if isinstance(error, RuntimeError) else _one_line(error)
+        study.mark_failed(folder, reason)
+        print(f"aqmlab: run {run.run_id} ({run.point_name}) failed: {reason}", file=sys.stderr)
+        return reason
+
+
+def _summary(result):
+    return {k: v for k, v in result.items() if k not in ("records", "samples")}
+
+
+def run_workers(source_path, out_dir, runs, quick, build_dir, show_progress, jobs, duration):
+    """`jobs` runs side by side, each an `aqmlab run --only` process (its own
+    lab, tag and folder; the same path a cluster executor takes)."""
+    base = [sys.executable, "-m", "aqmlab", "run", str(source_path), "--out", str(out_dir),
+            "--no-progress"] + (["--quick"] if quick else []) + \
+        (["--build-dir", str(build_dir)] if build_dir else [])
+    progress = Progress(duration * len(runs), show_progress)
+    pending, running, outcome = list(runs), {}, {}
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                run = pending.pop(0)
+                output = tempfile.TemporaryFile()
+                running[run.run_id] = (subprocess.Popen(base + ["--only", run.run_id],
+                                                        stdout=output, stderr=output), output)
+                progress.scenario(f"{len(running)} running")
+            time.sleep(0.2)
+            for run_id, (proc, output) in list(running.items()):
+                if proc.poll() is None:
+                    continue
+                del running[run_id]
+                reason = None if study.run_state(Path(out_dir) / run_id) == study.COMPLETE \
+                    else study.failure_reason(Path(out_dir) / run_id) or _tail(output)
+                if reason:
+                    print(f"aqmlab: run {run_id} failed: {reason}", file=sys.stderr)
+                outcome[run_id] = reason
+                progress.done_scenario(duration)
+    except KeyboardInterrupt:
+        for proc, _ in running.values():      # they got the terminal's SIGINT too, or not
+            proc.send_signal(signal.SIGINT)
+        for proc, _ in running.values():
+            proc.wait()
+        raise
+    finally:
+        progress.close()
+    return outcome
+
+
+def _tail(output):
+    output.seek(0)
+    lines = output.read().decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else "the worker exited without a result"
 
 
 def _finite(value):

@@ -24,14 +24,15 @@ def start_servers(lab, pairs):
             continue
         log_name = f"server-{pair.server.host.name}-{pair.port}.log"
         if pair.workload.tool == "iperf3":
-            started[key] = lab.popen(pair.server.host, iperf.server_args(pair.port), log_name)
+            started[key] = lab.popen(pair.server.host, iperf.server_args(pair.port), log_name,
+                                     watch=f"iperf3 server {key[0]}:{pair.port}")
             wait_listening(pair.server.host, pair.port, started[key], lab.workdir)
             continue
         ready = lab.workdir / f"ready-{pair.server.host.name}-{pair.port}"
         ready.unlink(missing_ok=True)
         args = AGENT + ["serve", "--port", str(pair.port), "--ready-file", str(ready)]
         started[key] = lab.popen(pair.server.host, args + pair.workload.tcp.sender_args(),
-                                 log_name)
+                                 log_name, watch=f"traffic server {key[0]}:{pair.port}")
         ready_files.append((ready, started[key]))
     wait_ready(ready_files, lab.workdir)
     return list(started.values())

@@ -40,21 +40,22 @@ def wait_for_running_lab(state_dir, processes=8, timeout=30):
     raise AssertionError("the run did not start its lab")
 
 
-def test_quick_default_run_prints_goodput_table_and_leaves_nothing(tmp_path):
+def test_quick_default_run_prints_the_summary_and_leaves_nothing(tmp_path):
     proc = aqmlab(["run", str(DEFAULT), "--quick", "--results", str(tmp_path / "r"),
                    "--no-progress"], tmp_path / "state")
     out, err = proc.communicate(timeout=240)
     assert proc.returncode == 0, err
-    assert "goodput Mb/s" in out
-    for scenario in ("red", "droptail"):
-        for workload in ("ecn", "non-ecn"):
-            assert any(line.split()[:2] == [scenario, workload] for line in out.splitlines())
+    assert "goodput_per_flow_mbps" in out and "ECN vs non-ECN in red" in out
+    for point in ("red", "droptail"):
+        for workload in ("ecn", "non-ecn", "all"):
+            assert any(line.split()[:2] == [point, workload] for line in out.splitlines())
     (outdir,) = (tmp_path / "r/default").iterdir()
-    parameters = json.loads((outdir / "parameters.json").read_text())
-    assert parameters["quick"] and parameters["seed"] == 1 and parameters["versions"]["mininet"]
-    assert parameters["scenario_seeds"] == {"red": 1, "droptail": 2}
+    runs = {p.parent.name: json.loads(p.read_text()) for p in outdir.glob("*/run.json")}
+    assert {k: (v["point_name"], v["seed"], v["quick"]) for k, v in runs.items()} == {
+        "p00-r0": ("red", 1, True), "p01-r0": ("droptail", 1, True)}
+    assert all((outdir / run_id / "complete").exists() for run_id in runs)
     report = (outdir / "report.md").read_text()
-    assert "## Goodput" in report and "total goodput" in report
+    assert "## Summary" in report and "## Comparisons" in report and "nan" not in report
     assert len(lab_tags(outdir)) == 2
     for tag in lab_tags(outdir):
         assert leftovers(tag) == []
@@ -77,9 +78,13 @@ def test_failure_during_setup_removes_the_lab(tmp_path):
                   tmp_path / "state")
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and "make build" in err
+    folders = sorted((tmp_path / "r/default").glob("*/p0*"))
+    assert [f.name for f in folders] == ["p00-r0", "p01-r0"], "a failed run does not stop the study"
+    assert all("make build" in (f / "failed").read_text() for f in folders)
     tags = lab_tags(tmp_path / "r")
-    assert len(tags) == 1
-    assert leftovers(tags.pop()) == []
+    assert len(tags) == 2
+    for tag in tags:
+        assert leftovers(tag) == []
 
 
 @pytest.mark.parametrize("processes", [3, 10, 14], ids=["hosts", "switches", "traffic"])

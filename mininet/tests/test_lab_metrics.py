@@ -49,6 +49,18 @@ def test_window_bytes_counts_finite_transfers_ending_inside():
     assert metrics.window_bytes(records, (0.5, 2)) == 10
 
 
-def test_queue_summary():
-    summary = metrics.queue_summary([{"qdepth": 2, "avg": 1.0}, {"qdepth": 4, "avg": 3.0}])
+def test_queue_summary_delays_are_depth_times_mtu_time():
+    samples = [{"time_us": 0, "qdepth": 2, "avg": 1.0}, {"time_us": 10_000, "qdepth": 4, "avg": 3.0}]
+    summary = metrics.queue_summary(samples, 12_000_000)      # 1 ms per 1500-byte packet
     assert (summary["qdepth_mean"], summary["qdepth_max"], summary["avg_mean"]) == (3, 4, 2.0)
+    assert summary["delay_ms_p50"] == pytest.approx(3.0)
+    assert summary["delay_ms_p99"] == pytest.approx(3.98)
+    assert metrics.queue_summary([], 12_000_000) == {"samples": 0}
+
+
+def test_time_average_weights_by_time_and_counts_idle_gaps_as_empty():
+    # 5 packets in 1 s, then 1 packet for 3 s: packet mean 3, time average 2
+    samples = [{"time_us": t, "qdepth": q} for t, q in ((0, 5), (1e6, 1), (4e6, 1))]
+    assert metrics.time_average(samples, hold_s=10) == pytest.approx((5 * 1 + 1 * 3) / 4)
+    # a sample holds for at most hold_s: the rest of a long gap is an idle (empty) queue
+    assert metrics.time_average(samples, hold_s=0.5) == pytest.approx((5 * 0.5 + 1 * 0.5) / 4)

@@ -2,6 +2,7 @@
 emulation, forwarding, RED marking/dropping, drop-tail, telemetry and the
 counter-based metrics."""
 
+import json
 import re
 
 import pytest
@@ -9,7 +10,9 @@ import tomli_w
 
 from aqmlab import metrics
 from aqmlab.config import load_experiment, parse_experiment
-from aqmlab.runner import run_experiment
+from aqmlab.report import build_report
+from aqmlab.runner import run_study
+from aqmlab.study import expand, prepare_study_folder
 from aqmlab.topology import build
 from aqmlab.workloads import Run
 from labhelpers import leftovers
@@ -55,8 +58,13 @@ def red_results(tmp_path_factory):
                  "topology": {"bottleneck": {"buffer": 8}}}]}
     path = folder / "red.toml"
     path.write_text(tomli_w.dumps(spec))
-    outdir, results = run_experiment(load_experiment(path), path, folder / "results",
-                                     show_progress=False)
+    experiment = load_experiment(path)
+    outdir = folder / "results"
+    prepare_study_folder(outdir, path.read_text(), quick=False, owner=True)
+    outcome = run_study(experiment, path, outdir, expand(experiment), show_progress=False)
+    assert outcome == {"p00-r0": None, "p01-r0": None, "p02-r0": None}
+    build_report(outdir)
+    results = [json.loads(p.read_text()) for p in sorted(outdir.glob("*/result.json"))]
     return outdir, {r["scenario"]: r for r in results}
 
 
@@ -93,13 +101,27 @@ def test_red_keeps_the_average_queue_between_the_thresholds(red_results):
     assert 2 < queue["avg_mean"] < 20
 
 
+def test_queue_delay_and_time_average(red_results):
+    """Queueing delay = depth x 1.2 ms at 10 Mb/s; drop-tail with 8 packets
+    never queues more than 8 x 1.2 ms."""
+    for result in red_results[1].values():
+        queue = result["queue"]
+        assert 0 <= queue["delay_ms_p50"] <= queue["delay_ms_p90"] <= queue["delay_ms_p99"]
+        assert 0 < queue["qdepth_time_avg"] <= queue["qdepth_max"]
+    assert red_results[1]["droptail"]["queue"]["delay_ms_p99"] <= 8 * 1.2 + 1e-9
+
+
 def test_results_folder_and_cleanup(red_results):
     outdir, _ = red_results
-    for name in ("report.md", "summary.csv", "summary.json", "parameters.json", "goodput.png",
-                 "delays.png", "experiment.toml", "scenarios/ecn/transfers.csv",
-                 "scenarios/ecn/queue.csv", "scenarios/ecn/queue.png", "scenarios/ecn/flows.csv"):
-        assert (outdir / name).stat().st_size > 0, name
-    tags = {p.name[:3] for p in outdir.glob("scenarios/*/lab/l*s1.log")}
+    for name in ("report.md", "summary.csv", "summary.json", "study.json", "goodput.png",
+                 "queue_delay.png", "experiment.toml", "p00-r0/transfers.csv", "p00-r0/run.json",
+                 "p00-r0/result.json", "p00-r0/queue.csv", "p00-r0/queue.png", "p00-r0/flows.csv",
+                 "p00-r0/complete"):
+        assert (outdir / name).exists(), name
+    assert not (outdir / "delays.png").exists(), "bulk-only studies have no delay plot"
+    report = (outdir / "report.md").read_text()
+    assert "nan" not in report and "ECN vs non-ECN (ecn vs drop)" in report
+    tags = {p.name[:3] for p in outdir.glob("*/lab/l*s1.log")}
     assert len(tags) == 3
     for tag in tags:
         assert leftovers(tag) == []
