@@ -7,6 +7,7 @@ V1Switch blocks (mixins in exprs/stmts/controls/parsers) into BMv2 JSON.
 from . import ast as A
 from .controls import ControlMixin
 from .errors import CompileError, unsupported
+from .exprs import Ctx
 from .exprs import ExprMixin
 from .parsers import ParserMixin
 from .stmts import StmtMixin
@@ -111,7 +112,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         if isinstance(existing, BlockSym):
             raise CompileError(d.loc, f"duplicate declaration of '{d.name}'")
         self.check_params(d.params)
-        if is_def and d.ctor_params:
+        if is_def and d.ctor_params and not isinstance(d, A.ControlDecl):
             raise unsupported(d.loc, f"constructor parameters of '{d.name}'")
         self.globals.declare(d.name, BlockSym(d), d.loc)
 
@@ -260,9 +261,16 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
     def declare_instance(self, d, scope, control):
         t = self.resolve_type(d.type, scope)
         if isinstance(t, BlockT) and isinstance(t.decl, A.ControlDecl) and control is not None:
-            if d.args or t.decl.body is None:
-                raise unsupported(d.loc, f"instance of control '{t.decl.name}' with arguments")
-            scope.declare(d.name, SubControlSym(d.name, t.decl, d.loc), d.loc)
+            if t.decl.body is None:
+                raise unsupported(d.loc, f"instance of control type '{t.decl.name}'")
+            call = A.Call(d.loc, A.Name(d.loc, t.decl.name), [], d.args)
+            ctor = self.bind_args(call, t.decl.ctor_params or [], t.decl.name, Ctx(scope))
+            for p in t.decl.ctor_params or []:
+                if ctor[p.name].const is None:
+                    raise unsupported(d.loc, f"constructor argument '{p.name}' of "
+                                             f"'{t.decl.name}' that is not a compile-time "
+                                             f"constant")
+            scope.declare(d.name, SubControlSym(d.name, t.decl, d.loc, ctor), d.loc)
             return
         if isinstance(t, BlockT):
             if not isinstance(t.decl, A.PackageDecl) or control is not None:

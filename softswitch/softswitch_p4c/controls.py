@@ -331,21 +331,32 @@ class ControlMixin:
 
     def g_subcontrol(self, sub, call, ctx):
         """Inline an applied sub-control into the enclosing pipeline graph (p4c style:
-        its tables, actions and externs are named `<Outer>.<instance>.<name>`)."""
-        if sub.applied:
-            raise unsupported(call.loc, f"applying control instance '{sub.name}' more than once")
-        sub.applied = True
-        outer = ctx.control
+        its tables, actions and externs are named `<Outer>.<instance>.<name>`). Applied
+        again, it is inlined again (its extern instances shared); tables can be applied
+        only once in BMv2, so a control with tables can be applied only once."""
         d = sub.decl
+        if sub.applied and any(isinstance(x, A.TableDecl) for x in d.locals):
+            raise unsupported(call.loc, f"applying control instance '{sub.name}' (which has "
+                                        f"tables) more than once")
+        outer = ctx.control
         bound = self.bind_args(call, d.params, sub.name, Ctx(ctx.scope))
         scope = Scope(self.globals)
+        for p in d.ctor_params or []:
+            scope.declare(p.name, self.readonly_view(sub.ctor_args[p.name]), p.loc)
         for p in d.params:
             v = bound[p.name]
             scope.declare(p.name, self.readonly_view(v) if p.direction == "in" else v, p.loc)
-        info = ControlInfo(f"{outer.name}.{sub.name}", d, scope, outer.tables,
-                           outer.conditionals, outer.applied, [], outer)
+        name = f"{outer.name}.{sub.name}" + (f"_{sub.applied - 1}" if sub.applied else "")
+        sub.applied += 1
+        info = ControlInfo(name, d, scope, outer.tables, outer.conditionals, outer.applied, [],
+                           outer)
         for local in d.locals:
+            if isinstance(local, A.Instance) and local.name in sub.externs:
+                scope.declare(local.name, sub.externs[local.name], local.loc)
+                continue
             self.declare_control_local(local, info, Ctx(scope, None, "control", info))
+            if isinstance(local, A.Instance):
+                sub.externs[local.name] = scope.lookup(local.name)
         seq = self.g_stmts(info.var_inits + d.body.stmts,
                            Ctx(Scope(scope), None, "control", info))
         return seq.entry, seq.exits

@@ -68,7 +68,9 @@ class SubControlSym:
     name: str
     decl: Any
     loc: Any
-    applied: bool = False
+    ctor_args: dict = field(default_factory=dict)   # constructor parameter -> constant Val
+    applied: int = 0                                  # applications lowered so far
+    externs: dict = field(default_factory=dict)     # extern instances, shared by them
 
 
 @dataclass

@@ -149,3 +149,23 @@ def test_for_loops_with_constant_bounds_are_unrolled(tmp_path):
         for (bit<8> k in 1 .. 3) { hdr.ipv4.ttl = hdr.ipv4.ttl - k; }""")
     p = only(sw.process_packet(0, packet(ident=0, ttl=64)))[1][IP]
     assert (p.id, p.ttl) == (10, 58)
+
+
+def test_control_applied_twice_with_different_arguments(tmp_path):
+    sw = switch_for(tmp_path, controls="""
+        control AddOne(inout bit<8> v) {
+            action inc() { v = v + 1; }
+            apply { inc(); }
+        }""", ingress="AddOne() add;", apply="""
+        sm.egress_spec = 1; add.apply(hdr.ipv4.ttl); add.apply(hdr.ipv4.protocol);""")
+    p = only(sw.process_packet(0, packet(ttl=64)))[1][IP]
+    assert (p.ttl, p.proto) == (65, 18)          # UDP (17) + 1
+
+
+def test_control_constructor_parameters(tmp_path):
+    sw = switch_for(tmp_path, controls="""
+        control Add(inout bit<8> v)(bit<8> k) { apply { v = v + k; } }""",
+                    ingress="Add(8w3) three; Add(8w10) ten;", apply="""
+        sm.egress_spec = 1; three.apply(hdr.ipv4.ttl); ten.apply(hdr.ipv4.protocol);""")
+    p = only(sw.process_packet(0, packet(ttl=64)))[1][IP]
+    assert (p.ttl, p.proto) == (67, 27)
