@@ -27,6 +27,7 @@ def compiled(program):
 
 
 def test_corpus_is_large_enough():
+    assert len(TESTS) >= 40
     assert all(program_of(t).is_file() for t in TESTS)
 
 
