@@ -32,6 +32,7 @@ class ControlInfo:
     applied: set = field(default_factory=set)
     var_inits: list = field(default_factory=list)   # control-level `T x = e;` run first
     parent: Any = None                               # enclosing control of a sub-control
+    return_to: Any = None                            # _Return of an inlined sub-control
 
 
 class _Seq:
@@ -55,9 +56,24 @@ class _Seq:
         return self.exits == [] and self.entry is not None
 
 
+class _Return:
+    """Where `return` inside an inlined sub-control leads: the sub-control's continuation,
+    known only when its caller links its exits; the slots wait here until then."""
+
+    def __init__(self):
+        self.slots = []
+
+
+def _link(slot, target):
+    if isinstance(target, _Return):
+        target.slots.append(slot)
+    else:
+        slot(None if target == END else target)
+
+
 def _patch(exits, target):
     for slot in exits or ():
-        slot(None if target == END else target)
+        _link(slot, target)
 
 
 class ControlMixin:
@@ -291,10 +307,10 @@ class ControlMixin:
         if isinstance(s, (A.For, A.ForIn)):
             return self.g_stmt(A.Block(s.loc, self.unroll(s, ctx.scope)), ctx)
         if isinstance(s, A.Return):
-            if ctx.control.parent is not None:
-                raise unsupported(s.loc, "'return' inside an applied sub-control")
             if s.value is not None:
                 raise CompileError(s.loc, "a control's apply block cannot return a value")
+            if ctx.control.parent is not None:           # ends the sub-control's apply
+                return ctx.control.return_to, []
             return END, []
         if isinstance(s, A.Exit):
             prims = [{"op": "exit", "parameters": [], "source_info": source_info(s.loc)}]
@@ -349,7 +365,7 @@ class ControlMixin:
         name = f"{outer.name}.{sub.name}" + (f"_{sub.applied - 1}" if sub.applied else "")
         sub.applied += 1
         info = ControlInfo(name, d, scope, outer.tables, outer.conditionals, outer.applied, [],
-                           outer)
+                           outer, _Return())
         for local in d.locals:
             if isinstance(local, A.Instance) and local.name in sub.externs:
                 scope.declare(local.name, sub.externs[local.name], local.loc)
@@ -359,7 +375,9 @@ class ControlMixin:
                 sub.externs[local.name] = scope.lookup(local.name)
         seq = self.g_stmts(info.var_inits + d.body.stmts,
                            Ctx(Scope(scope), None, "control", info))
-        return seq.entry, seq.exits
+        if seq.entry is info.return_to:                  # `return` first: nothing runs
+            return None, None
+        return seq.entry, (seq.exits or []) + info.return_to.slots
 
     def const_action_call(self, call, ctx):
         """An action called with constant arguments gets its own `tbl_<action>` (p4c style)."""
@@ -431,7 +449,7 @@ class ControlMixin:
             if entry is None:
                 exits.append(lambda target, key=key: node.__setitem__(key, target))
             else:
-                node[key] = None if entry == END else entry
+                _link(lambda target, key=key: node.__setitem__(key, target), entry)
                 exits += ex or []
         return exits
 
@@ -441,7 +459,8 @@ class ControlMixin:
             if entry is None:
                 exits.append(self.key_slot(table, key))
             else:
-                table["next_tables"][key] = None if entry == END else entry
+                _link(lambda target, key=key: table["next_tables"].__setitem__(key, target),
+                      entry)
                 exits += ex or []
         return exits
 
@@ -543,7 +562,7 @@ class ControlMixin:
         if default is None or default[0] is None:
             exits.append(rest_slot)
         else:
-            rest_slot(None if default[0] == END else default[0])
+            _link(rest_slot, default[0])
             exits += default[1] or []
         return exits
 

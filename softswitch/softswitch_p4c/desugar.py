@@ -1,7 +1,7 @@
 """AST-to-AST rewrites that make evaluation order explicit before lowering.
 
 The first of the front-end's passes over the program (see README.md, "Architecture"):
-a condition in a control's `apply` block that applies tables inside `&&`, `||` or `!`
+a condition in a control's `apply` block that applies tables inside `&&`, `||`, `!` or `?:`
 (`if (x > 1 && t.apply().hit)`) becomes plain statements the pipeline graph can
 express: each table test sets a fresh bool through `if (t.apply().hit)`, and the right
 operand of `&&` / `||` is evaluated only when the left does not decide (P4-16 8.6).
@@ -50,9 +50,15 @@ class ConditionSplitter:
         pre, cond = self.lower(s.cond)
         return pre + [A.If(s.loc, cond, s.then, s.other)]
 
-    def split_value(self, loc, cond, assign_to):
-        """`x = c;` (or `bool x = c;`) with a table-applying c."""
-        pre, value = self.lower(cond)
+    def split_value(self, loc, value, assign_to):
+        """`x = v;` (or `T x = v;`) with a table-applying v; `c ? a : b` becomes an `if`, so
+        only the chosen operand is evaluated."""
+        if isinstance(value, A.Ternary) and has_apply(value):
+            pre, cond = self.lower(value.cond)
+            return pre + [A.If(loc, cond,
+                               A.Block(loc, self.split_value(loc, value.then, assign_to)),
+                               A.Block(loc, self.split_value(loc, value.other, assign_to)))]
+        pre, value = self.lower(value)
         return pre + [A.Assign(loc, assign_to, value)]
 
     def lower(self, e):
@@ -70,8 +76,12 @@ class ConditionSplitter:
             return pre, A.Unary(loc, "!", inner)
         if isinstance(e, A.Binary) and e.op in ("&&", "||"):
             return self.lower_logical(e)
+        if isinstance(e, A.Ternary):                 # a bool `c ? a : b` in a condition
+            name, decl = self.fresh(loc)
+            tmp = A.Name(loc, name)
+            return [decl] + self.split_value(loc, e, tmp), tmp
         raise unsupported(loc, "table apply inside this expression (only `.hit`/`.miss` "
-                               "tests combined with &&, || and ! are supported)")
+                               "tests combined with &&, ||, ! and ?: are supported)")
 
     def lower_logical(self, e):
         loc = e.loc

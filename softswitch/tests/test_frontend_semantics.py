@@ -169,3 +169,30 @@ def test_control_constructor_parameters(tmp_path):
         sm.egress_spec = 1; three.apply(hdr.ipv4.ttl); ten.apply(hdr.ipv4.protocol);""")
     p = only(sw.process_packet(0, packet(ttl=64)))[1][IP]
     assert (p.ttl, p.proto) == (67, 27)
+
+
+def test_table_hit_inside_a_conditional_expression(tmp_path):
+    # from frontend-gaps.md (STF): t is applied only when the outer condition holds
+    sw = switch_for(tmp_path, ingress="""
+        action mark() { hdr.ipv4.identification = 7; }
+        table t { key = { hdr.ipv4.ttl: exact; } actions = { mark; NoAction; }
+                  default_action = NoAction(); }""", apply="""
+        sm.egress_spec = 1;
+        hdr.ipv4.protocol = hdr.ipv4.ttl > 10 ? (t.apply().hit ? 8w5 : 8w6) : 8w9;""")
+    for ttl in (64, 9):
+        sw.table_add("I.t", [("exact", bytes([ttl]))], "I.mark", [])
+    hit = only(sw.process_packet(0, packet(ident=0, ttl=64)))[1][IP]
+    skipped = only(sw.process_packet(0, packet(ident=0, ttl=9)))[1][IP]
+    assert (hit.proto, hit.id) == (5, 7)
+    assert (skipped.proto, skipped.id) == (9, 0)
+
+
+def test_return_inside_an_applied_sub_control(tmp_path):
+    # from frontend-gaps.md (STF): return ends that control's apply, not the pipeline
+    sw = switch_for(tmp_path, controls="""
+        control Finish(inout bit<8> v) {
+            apply { if (v == 0xFF) { return; } v = v + 1; }
+        }""", ingress="Finish() finish;", apply="""
+        finish.apply(hdr.ipv4.ttl); sm.egress_spec = 1;""")
+    assert only(sw.process_packet(0, packet(ttl=255)))[1][IP].ttl == 255
+    assert only(sw.process_packet(0, packet(ttl=0)))[1][IP].ttl == 1
