@@ -177,3 +177,34 @@ def test_direct_counters_are_read_through_named_entries(tmp_path):
         run_text("check_counter hits($nope) packets == 2\n", program)
     with pytest.raises(StfError, match="is a direct counter"):
         run_text("check_counter hits(1) packets == 2\n", program)
+
+
+def test_stack_and_validity_key_spellings_resolve_as_in_p4c(tmp_path):
+    program = tmp_path / "stack_key.p4"
+    program.write_text(r"""
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<16> h; bit<8> b; }
+struct headers { h_t[2] extra; }
+struct metadata { }
+parser P(packet_in p, out headers hdr, inout metadata m, inout standard_metadata_t sm) {
+    state start { p.extract(hdr.extra.next); p.extract(hdr.extra.next); transition accept; }
+}
+control NoCk(inout headers hdr, inout metadata m) { apply { } }
+control I(inout headers hdr, inout metadata m, inout standard_metadata_t sm) {
+    action set(bit<8> v) { hdr.extra[0].b = v; }
+    table ex1 { key = { hdr.extra[0].h: ternary; hdr.extra[1].isValid(): exact; }
+                actions = { set; NoAction; } default_action = NoAction(); }
+    apply { ex1.apply(); }
+}
+control E(inout headers hdr, inout metadata m, inout standard_metadata_t sm) { apply { } }
+control D(packet_out p, in headers hdr) { apply { p.emit(hdr.extra); } }
+V1Switch(P(), NoCk(), I(), E(), NoCk(), D()) main;
+""")
+    text = ("add ex1 100 extra$0.h:0x25** extra$1.valid:1 set(v:0x25)\n"
+            "add ex1 110 hdr.extra[0].h:0x2525 hdr.extra[1].$valid$:1 I.set(v:0x27)\n"
+            "packet 0 2500 00 0000 00\nexpect 0 2500 25 0000 00\n"
+            "packet 0 2525 00 0000 00\nexpect 0 2525 27 0000 00\n")
+    assert run_text(text, program).passed
+    with pytest.raises(StfError, match="is an exact key: '\\*' cannot match it"):
+        run_text("add ex1 extra$1.valid:* set(v:1)\n", program)
