@@ -11,7 +11,7 @@ TARGET ?= softswitch
 BINDIR ?= /usr/local/bin
 CLIS := softswitch-p4c softswitch softswitch-stf redctl aqmlab
 
-.PHONY: setup apt venv engine build test unit ptf run bench clean
+.PHONY: setup apt venv engine build test unit ptf run bench clean fpga-test fpga-synth
 
 setup: apt venv engine build
 
@@ -52,6 +52,14 @@ unit:
 
 ptf:
 	$(MAKE) -C ptf-tests run TARGET=$(TARGET) PY=$(PY)
+
+# hw/fpga: the RED/ECN RTL against the reference model (also part of `make unit`),
+# and its synthesis/place-and-route (writes hw/fpga/synth/RESULTS.md; CPU-heavy).
+fpga-test:
+	$(PY) -m pytest -q hw/fpga/tests
+
+fpga-synth:
+	$(MAKE) -C hw/fpga synth PY=$(PY)
 
 run:
 	$(PY) -m aqmlab run mininet/experiments/default.toml

@@ -23,7 +23,7 @@ module red_core #(
     parameter PORT_BITS = 4,
     parameter PB_BITS = 64,       // width of p_b and of count * p_b (64 = the P4 program's)
     parameter COUNT_BITS = 32,    // width of count (32 = the P4 program's)
-    parameter BUCKET_BITS = 10    // idle bucket (red_idle_decay key)
+    parameter BUCKET_BITS = 11    // idle bucket (red_idle_decay key: 1024 fine + 1024 coarse)
 ) (
     input  wire                 clk,
     input  wire                 rst,
@@ -89,11 +89,19 @@ module red_core #(
     reg s2_valid; reg [PORT_BITS-1:0] s2_port; reg [15:0] s2_q; reg [1:0] s2_ecn;
     reg [`RED_CFG_BITS-1:0] s2_cfg; reg [31:0] s2_dep; reg s2_idle;
     wire [31:0] s1_departed = (s2_valid && s2_port == s1_port) ? s2_dep : s1_dep_ram;
-    wire s1_idle = (s1_q == 16'd0) && (s1_now > s1_departed);
-    wire [31:0] s1_idle_buckets = (s1_now - s1_departed) >> s1_cfg[`CFG_IDLE_LOG];
-    localparam [31:0] BUCKET_MAX = (1 << BUCKET_BITS) - 1;
-    wire [BUCKET_BITS-1:0] s1_bucket = (s1_idle_buckets > BUCKET_MAX) ? BUCKET_MAX[BUCKET_BITS-1:0]
-                                                                      : s1_idle_buckets[BUCKET_BITS-1:0];
+    wire s1_idle_decays = (s1_q == 16'd0) && (s1_now > s1_departed);
+    // red_idle_decay key: idle times below one coarse bucket (2^idle_log us)
+    // use 1024 fine buckets 2^(idle_log - 10) us wide; longer ones the coarse
+    // bucket 1024 + min(idle >> idle_log, 1023). Shifts of 32 or more give 0,
+    // as bit<32> shifts do in P4.
+    wire [31:0] s1_idle = s1_now - s1_departed;
+    wire [7:0] s1_idle_log = s1_cfg[`CFG_IDLE_LOG];
+    wire [31:0] s1_coarse_width = 32'd1 << s1_idle_log;
+    wire [7:0] s1_fine_log = (s1_idle_log > 8'd10) ? s1_idle_log - 8'd10 : 8'd0;
+    wire [31:0] s1_fine = s1_idle >> s1_fine_log;
+    wire [31:0] s1_coarse = s1_idle >> s1_idle_log;
+    wire [BUCKET_BITS-1:0] s1_bucket = (s1_idle < s1_coarse_width) ? s1_fine[BUCKET_BITS-1:0]
+        : {1'b1, (s1_coarse > 32'd1023) ? 10'd1023 : s1_coarse[9:0]};
     always @(posedge clk) if (s1_valid) dep_mem[s1_port] <= s1_now + s1_deq;
 
     // ------------------------------------------------------------------ s2
@@ -105,7 +113,7 @@ module red_core #(
         s2_ecn <= s1_ecn;
         s2_cfg <= s1_cfg;
         s2_dep <= s1_now + s1_deq;
-        s2_idle <= s1_idle;
+        s2_idle <= s1_idle_decays;
         s2_decay_ram <= decay_mem[{s1_port, s1_bucket}];
         s2_avg_ram <= avg_mem[s1_port];
     end

@@ -8,7 +8,7 @@
 //   0x40 W   COMMIT: write a port number, the staged fields become that
 //            port's entry in one clock (atomic, like a P4Runtime MODIFY);
 //            an all-zero entry is the P4 table's default (NoAction)
-//   0x44 RW  DECAY_INDEX {port, bucket[9:0]}
+//   0x44 RW  DECAY_INDEX {port, bucket[10:0]} (the 11-bit red_idle_decay key)
 //   0x48 W   DECAY_FACTOR: install the red_idle_decay entry of DECAY_INDEX
 //            (factor = decay * 2^32, as redctl computes it)
 //   0x4C W   DECAY_DELETE: remove that entry (a miss: no decay)
@@ -60,7 +60,7 @@ module red_ecn_marker #(
 
     // ------------------------------------------------------------ registers
     reg [`RED_CFG_BITS-1:0] staged;
-    localparam BUCKET_BITS = 10;
+    localparam BUCKET_BITS = 11;
     reg [PORT_BITS+BUCKET_BITS-1:0] decay_index, decay_addr;
     reg cfg_we, decay_we, seed_we;
     reg [PORT_BITS-1:0] cfg_port;

@@ -97,8 +97,8 @@ def random_config(rng: random.Random) -> RedConstants | None:
             minth=rng.getrandbits(rng.choice([16, 20, 24, 32])),
             maxth=rng.getrandbits(rng.choice([18, 21, 24, 32])),
             maxp=rng.getrandbits(32), slope=rng.getrandbits(48),
-            gentle_slope=rng.getrandbits(48), idle_log=rng.choice([0, 4, 10, 31, 40]),
-            decay_factors={b: rng.getrandbits(32) for b in rng.sample(range(1024), 40)})
+            gentle_slope=rng.getrandbits(48), idle_log=rng.choice([0, 4, 10, 11, 22, 31]),
+            decay_factors={b: rng.getrandbits(32) for b in rng.sample(range(2048), 60)})
     minth = rng.choice([0, 0.5, 1, 2, 5, 7.25, 20])
     cfg = RedConfig(minth=minth, maxth=minth + rng.choice([0.25, 1, 3, 10, 30]),
                     maxp=rng.choice([0.01, 0.1, 0.5, 1.0, rng.random() or 0.5]),
@@ -149,3 +149,15 @@ def random_scenario(seed: int, ports: int, phases: int, packets_per_phase: int) 
         start = phase.packets[-1].timestamp
         out.append(phase)
     return out
+
+
+def trace_phase(path, constants: RedConstants, port: int) -> Phase:
+    """A recorded queue trace (hw/fpga/traces/*.csv) as one phase on `port`,
+    packets back to back (the hardest case for the per-port state)."""
+    import csv
+    with open(path, newline="") as f:
+        packets = [Packet(port=port, qdepth=int(r["enq_qdepth"]),
+                          timestamp=int(r["enq_timestamp_us"]) & MASK32,
+                          deq_timedelta=int(r["deq_timedelta_us"]), ecn=int(r["ecn"]))
+                   for r in csv.DictReader(f)]
+    return Phase({port: constants}, packets)

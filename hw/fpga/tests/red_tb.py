@@ -21,7 +21,7 @@ REG = {"seed": 0x08, "mode": 0x10, "ecn": 0x14, "gentle": 0x18, "wq_log": 0x1C,
        "minth": 0x20, "maxth": 0x24, "maxp": 0x28, "slope_lo": 0x2C, "slope_hi": 0x30,
        "gentle_slope_lo": 0x34, "gentle_slope_hi": 0x38, "idle_log": 0x3C,
        "commit": 0x40, "decay_index": 0x44, "decay_factor": 0x48, "decay_delete": 0x4C}
-BUCKETS = 1024
+BUCKETS = 2048                  # red_idle_decay keys per port (11 bits)
 
 
 class AxiLite:

@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 from cocotb_tools.runner import get_results, get_runner
 
-from red_scenario import random_scenario
+import random
+
+from redctl.convert import PortSpec, RedConfig, to_constants
+from red_scenario import Draws, expected_decisions, random_scenario, trace_phase
 
 HERE = Path(__file__).resolve().parent
 RTL = HERE.parent / "rtl"
@@ -53,6 +56,27 @@ def test_randomised_decisions_match_model(tmp_path):
     counts = result["decision_counts"]
     assert all(n > 500 for n in counts), f"every decision kind exercised: {counts}"
     assert result["failed"] == 0
+
+
+TRACE = HERE.parent / "traces" / "bottleneck_red.csv"
+# what hw/fpga/traces/record.py installed on the bottleneck port
+TRACE_RED = to_constants(RedConfig(minth=5, maxth=15, maxp=0.1, wq_log=4, ecn=True),
+                         PortSpec(buffer_packets=100, rate_bps=10e6))
+
+
+def test_recorded_trace_matches_model(tmp_path):
+    """The queue trace of a real lab run (2 ECN TCP flows + not-ECT UDP through a
+    10 Mb/s RED bottleneck) replayed with the same injected draws: every
+    decision equal, and the trace reaches the marking and dropping regions."""
+    phase = trace_phase(TRACE, TRACE_RED, port=1)
+    rng = random.Random(2026)
+    draws = [rng.getrandbits(32) for _ in range(len(phase.packets))]
+    result = run_rtl(tmp_path, [phase], ("list", draws))
+    assert result["decisions"] == len(phase.packets) >= 2000
+    assert result["mismatches"] == 0, result["first_mismatches"]
+    pass_, mark, early_drop, _ = result["decision_counts"]
+    assert mark > 10 and early_drop > 10 and pass_ > 1000, result["decision_counts"]
+    assert expected_decisions([phase], Draws(draws)) and result["failed"] == 0
 
 
 MUTANTS = {

