@@ -1,13 +1,14 @@
 // Control flow: switch on a table's action_run (with a shared case body and a
 // default), hit/miss, an action calling another, `exit` (the rest of ingress
-// is skipped; egress and the deparser still run) and a sub-control.
+// is skipped; egress and the deparser still run) and `return` from a sub-control.
 #define HAS_EGRESS
 #include "include/data.p4"
 struct metadata { }
 
 control Finish(inout headers hdr) {
     apply {
-        if (hdr.data.b2 != 0xFF) { hdr.data.b2 = hdr.data.b2 + 1; }
+        if (hdr.data.b2 == 0xFF) { return; }
+        hdr.data.b2 = hdr.data.b2 + 1;
     }
 }
 
