@@ -383,7 +383,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
             return Val(t, ref=self.add_stack(path, t))
         if isinstance(t, StructT) and t.kind == "header_union":
             return Val(t, ref=self.add_union(path, t))
-        if isinstance(t, StructT):
+        if isinstance(t, (StructT, TupleT)):
             members = {}
             for fname, ft in t.fields:
                 sub = f"{path}.{fname}" if path else fname

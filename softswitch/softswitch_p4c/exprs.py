@@ -218,6 +218,8 @@ class ExprMixin:
 
     def ev_Index(self, e, ctx, expected):
         base = self.eval_value(e.expr, ctx)
+        if isinstance(base.type, TupleT):
+            return self.tuple_item(base, e, ctx)
         if not isinstance(base.ref, StackRef):
             raise CompileError(e.loc, f"cannot index a value of type {base.type}")
         idx = self.eval_value(e.index, ctx)
@@ -228,6 +230,14 @@ class ExprMixin:
                                                 f"{base.type.size}")
             return Val(base.type.elem, ref=base.ref.elems[i])
         return Val(base.type.elem, ref=DynHeaderRef(base.ref, as_data(idx), base.type.elem))
+
+    def tuple_item(self, base, e, ctx):
+        i = self.const_int(e.index, ctx.scope, "tuple index")
+        if not 0 <= i < len(base.type.elems):
+            raise CompileError(e.index.loc, f"index {i} out of bounds for {base.type}")
+        if "items" in base.extra:
+            return base.extra["items"][i]
+        return base.ref.members[str(i)]
 
     def ev_Slice(self, e, ctx, expected):
         base = self.eval_value(e.expr, ctx)
@@ -541,6 +551,10 @@ class ExprMixin:
             return v
         if isinstance(src, TupleT) and isinstance(t, StructT):
             return v
+        if isinstance(src, TupleT) and isinstance(t, TupleT) and "items" in v.extra and \
+                len(src.elems) == len(t.elems):
+            items = [self.coerce(x, et, loc, what) for x, et in zip(v.extra["items"], t.elems)]
+            return Val(t, extra=dict(v.extra, items=items))
         if isinstance(t, StructT) and isinstance(src, StructT) and t.name == src.name:
             return v
         if src is None or not same_type(src, t):

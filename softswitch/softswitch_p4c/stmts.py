@@ -102,7 +102,8 @@ class StmtMixin:
         ctx.scope.declare(s.name, var, s.loc)
 
     def declare_local(self, s, t, ctx):
-        if isinstance(t, ExternT) or not (t.is_scalar or isinstance(t, (StructT, StackT))):
+        if isinstance(t, ExternT) or not (t.is_scalar or
+                                         isinstance(t, (StructT, StackT, TupleT))):
             raise CompileError(s.type.loc, f"cannot declare a variable of type {t}")
         return self.layout(t, self.unique_name(s.name), False, s.name)
 
@@ -257,7 +258,7 @@ class StmtMixin:
 
     def assign_struct(self, ctx, lhs, rhs, loc):
         members = lhs.ref.members
-        if isinstance(rhs.type, TupleT):
+        if isinstance(rhs.type, TupleT) and "items" in rhs.extra:
             items = rhs.extra["items"]
             if len(items) != len(members):
                 raise CompileError(loc, f"expected {len(members)} values for {lhs.type}, got "
@@ -594,7 +595,7 @@ class StmtMixin:
         return out
 
     def flatten(self, v, call):
-        if isinstance(v.type, TupleT):
+        if isinstance(v.type, TupleT) and "items" in v.extra:
             out = []
             for item in v.extra["items"]:
                 out += self.flatten(item, call)

@@ -139,6 +139,11 @@ class TypeVar(Type):
 class TupleT(Type):
     elems: list
 
+    @property
+    def fields(self):
+        """A tuple stored like a struct with members "0", "1", ..."""
+        return [(str(i), t) for i, t in enumerate(self.elems)]
+
     def __str__(self):
         return "tuple<" + ", ".join(map(str, self.elems)) + ">"
 
@@ -171,6 +176,8 @@ def is_header(t):
 
 
 def same_type(a, b):
+    if isinstance(a, TupleT) and isinstance(b, TupleT):
+        return len(a.elems) == len(b.elems) and all(map(same_type, a.elems, b.elems))
     if isinstance(a, (StructT, StackT, EnumT, ExternT)) or isinstance(b, (StructT, StackT, EnumT, ExternT)):
         if isinstance(a, StackT) and isinstance(b, StackT):
             return a.elem is b.elem and a.size == b.size

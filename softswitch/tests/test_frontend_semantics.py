@@ -196,3 +196,15 @@ def test_return_inside_an_applied_sub_control(tmp_path):
         finish.apply(hdr.ipv4.ttl); sm.egress_spec = 1;""")
     assert only(sw.process_packet(0, packet(ttl=255)))[1][IP].ttl == 255
     assert only(sw.process_packet(0, packet(ttl=0)))[1][IP].ttl == 1
+
+
+def test_tuples_as_values(tmp_path):
+    sw = switch_for(tmp_path, apply="""
+        sm.egress_spec = 1;
+        tuple<bit<8>, bit<16>> pair = { hdr.ipv4.ttl, 16w300 };
+        tuple<bit<8>, bit<16>> other;
+        other = pair;
+        hdr.ipv4.protocol = other[0] + 1;
+        hdr.ipv4.identification = pair[1];""")
+    p = only(sw.process_packet(0, packet(ttl=64)))[1][IP]
+    assert (p.proto, p.id) == (65, 300)
