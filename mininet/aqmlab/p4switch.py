@@ -56,6 +56,7 @@ class P4Switch(Switch):
     """Base: a userspace P4 target in the root namespace, ports numbered by Mininet."""
 
     command = None
+    install_hint = "run `make setup`"
 
     def __init__(self, name, workdir, lab, seed=1, **params):
         params["inNamespace"] = False   # the target process opens the root-namespace veths
@@ -87,7 +88,7 @@ class P4Switch(Switch):
         beside = Path(sys.executable).parent / self.command
         found = str(beside) if beside.exists() else shutil.which(self.command)
         if found is None:
-            raise RuntimeError(f"`{self.command}` is not installed (run `make setup`)")
+            raise RuntimeError(f"{self.command} not found on PATH; {self.install_hint}")
         return found
 
     def start(self, controllers):
@@ -132,6 +133,7 @@ class Bmv2Switch(P4Switch):
     """simple_switch_grpc; rates in packets/s of MTU-sized packets (BMv2's unit)."""
 
     command = "simple_switch_grpc"
+    install_hint = "install BMv2 or use target softswitch"
 
     def __init__(self, name, workdir, lab, seed=1, **params):
         super().__init__(name, workdir, lab, seed, **params)
@@ -152,7 +154,8 @@ class Bmv2Switch(P4Switch):
         result = subprocess.run(["simple_switch_CLI", "--thrift-port", str(self.thrift_port)],
                                 input="\n".join(lines) + "\n", capture_output=True, text=True)
         if result.returncode != 0 or "Error" in result.stdout:
-            raise RuntimeError(f"simple_switch_CLI failed: {result.stdout}{result.stderr}")
+            raise RuntimeError(f"simple_switch_CLI failed (simple_switch_grpc needs its Thrift "
+                               f"server: configure BMv2 --with-thrift): {result.stdout}{result.stderr}")
         self.apply_netem_delays()
 
     def apply_netem_delays(self):
