@@ -60,10 +60,14 @@ def main(argv=None):
         print(e.render(), file=sys.stderr)
         return 1
     except (StfError, se.PipelineError) as e:
-        print(f"softswitch-stf: {e}" if isinstance(e, se.PipelineError) else e, file=sys.stderr)
+        print(f"softswitch-stf: error: {args.program}: {e}" if isinstance(e, se.PipelineError) else e,
+              file=sys.stderr)
         return 1
     except OSError as e:
         print(f"softswitch-stf: error: {e.filename}: {e.strerror}", file=sys.stderr)
+        return 1
+    except json.JSONDecodeError as e:
+        print(f"softswitch-stf: error: {args.program}:{e.lineno}: not JSON: {e.msg}", file=sys.stderr)
         return 1
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1

@@ -40,10 +40,10 @@ def run(bmv2_json, commands, seed=0):
 
 class _Run:
     def __init__(self, bmv2_json, commands, seed):
+        self.switch = se.Switch(ports={}, seed=seed)
+        self.switch.load_pipeline(json.dumps(bmv2_json))   # refuses what is not BMv2 JSON
         self.program = Program(bmv2_json)
         self.commands = commands
-        self.switch = se.Switch(ports={}, seed=seed)
-        self.switch.load_pipeline(json.dumps(bmv2_json))
         self.observed = {c.args["port"] for c in commands if c.kind in ("packet", "expect")}
         self.received = defaultdict(list)
         self.expects = defaultdict(list)

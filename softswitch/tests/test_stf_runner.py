@@ -139,6 +139,13 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert err.startswith(f"{bad_p4}:1:") and err.count("\n") == 1
     assert main([str(BASIC), str(tmp_path / "none.stf")]) == 1
     assert "No such file" in capsys.readouterr().err
+    not_json, not_bmv2 = tmp_path / "a.json", tmp_path / "b.json"
+    not_json.write_text('{"a":')
+    not_bmv2.write_text('{"a": 1}')
+    assert main([str(not_json), str(broken)]) == 1
+    assert capsys.readouterr().err.startswith(f"softswitch-stf: error: {not_json}:1: not JSON")
+    assert main([str(not_bmv2), str(broken)]) == 1
+    assert capsys.readouterr().err.startswith(f"softswitch-stf: error: {not_bmv2}: ")
 
 
 def test_precompiled_json_is_accepted(tmp_path):
