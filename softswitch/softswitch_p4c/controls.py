@@ -690,7 +690,7 @@ class ControlMixin:
         for ref in prop.value:
             sym = self.resolve_action_ref(tsym, ref)
             if ref.args:
-                raise unsupported(ref.loc, "action arguments bound in a table's actions list")
+                self.bind_table_action(sym, ref, tsym)
             action = self.action_json(sym)
             if action["name"] in [a["name"] for a in actions]:
                 raise CompileError(ref.loc, f"action '{ref.name.name}' listed twice")
@@ -745,6 +745,8 @@ class ControlMixin:
         data = []
         for p in d.params:
             v = bound[p.name]
+            if p.direction:                  # bound in the table's actions list instead
+                continue
             if v.const is None:
                 raise CompileError(call.loc, f"argument '{p.name}' of '{d.name}' must be a "
                                              f"compile-time constant here")
@@ -936,6 +938,42 @@ class ControlMixin:
             return (len(self.json["pipelines"]), 0, len(self.action_meta))
         return (len(self.json["pipelines"]), 1, sym.decl.loc.line, sym.decl.loc.col)
 
+    def bind_directional(self, d, binding, scope, prims, sym):
+        """Parameters bound in an actions list: evaluated where the table is declared and
+        always copied (in for in/inout, out for out/inout)."""
+        args, table_scope = binding
+        outer = Ctx(table_scope, prims, "action", sym.control)
+        directional = [p for p in d.params if p.direction]
+        call = A.Call(d.loc, A.Name(d.loc, d.name), [], args)
+        bound = self.bind_args(call, directional, d.name, outer)
+        copy_out = []
+        for p in directional:
+            v = bound[p.name]
+            tmp = self.temporary(p.name, v.type)
+            if p.direction != "out":
+                self.assign(outer, tmp, v, p.loc)
+            if p.direction in ("out", "inout"):
+                copy_out.append((v, tmp, p.loc))
+            scope.declare(p.name, self.readonly_view(tmp) if p.direction == "in" else tmp,
+                          p.loc)
+        return copy_out
+
+    def bind_table_action(self, sym, ref, tsym):
+        """`actions = { a(x); }` binds a's directional parameters (P4-16 14.2.1.2): the
+        action copies them in and out around its body (as p4c's RemoveActionParameters)."""
+        d = sym.decl
+        directional = [p for p in d.params if p.direction]
+        if len(ref.args) != len(directional):
+            raise CompileError(ref.loc, f"'{d.name}' in an actions list takes its "
+                                        f"{len(directional)} directional arguments")
+        key = (id(d), sym.control.name if sym.control else None)
+        binding = (ref.args, tsym.scope)
+        old = self.__dict__.setdefault("action_bindings", {}).get(key)
+        if old is not None and old[0] != ref.args:
+            raise unsupported(ref.loc, f"action '{d.name}' bound to different arguments in "
+                                       f"two tables")
+        self.action_bindings[key] = binding
+
     def action_json(self, sym):
         key = (id(sym.decl), sym.control.name if sym.control else None)
         if key in self.action_cache:
@@ -944,11 +982,14 @@ class ControlMixin:
         name = self.qualified(d.annos, d.name, sym.control)
         scope = Scope(sym.scope)
         runtime_data, p4_params = [], []
-        for i, p in enumerate(d.params):
+        binding = getattr(self, "action_bindings", {}).get(key)
+        data_params = [p for p in d.params if not p.direction]
+        if binding is None and len(data_params) != len(d.params):
+            p = next(p for p in d.params if p.direction)
+            raise unsupported(p.loc, f"directional parameter '{p.name}' of action "
+                                     f"'{d.name}' used from a table without binding it")
+        for i, p in enumerate(data_params):
             t = self.resolve_type(p.type, sym.scope)
-            if p.direction:
-                raise unsupported(p.loc, f"directional parameter '{p.name}' of action "
-                                         f"'{d.name}' used from a table or apply block")
             if not t.is_scalar or isinstance(t, IntT):
                 raise CompileError(p.type.loc, f"action parameter '{p.name}' must have a "
                                                f"fixed-width type, not {t}")
@@ -958,7 +999,9 @@ class ControlMixin:
                                       extra={"readonly": True}), p.loc)
         prims = []
         ctx = Ctx(scope, prims, "action", sym.control)
+        copy_out = self.bind_directional(d, binding, scope, prims, sym) if binding else []
         self.inline_body(d.body, ctx, scope, None)
+        self.copy_out(ctx, copy_out)
         action = self.add_action_json(name, runtime_data, prims, d.loc)
         self.action_meta[name] = {"decl": d, "annos": d.annos, "params": p4_params,
                                   "order": self.p4info_order(sym)}

@@ -208,3 +208,13 @@ def test_tuples_as_values(tmp_path):
         hdr.ipv4.identification = pair[1];""")
     p = only(sw.process_packet(0, packet(ttl=64)))[1][IP]
     assert (p.proto, p.id) == (65, 300)
+
+
+def test_action_arguments_bound_in_the_actions_list(tmp_path):
+    # x is bound by the table; only `by` is action data (runtime_data, P4Info param)
+    sw = switch_for(tmp_path, ingress="""
+        action add(inout bit<8> x, bit<8> by) { x = x + by; }
+        table t { key = { hdr.ipv4.protocol: exact; } actions = { add(hdr.ipv4.ttl); }
+                  default_action = add(hdr.ipv4.ttl, 1); }""", apply="sm.egress_spec = 1; t.apply();")
+    sw.table_add("I.t", [("exact", bytes([17]))], "I.add", [bytes([3])])
+    assert only(sw.process_packet(0, packet(ttl=64)))[1][IP].ttl == 67
