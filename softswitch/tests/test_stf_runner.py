@@ -144,7 +144,9 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     not_bmv2.write_text('{"a": 1}')
     assert main([str(not_json), str(broken)]) == 1
     assert capsys.readouterr().err.startswith(f"softswitch-stf: error: {not_json}:1: not JSON")
-    assert main([str(not_bmv2), str(broken)]) == 1
+    empty = tmp_path / "empty.stf"
+    empty.write_text("# nothing\n")
+    assert main([str(not_bmv2), str(empty)]) == 1
     assert capsys.readouterr().err.startswith(f"softswitch-stf: error: {not_bmv2}: ")
 
 
