@@ -217,3 +217,18 @@ V1Switch(P(), NoCk(), I(), E(), NoCk(), D()) main;
     assert run_text(text, program).passed
     with pytest.raises(StfError, match="is an exact key: '\\*' cannot match it"):
         run_text("add ex1 extra$1.valid:* set(v:1)\n", program)
+
+
+def test_command_runs_as_a_module_with_defines_and_verbose_output(tmp_path):
+    import subprocess
+    import sys
+    program = tmp_path / "defined.p4"
+    program.write_text(BASIC.read_text().replace(
+        "standard_metadata.egress_spec = port;", "standard_metadata.egress_spec = OUT_PORT;"))
+    stf = tmp_path / "t.stf"
+    stf.write_text(ROUTE + f"packet 0 {IN}\nexpect 7 {OUT}\n")
+    done = subprocess.run([sys.executable, "-m", "softswitch_stf", str(program), str(stf),
+                           "-D", "OUT_PORT=7", "-v"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{stf}:2: out port 7: {''.join(OUT.split())}" in done.stdout
+    assert done.stdout.splitlines()[-1] == "1 passed, 0 failed"
