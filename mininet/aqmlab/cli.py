@@ -31,7 +31,15 @@ def parse_args(argv):
     run.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1; see "
                      "mininet/README.md for when timing fidelity allows more)")
     run.add_argument("--executor", choices=EXECUTORS, default="local",
-                     help="local (default) or slurm (a Slurm job array, see mininet/README.md)")
+                     help="local (default) or slurm (a Slurm job array, see mininet/SLURM.md)")
+    slurm = run.add_argument_group("--executor slurm (see mininet/SLURM.md)")
+    slurm.add_argument("--slurm-partition", metavar="P", help="sbatch --partition")
+    slurm.add_argument("--slurm-time", metavar="T", help="time limit per run (sbatch --time)")
+    slurm.add_argument("--slurm-max-running", metavar="N", type=int,
+                       help="runs at once over the whole cluster (array throttle %%N)")
+    slurm.add_argument("--slurm-option", metavar="ARG", action="append", default=[],
+                       help="any other sbatch option, e.g. --slurm-option=--account=net "
+                       "(repeatable)")
     run.add_argument("--build-dir", default=None, help="where red_ecn.json/.p4info.txtpb are "
                      "(default: the repository's build/)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -51,11 +59,12 @@ def parse_args(argv):
 
 
 def cmd_run(args):
-    from aqmlab import study
+    from aqmlab import slurm, study
 
     experiment = load_experiment(args.file)
     if args.jobs < 1:
         raise ConfigError(f"--jobs: must be >= 1, got {args.jobs}")
+    slurm.check_cli_options(args)
     if (args.only or args.resume) and not args.out:
         raise ConfigError("--only/--resume: need --out DIR (the study folder)")
     if args.quick:
@@ -99,7 +108,9 @@ def execute(args, experiment, out_dir, runs):
         from aqmlab import slurm
 
         return slurm.run_study(args.file, out_dir, [r.run_id for r in runs], quick=args.quick,
-                               build_dir=args.build_dir, jobs=args.jobs)
+                               build_dir=args.build_dir, jobs=args.jobs,
+                               partition=args.slurm_partition, time_limit=args.slurm_time,
+                               max_running=args.slurm_max_running, sbatch_args=args.slurm_option)
     from aqmlab.runner import run_study
 
     return run_study(experiment, args.file, out_dir, runs, args.quick, args.build_dir,

@@ -10,6 +10,7 @@ resubmitted by hand with `sbatch job.sh`), runs.txt and logs/<task>.log.
 See mininet/SLURM.md.
 """
 
+import contextlib
 import shlex
 import shutil
 import subprocess
@@ -26,6 +27,7 @@ from aqmlab.config import ConfigError
 FINISHED_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
                    "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED"}
 POLL_SECONDS = 5.0
+DEFAULT_MAX_ARRAY_SIZE = 1001
 SQUEUE_RETRIES = 5           # consecutive squeue errors tolerated (controller busy, restart)
 
 
@@ -43,6 +45,18 @@ class SlurmOptions:
             raise ConfigError(f"--jobs: must be >= 1, got {self.jobs}")
         if self.max_running is not None and self.max_running < 1:
             raise ConfigError(f"--slurm-max-running: must be >= 1, got {self.max_running}")
+
+
+def check_cli_options(args):
+    """`aqmlab run`'s --slurm-* options: only with --executor slurm, and valid."""
+    given = [f"--{name.replace('_', '-')}" for name, value in vars(args).items()
+             if name.startswith("slurm_") and value not in (None, [])]
+    if args.executor != "slurm":
+        if given:
+            raise ConfigError(f"{given[0]}: only with --executor slurm")
+        return
+    SlurmOptions(args.jobs, args.slurm_partition, args.slurm_time, args.slurm_max_running,
+                 args.slurm_option).check()
 
 
 @dataclass(frozen=True)
@@ -72,12 +86,15 @@ def run_study(experiment_file, out_dir, run_ids, quick=False, build_dir=None, jo
     source = out_dir / "experiment.toml"
     if not source.exists():
         source = Path(experiment_file).resolve()
+    check_array_size(len(run_ids))
     command = task_command(source, out_dir, quick, build_dir)
     submission = write_submission(out_dir, run_ids, command, options)
     try:
         job_id = submit(submission)
     except RuntimeError:
         shutil.rmtree(submission.folder)      # nothing was submitted: leave no trace
+        with contextlib.suppress(OSError):
+            submission.folder.parent.rmdir()
         raise
     print(f"aqmlab: submitted {len(run_ids)} run(s) as Slurm job array {job_id} "
           f"(script {submission.script})", file=sys.stderr)
@@ -87,7 +104,11 @@ def run_study(experiment_file, out_dir, run_ids, quick=False, build_dir=None, jo
         print(f"aqmlab: stopped waiting; Slurm job {job_id} keeps running (cancel: scancel "
               f"{job_id}; report when it ends: aqmlab report {out_dir})", file=sys.stderr)
         raise
-    return outcomes(out_dir, submission, job_id, states)
+    result = outcomes(out_dir, submission, job_id, states)
+    for run_id, reason in result.items():
+        if reason:
+            print(f"aqmlab: {run_id} failed: {reason}", file=sys.stderr)
+    return result
 
 
 # ------------------------------------------------------------- the job script
@@ -114,6 +135,16 @@ def sbatch_directives(options):
     if options.time_limit:
         lines.append(f"--time={options.time_limit}")
     return lines + list(options.sbatch_args)
+
+
+def check_array_size(runs):
+    """Array indices must stay below the cluster's MaxArraySize (Slurm's default 1001)."""
+    config = slurm_command(["scontrol", "show", "config"])
+    limit = next((int(line.split("=")[1]) for line in config.splitlines()
+                  if line.split("=")[0].strip() == "MaxArraySize"), DEFAULT_MAX_ARRAY_SIZE)
+    if runs > limit:
+        raise ConfigError(f"--executor slurm: {runs} runs exceed this cluster's MaxArraySize "
+                          f"{limit}; submit them in parts with --only")
 
 
 def partition_cpus(partition):

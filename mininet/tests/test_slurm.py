@@ -23,6 +23,7 @@ from labhelpers import REPO
 START_TIMEOUT_S = 30
 CANCEL_TIMEOUT_S = 30
 DAEMON_STOP_TIMEOUT_S = 15
+MAX_ARRAY_SIZE = 10
 
 TINY_STUDY = """
 name = "slurm-tiny"
@@ -86,6 +87,7 @@ SelectTypeParameters=CR_Core
 ReturnToService=2
 KillWait=10
 MinJobAge=300
+MaxArraySize={MAX_ARRAY_SIZE}
 NodeName=aqmlabnode NodeHostname={host} NodeAddr=127.0.0.1 CPUs={node_cpus} State=UNKNOWN
 PartitionName=aqmlab Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
@@ -255,7 +257,18 @@ def test_a_refused_submission_leaves_nothing(slurm_env, tmp_path):
     source = prepared_study(out, TINY_STUDY)
     with pytest.raises(RuntimeError, match="^sbatch: Batch job submission failed: Invalid partition name specified$"):
         slurm.run_study(source, out, ["p00-r0"], partition="no-such-partition")
-    assert not (out / "slurm").exists() or not any((out / "slurm").iterdir())
+    assert not (out / "slurm").exists()
+
+
+def test_a_study_larger_than_max_array_size_is_refused(slurm_env, tmp_path):
+    out = tmp_path / "study"
+    source = prepared_study(out, TINY_STUDY)
+    run_ids = [f"p00-r{i:02d}" for i in range(MAX_ARRAY_SIZE + 1)]
+    with pytest.raises(ConfigError, match=f"^--executor slurm: {MAX_ARRAY_SIZE + 1} runs exceed "
+                       f"this cluster's MaxArraySize {MAX_ARRAY_SIZE}; submit them in parts "
+                       "with --only$"):
+        slurm.run_study(source, out, run_ids)
+    assert not (out / "slurm").exists()
 
 
 def test_job_script_maps_array_tasks_to_run_ids_and_options(tmp_path):
@@ -271,6 +284,20 @@ def test_job_script_maps_array_tasks_to_run_ids_and_options(tmp_path):
                       "--account=net"):
         assert f"#SBATCH {directive}\n" in script
     assert f'--out {tmp_path} --only "$RUN_ID" --no-progress --quick' in script
+
+
+@pytest.mark.parametrize("argv, error", [
+    (["--slurm-partition", "lab"], "--slurm-partition: only with --executor slurm"),
+    (["--executor", "slurm", "--slurm-max-running", "0"],
+     "--slurm-max-running: must be >= 1, got 0"),
+])
+def test_bad_command_lines_are_refused_before_anything_is_written(tmp_path, capsys, argv, error):
+    from aqmlab.cli import main
+    source = tmp_path / "tiny.toml"
+    source.write_text(TINY_STUDY)
+    assert main(["run", str(source), "--out", str(tmp_path / "study"), *argv]) == 2
+    assert capsys.readouterr().err == f"aqmlab run: error: {error}\n"
+    assert not (tmp_path / "study").exists()
 
 
 @pytest.mark.parametrize("options, error", [
