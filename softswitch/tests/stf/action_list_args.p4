@@ -1,0 +1,23 @@
+// Action arguments bound in a table's actions list: the directional (out)
+// argument is fixed by the program, the rest comes from the entry; a default
+// action may bind the remaining ones too.
+#include "include/data.p4"
+struct metadata { }
+
+control DataIngress(inout headers hdr, inout metadata meta,
+                    inout standard_metadata_t standard_metadata) {
+    action setbyte(out bit<8> dst, bit<8> val) { dst = val; }
+    action setword(out bit<16> dst, bit<16> val) { dst = val; }
+    table to_b1 {
+        key = { hdr.data.f1: exact; }
+        actions = { setbyte(hdr.data.b1); NoAction; }
+        default_action = NoAction();
+    }
+    table to_h1 {
+        key = { hdr.data.f2: exact; }
+        actions = { setword(hdr.data.h1); }
+        default_action = setword(hdr.data.h1, 16w0xDEF0);
+    }
+    apply { to_b1.apply(); to_h1.apply(); }
+}
+DATA_SWITCH(DataIngress, NoEgress)
