@@ -13,6 +13,9 @@ STF_DIR = pathlib.Path(__file__).parent / "stf"
 REPO = STF_DIR.parents[2]
 PROGRAMS_ELSEWHERE = {"red_ecn": REPO / "p4src" / "red_ecn.p4"}
 TESTS = sorted(STF_DIR.glob("*.stf"))
+# the p4lang tutorials' exercises, written anew for this corpus (each has PROG.p4 + PROG.stf)
+TUTORIALS = ("basic", "basic_tunnel", "ecn", "mri", "source_routing", "calc", "firewall",
+             "link_monitor", "load_balance", "qos", "multicast", "p4runtime")
 
 
 def program_of(stf):
@@ -28,6 +31,8 @@ def compiled(program):
 
 def test_corpus_is_large_enough():
     assert len(TESTS) >= 40
+    assert {stf.stem for stf in TESTS} >= set(TUTORIALS)
+    assert sum(stf.name.startswith("red_ecn.") for stf in TESTS) >= 5
     assert all(program_of(t).is_file() for t in TESTS)
 
 
