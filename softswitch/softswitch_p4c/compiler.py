@@ -112,7 +112,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         if isinstance(existing, BlockSym):
             raise CompileError(d.loc, f"duplicate declaration of '{d.name}'")
         self.check_params(d.params)
-        if is_def and d.ctor_params and not isinstance(d, A.ControlDecl):
+        if is_def and d.ctor_params and not isinstance(d, (A.ControlDecl, A.ParserDecl)):
             raise unsupported(d.loc, f"constructor parameters of '{d.name}'")
         self.globals.declare(d.name, BlockSym(d), d.loc)
 
@@ -260,9 +260,12 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
     # ------------------------------------------------------------ instances
     def declare_instance(self, d, scope, control):
         t = self.resolve_type(d.type, scope)
-        if isinstance(t, BlockT) and isinstance(t.decl, A.ControlDecl) and control is not None:
-            if t.decl.body is None:
-                raise unsupported(d.loc, f"instance of control type '{t.decl.name}'")
+        is_sub_block = (isinstance(t, BlockT) and control is not None and (
+            isinstance(t.decl, A.ControlDecl) and isinstance(control.decl, A.ControlDecl) or
+            isinstance(t.decl, A.ParserDecl) and isinstance(control.decl, A.ParserDecl)))
+        if is_sub_block:
+            if (t.decl.body is None if isinstance(t.decl, A.ControlDecl) else not t.decl.states):
+                raise unsupported(d.loc, f"instance of the type '{t.decl.name}' (no body)")
             call = A.Call(d.loc, A.Name(d.loc, t.decl.name), [], d.args)
             ctor = self.bind_args(call, t.decl.ctor_params or [], t.decl.name, Ctx(scope))
             for p in t.decl.ctor_params or []:

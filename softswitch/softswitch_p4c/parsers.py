@@ -12,7 +12,7 @@ from .controls import ControlInfo
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
-from .symbols import ExternFuncSym, Scope, ValueSetSym
+from .symbols import ExternFuncSym, Scope, SubControlSym, ValueSetSym
 from .types import Bits, BoolT, EnumT, StructT, VarbitT, storage_width
 from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, mask_of, param as op_param)
@@ -49,8 +49,10 @@ class ParserMixin:
                 t = self.resolve_type(d.type, info.scope)
                 info.scope.declare(d.name, self.eval_const_decl(d, t, info.scope), d.loc)
             elif isinstance(d, A.Instance):
-                raise unsupported(d.loc, f"instance '{d.name}' inside a parser (sub-parsers and "
-                                         f"parser externs)")
+                self.declare_instance(d, info.scope, info)
+                if not isinstance(info.scope.lookup(d.name), SubControlSym):
+                    raise unsupported(d.loc, f"instance '{d.name}' inside a parser (parser "
+                                             f"externs)")
             else:
                 raise unsupported(d.loc, f"{type(d).__name__} in a parser")
         return ops
@@ -90,6 +92,9 @@ class ParserMixin:
         for i, s in enumerate(st.stmts):
             if isinstance(s, A.If) and self.eval_value(s.cond, Ctx(ctx.scope)).const is None:
                 return self.split_state(st, i, ctx, states)
+            sub = self.subparser_of_apply(s, ctx)
+            if sub is not None:
+                return self.split_at_subparser(st, i, sub, ctx, states)
             self.parser_stmt(s, ctx)
         tr = st.transition
         if tr is None:
@@ -129,6 +134,56 @@ class ParserMixin:
             out += self.lower_state(sub, Ctx(Scope(ctx.scope), [], "parser", ctx.control), states)
         rest = A.ParserState(s.loc, [], join, st.stmts[i + 1:], st.transition)
         return out + self.lower_state(rest, Ctx(ctx.scope, [], "parser", ctx.control), states)
+
+    def subparser_of_apply(self, s, ctx):
+        if not (isinstance(s, A.CallStmt) and isinstance(s.call.func, A.Member)
+                and s.call.func.name == "apply" and isinstance(s.call.func.expr, A.Name)):
+            return None
+        sym = ctx.scope.lookup(s.call.func.expr.name)
+        return sym if isinstance(sym, SubControlSym) else None
+
+    def split_at_subparser(self, st, i, sub, ctx, states):
+        """`p.apply(...)` in a state (p4c style): the state ends by jumping to the inlined
+        sub-parser's states (`<instance>_<state>`), whose `accept` continues in
+        `<state>_after_<instance>` with the rest of the state."""
+        call = st.stmts[i].call
+        cont = self.synthetic_state(f"{st.name}_after_{sub.name}", states)
+        prefix = self.unique_name(sub.name)
+        d = sub.decl
+        renamed = {s.name: self.synthetic_state(f"{prefix}_{s.name}", states) for s in d.states}
+        renamed["accept"] = cont
+        head = {"name": st.name, "id": self.next_state_id(), "parser_ops": ctx.prims,
+                "transition_key": [], "transitions": [
+                    {"type": "default", "value": None, "mask": None,
+                     "next_state": renamed["start"]}]}
+        out = [head] + self.inline_subparser(sub, call, ctx, renamed, states)
+        rest = A.ParserState(st.loc, [], cont, st.stmts[i + 1:], st.transition)
+        return out + self.lower_state(rest, Ctx(ctx.scope, [], "parser", ctx.control), states)
+
+    def inline_subparser(self, sub, call, ctx, renamed, states):
+        d = sub.decl
+        bound = self.bind_args(call, d.params, sub.name, Ctx(ctx.scope))
+        scope = Scope(self.globals)
+        for p in d.ctor_params or []:
+            scope.declare(p.name, self.readonly_view(sub.ctor_args[p.name]), p.loc)
+        for p in d.params:
+            v = bound[p.name]
+            scope.declare(p.name, self.readonly_view(v) if p.direction == "in" else v, p.loc)
+        info = ControlInfo(f"{ctx.control.name}.{sub.name}", d, scope, parent=ctx.control)
+        init_ops = self.parser_locals(d, info)
+        if "start" not in renamed:
+            raise CompileError(d.loc, f"parser '{d.name}' has no 'start' state")
+        out = []
+        for s in d.states:
+            tr = s.transition
+            target = lambda n: renamed.get(n, n)  # noqa: E731
+            tr = tr and A.Transition(tr.loc, target(tr.next) if tr.next else None, tr.select,
+                                     [(loc, ks, target(n), nloc) for loc, ks, n, nloc in tr.cases]
+                                     if tr.cases is not None else None)
+            copy = A.ParserState(s.loc, s.annos, renamed[s.name], s.stmts, tr)
+            ops = list(init_ops) if s.name == "start" else []
+            out += self.lower_state(copy, Ctx(Scope(scope), ops, "parser", info), states)
+        return out
 
     def synthetic_state(self, base, states):
         name = self.unique_name(base)

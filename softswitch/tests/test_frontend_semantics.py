@@ -218,3 +218,23 @@ def test_action_arguments_bound_in_the_actions_list(tmp_path):
                   default_action = add(hdr.ipv4.ttl, 1); }""", apply="sm.egress_spec = 1; t.apply();")
     sw.table_add("I.t", [("exact", bytes([17]))], "I.add", [bytes([3])])
     assert only(sw.process_packet(0, packet(ttl=64)))[1][IP].ttl == 67
+
+
+def test_sub_parser(tmp_path):
+    sw = switch_for(tmp_path, controls="""
+        parser IpParser(packet_in pkt, out ipv4_t ip)(bit<8> mark) {
+            state start { pkt.extract(ip); transition select(ip.ttl) { 0: reject; default: done; } }
+            state done { ip.protocol = mark; transition accept; }
+        }""", states="""
+        IpParser(8w99) ip_parser;
+        state start {
+            pkt.extract(hdr.ethernet);
+            transition select(hdr.ethernet.etherType) { 0x0800: parse_ipv4; default: accept; }
+        }
+        state parse_ipv4 {
+            ip_parser.apply(pkt, hdr.ipv4);
+            hdr.ipv4.identification = hdr.ipv4.identification + 1;
+            transition accept;
+        }""", apply="sm.egress_spec = 1;")
+    p = only(sw.process_packet(0, packet(ident=4, ttl=64)))[1][IP]
+    assert (p.proto, p.id) == (99, 5)
