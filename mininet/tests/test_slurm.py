@@ -4,6 +4,7 @@ in a temporary folder on private ports and stops by PID, leaving nothing."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -250,6 +251,19 @@ def test_failed_runs_are_named_with_their_slurm_logs(slurm_env, tmp_path):
         assert result[run_id].startswith(study.failure_reason(out / run_id))
         assert result[run_id].endswith(f"(Slurm log {log})")
         assert log.exists()
+
+
+def test_a_task_that_leaves_no_marker_is_named_with_its_slurm_state(slurm_env, tmp_path):
+    """aqmlab on the node refuses the folder (its experiment.toml no longer
+    matches study.json), so no run folder exists: Slurm's FAILED is the news."""
+    out = tmp_path / "study"
+    source = prepared_study(out, TINY_STUDY)
+    (out / "experiment.toml").write_text(TINY_STUDY.replace("seed = 1", "seed = 2"))
+    result = slurm.run_study(source, out, ["p00-r1"], poll_seconds=1)
+    log = next((out / "slurm").iterdir()) / "logs" / "0.log"
+    assert re.fullmatch(rf"no result \(missing\); Slurm task \d+_0: FAILED \(Slurm log {log}\)",
+                        result["p00-r1"]), result
+    assert "holds a study run with another experiment file" in log.read_text()
 
 
 def test_a_refused_submission_leaves_nothing(slurm_env, tmp_path):
