@@ -17,7 +17,8 @@ from .stf import StfError
 
 _COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
             ">": operator.gt, ">=": operator.ge}
-_ENGINE_ERRORS = (KeyError, ValueError, RuntimeError, se.DuplicateEntryError, se.TableFullError)
+_ENGINE_ERRORS = (KeyError, ValueError, OverflowError, RuntimeError, se.DuplicateEntryError,
+                  se.TableFullError)
 
 
 @dataclass

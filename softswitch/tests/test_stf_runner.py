@@ -232,3 +232,8 @@ def test_command_runs_as_a_module_with_defines_and_verbose_output(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{stf}:2: out port 7: {''.join(OUT.split())}" in done.stdout
     assert done.stdout.splitlines()[-1] == "1 passed, 0 failed"
+
+
+def test_numbers_too_large_for_the_engine_are_line_errors():
+    with pytest.raises(StfError, match="t.stf:1: error: mc_mgrp_create: "):
+        run_text("mc_mgrp_create 99999999999\n")
