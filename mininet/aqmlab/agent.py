@@ -27,6 +27,15 @@ UNLIMITED = -1
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 SO_MAX_PACING_RATE = 47
 SAMPLE_INTERVAL = 0.5
+TCP_INFO = getattr(socket, "TCP_INFO", 11)
+# struct tcp_info (include/uapi/linux/tcp.h) up to tcpi_bytes_retrans: 8 one-byte
+# fields, rto .. total_retrans, pacing_rate .. bytes_received, segs_out/in,
+# notsent_bytes .. data_segs_out, delivery_rate, busy_time .. sndbuf_limited,
+# delivered, delivered_ce, bytes_sent, bytes_retrans.
+TCP_INFO_FORMAT = "=8B24I4Q2I4IQ3Q2I2Q"
+TCP_INFO_FIELDS = {"rtt_us": 23, "snd_cwnd": 26, "total_retrans": 31, "bytes_acked": 34,
+                   "min_rtt_us": 39, "data_segs_out": 41, "delivered": 46, "delivered_ce": 47,
+                   "bytes_retrans": 49}     # index into the unpacked tuple
 
 
 # ---------------------------------------------------------------- sizes/times
@@ -87,17 +96,37 @@ def send_bytes(conn, nbytes):
         nbytes -= sent
 
 
-def serve_connection(conn, opts):
+def tcp_info(sock):
+    """The sender's view of a connection (Linux tcp_info): retransmitted
+    segments, smoothed/min RTT, cwnd, and segments acknowledged with ECE."""
+    size = struct.calcsize(TCP_INFO_FORMAT)
+    raw = sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, size).ljust(size, b"\0")
+    values = struct.unpack(TCP_INFO_FORMAT, raw)
+    return {name: values[index] for name, index in TCP_INFO_FIELDS.items()}
+
+
+def serve_connection(conn, opts, recorder):
+    """Answer the connection's requests; then log its tcp_info under the
+    workload and flow the first request names."""
+    labels = {}
     try:
         configure_sender(conn, opts)
         reader = conn.makefile("rb")
         for line in reader:
-            send_bytes(conn, int(line.split()[0]))
+            words = line.split()
+            if not labels and len(words) >= 3:
+                labels = {"workload": words[1].decode(), "flow": words[2].decode()}
+            send_bytes(conn, int(words[0]))
     except ConnectionError:
         pass                      # the client closed: the normal end of unlimited data
     except (OSError, ValueError, IndexError) as error:
         print(f"connection error: {error!r}", file=sys.stderr, flush=True)
     finally:
+        if recorder and labels:
+            try:
+                recorder.write(kind="tcp_info", t=time.time(), **labels, **tcp_info(conn))
+            except OSError as error:
+                print(f"tcp_info: {error!r}", file=sys.stderr, flush=True)
         conn.close()
 
 
@@ -108,11 +137,13 @@ def serve(opts):
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, opts.sndbuf)
     listener.bind((opts.bind, opts.port))
     listener.listen(4096)
+    recorder = Recorder(opts.log, {}) if opts.log else None
     with open(opts.ready_file, "w") as ready:
         ready.write(str(os.getpid()))
     while True:
         conn, _ = listener.accept()
-        threading.Thread(target=serve_connection, args=(conn, opts), daemon=True).start()
+        threading.Thread(target=serve_connection, args=(conn, opts, recorder),
+                         daemon=True).start()
 
 
 # -------------------------------------------------------------------- client
@@ -147,8 +178,13 @@ class Client:
         sock.connect((self.opts.server, self.opts.port))
         return sock
 
-    def request(self, sock, nbytes):
-        line = f"{nbytes} ".ljust(max(self.opts.request_bytes - 1, 1), "x") + "\n"
+    def request(self, sock, nbytes, flow=None):
+        """`<nbytes> [<workload> <flow>] xxx..\\n`, request_bytes long; the labels
+        (when they fit) let the sender log its tcp_info per flow."""
+        head = f"{nbytes} "
+        if flow and len(head) + len(self.opts.workload) + len(flow) + 3 <= self.opts.request_bytes:
+            head += f"{self.opts.workload} {flow} "
+        line = head.ljust(max(self.opts.request_bytes - 1, 1), "x") + "\n"
         sock.sendall(line.encode())
 
     def receive(self, sock, nbytes, on_progress=None):
@@ -176,7 +212,7 @@ class Client:
         start = time.time()
         try:
             with self.connect() as sock:
-                self.request(sock, nbytes)
+                self.request(sock, nbytes, labels.get("flow"))
                 got = self.receive(sock, nbytes)
         except OSError as error:
             self.recorder.write(start=start, end=time.time(), bytes=0, size=nbytes,
@@ -216,7 +252,7 @@ def bulk_unlimited(client, flow):
     got = 0
     try:
         with client.connect() as sock:
-            client.request(sock, UNLIMITED)
+            client.request(sock, UNLIMITED, flow)
             got = client.receive(sock, UNLIMITED, on_progress)
     except OSError as error:
         client.recorder.write(kind="error", flow=flow, t=time.time(), error=str(error))
@@ -260,7 +296,7 @@ def run_http11(client, flow, rng):
         ok = False
         try:
             with client.connect() as sock:
-                client.request(sock, sizes[0])
+                client.request(sock, sizes[0], flow)
                 ok = client.receive(sock, sizes[0]) == sizes[0]
                 if ok:
                     for size in sizes[1:]:
@@ -342,6 +378,7 @@ def parse_args(argv):
     server.add_argument("--cc", default="")
     server.add_argument("--pacing-rate", type=int, default=0, help="bytes/s; 0 = no pacing")
     server.add_argument("--sndbuf", type=int, default=0)
+    server.add_argument("--log", default=None, help="JSON lines: tcp_info of every connection")
     primer = sub.add_parser("prime")
     primer.add_argument("--server", required=True)
     primer.add_argument("--port", type=int, required=True)

@@ -76,7 +76,7 @@ def flow_goodputs(records, window):
     """{(workload, flow): goodput in bit/s} over the window."""
     by_flow = defaultdict(list)
     for record in records:
-        if "flow" in record:
+        if "flow" in record and record["kind"] != "tcp_info":
             by_flow[(record["workload"], record["flow"])].append(record)
     seconds = window[1] - window[0]
     return {key: 8 * window_bytes(rs, window) / seconds for key, rs in sorted(by_flow.items())}
@@ -149,10 +149,42 @@ def time_average(samples, hold_s):
     return area / span
 
 
+def flow_tcp_stats(records):
+    """{(workload, flow): sender-side totals} from the senders' tcp_info
+    records, one per connection, each over the connection's whole life:
+    retransmitted and sent data segments, segments acknowledged with ECE
+    (tcpi_delivered_ce), mean smoothed RTT over connections, last cwnd."""
+    by_flow = defaultdict(list)
+    for record in records:
+        if record["kind"] == "tcp_info":
+            by_flow[(record["workload"], record["flow"])].append(record)
+    return {key: {"connections": len(infos),
+                  "retransmits": sum(i["total_retrans"] for i in infos),
+                  "data_segments": sum(i["data_segs_out"] for i in infos),
+                  "ece_acked": sum(i["delivered_ce"] for i in infos),
+                  "rtt_ms": statistics.fmean(i["rtt_us"] for i in infos) / 1e3,
+                  "cwnd": infos[-1]["snd_cwnd"]}
+            for key, infos in sorted(by_flow.items())}
+
+
+def tcp_summary(flow_stats):
+    """Per-workload means of flow_tcp_stats (empty when no sender logged any)."""
+    if not flow_stats:
+        return {}
+    stats = list(flow_stats.values())
+    segments = sum(s["data_segments"] for s in stats)
+    return {"retransmits_per_flow": statistics.fmean(s["retransmits"] for s in stats),
+            "retransmit_ratio": sum(s["retransmits"] for s in stats) / segments
+            if segments else math.nan,
+            "ece_acked_per_flow": statistics.fmean(s["ece_acked"] for s in stats),
+            "rtt_ms": statistics.fmean(s["rtt_ms"] for s in stats)}
+
+
 def workload_summary(records, window, workloads=()):
     """Per-workload goodput, fairness, delays, transactions/s and power; every
     name in `workloads` appears even if it recorded nothing."""
     goodputs = flow_goodputs(records, window)
+    tcp = flow_tcp_stats(records)
     summary = {}
     for workload in sorted({key[0] for key in goodputs} | set(workloads)):
         mine = [r for r in records if r.get("workload") == workload]
@@ -166,6 +198,7 @@ def workload_summary(records, window, workloads=()):
             "jain_index": jain_index(flows), "delay_kind": delays_kind, "delay_s": delays,
             "transactions_per_s": transactions_per_second(mine, window),
             "network_power": network_power(aggregate, delays.get("median")),
+            **tcp_summary({k: v for k, v in tcp.items() if k[0] == workload}),
         }
     return summary
 

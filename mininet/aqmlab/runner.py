@@ -155,6 +155,7 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
                                               [w.name for w in scenario.workloads]),
         "seed": seed,
         "goodputs": {f"{w}/{f}": g for (w, f), g in metrics.flow_goodputs(records, window).items()},
+        "flow_stats": {f"{w}/{f}": s for (w, f), s in metrics.flow_tcp_stats(records).items()},
         "bottleneck": bottleneck_stats(snapshots["start"], snapshots["end"], rate),
         "queue": metrics.queue_summary(
             [s for s in collector.samples if experiment.warmup <= s["t"]], rate, period),

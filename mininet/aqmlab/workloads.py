@@ -13,6 +13,7 @@ AGENT = [sys.executable, "-m", "aqmlab.agent"]
 READY_TIMEOUT = 15.0
 START_LEAD = 1.0        # seconds between launching clients and the common epoch
 STOP_GRACE = 5.0        # seconds a client may take past its deadline to log and exit
+SENDER_LOG_GRACE = 1.0  # seconds for senders to see the clients' closes and log tcp_info
 
 
 def start_servers(lab, pairs):
@@ -30,12 +31,20 @@ def start_servers(lab, pairs):
             continue
         ready = lab.workdir / f"ready-{pair.server.host.name}-{pair.port}"
         ready.unlink(missing_ok=True)
-        args = AGENT + ["serve", "--port", str(pair.port), "--ready-file", str(ready)]
+        log = tcp_info_log(lab, pair)
+        log.unlink(missing_ok=True)
+        args = AGENT + ["serve", "--port", str(pair.port), "--ready-file", str(ready),
+                        "--log", str(log)]
         started[key] = lab.popen(pair.server.host, args + pair.workload.tcp.sender_args(),
                                  log_name, watch=f"traffic server {key[0]}:{pair.port}")
         ready_files.append((ready, started[key]))
     wait_ready(ready_files, lab.workdir)
     return list(started.values())
+
+
+def tcp_info_log(lab, pair):
+    """Where a sender agent logs its connections' tcp_info."""
+    return lab.workdir / f"tcpinfo-{pair.server.host.name}-{pair.port}.jsonl"
 
 
 def wait_listening(host, port, proc, workdir):
@@ -130,11 +139,14 @@ class Run:
                 on_tick(min(self.duration, max(0.0, time.time() - self.epoch)))
 
     def finish(self):
-        """Give clients a moment to log their last transfer, then stop everything."""
+        """Give clients a moment to log their last transfer and senders their
+        connections' tcp_info (they see the close one path delay later), then
+        stop everything."""
         deadline = time.time() + STOP_GRACE
         for proc in self.clients:
             while proc.poll() is None and time.time() < deadline:
                 time.sleep(0.05)
+        time.sleep(SENDER_LOG_GRACE)
         self.stop()
 
     def stop(self):
@@ -150,6 +162,14 @@ class Run:
                                          f"{pair.workload.name}.{pair.index}",
                                          self.epoch + pair.workload.start)
             elif Path(log).exists():
-                records += [json.loads(line) for line in Path(log).read_text().splitlines()
-                            if line]
+                records += _read_jsonl(log)
+        senders = {tcp_info_log(self.lab, pair) for pair in self.pairs
+                   if pair.workload.tool == "agent"}
+        for log in sorted(senders):
+            if log.exists():
+                records += _read_jsonl(log)
         return records
+
+
+def _read_jsonl(path):
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line]

@@ -101,6 +101,19 @@ def test_red_keeps_the_average_queue_between_the_thresholds(red_results):
     assert 2 < queue["avg_mean"] < 20
 
 
+def test_senders_tcp_info_attributes_marks_and_losses_to_flows(red_results):
+    """ECN flows see ECE-acknowledged segments and (almost) no retransmissions;
+    dropped non-ECN flows retransmit and never see ECE."""
+    ecn, drop = red_results[1]["ecn"], red_results[1]["drop"]
+    assert set(ecn["flow_stats"]) == set(ecn["goodputs"]) == {"bulk/bulk.0.0", "bulk/bulk.1.0"}
+    assert all(s["ece_acked"] > 0 and s["connections"] == 1 for s in ecn["flow_stats"].values())
+    assert all(s["retransmits"] > 0 and s["ece_acked"] == 0 for s in drop["flow_stats"].values())
+    assert ecn["workloads"]["bulk"]["retransmit_ratio"] < drop["workloads"]["bulk"]["retransmit_ratio"]
+    for result in (ecn, drop):
+        # smoothed RTT: the 14 ms path plus queueing, below the 100-packet buffer's 120 ms
+        assert 14 <= result["workloads"]["bulk"]["rtt_ms"] < 14 + 120
+
+
 def test_queue_delay_and_time_average(red_results):
     """Queueing delay = depth x 1.2 ms at 10 Mb/s; drop-tail with 8 packets
     never queues more than 8 x 1.2 ms."""
