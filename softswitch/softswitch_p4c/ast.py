@@ -204,6 +204,16 @@ class ForIn(Stmt):                  # for (T name in range) body
 
 
 @dataclass
+class Break(Stmt):
+    pass
+
+
+@dataclass
+class Continue(Stmt):
+    pass
+
+
+@dataclass
 class Return(Stmt):
     value: Optional[Expr]
 

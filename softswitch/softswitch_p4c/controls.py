@@ -967,22 +967,21 @@ class ControlMixin:
             raise CompileError(ref.loc, f"'{d.name}' in an actions list takes its "
                                         f"{len(directional)} directional arguments")
         key = (id(d), sym.control.name if sym.control else None)
-        binding = (ref.args, tsym.scope)
-        old = self.__dict__.setdefault("action_bindings", {}).get(key)
-        if old is not None and old[0] != ref.args:
-            raise unsupported(ref.loc, f"action '{d.name}' bound to different arguments in "
-                                       f"two tables")
-        self.action_bindings[key] = binding
+        # the table's default action, entries and switch labels (lowered next) use it
+        self.__dict__.setdefault("action_bindings", {})[key] = (ref.args, tsym.scope)
 
     def action_json(self, sym):
+        """The BMv2 action for `sym` (one per binding of its directional parameters in an
+        actions list, all with the action's name, as p4c emits them)."""
         key = (id(sym.decl), sym.control.name if sym.control else None)
+        binding = getattr(self, "action_bindings", {}).get(key)
+        key += (id(binding[0]) if binding else None,)
         if key in self.action_cache:
             return self.action_cache[key]
         d = sym.decl
         name = self.qualified(d.annos, d.name, sym.control)
         scope = Scope(sym.scope)
         runtime_data, p4_params = [], []
-        binding = getattr(self, "action_bindings", {}).get(key)
         data_params = [p for p in d.params if not p.direction]
         if binding is None and len(data_params) != len(d.params):
             p = next(p for p in d.params if p.direction)

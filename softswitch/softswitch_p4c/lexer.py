@@ -10,6 +10,7 @@ KEYWORDS = {
     "inout", "int", "key", "match_kind", "out", "package", "parser", "return", "select",
     "state", "string", "struct", "switch", "table", "transition", "true", "tuple",
     "typedef", "type", "value_set", "varbit", "void", "actions", "priority", "list", "for",
+    "break", "continue",
 }
 # `key`, `actions`, `entries`, `type`, `priority`, `list` are contextual: treated as identifiers
 # by the parser wherever an identifier is expected.

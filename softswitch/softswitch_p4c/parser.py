@@ -482,6 +482,8 @@ class Parser:
         self.expect("table")
         loc = self.tok.loc
         name = self.ident("table name")
+        if self.accept("("):                   # `table t() {`: older p4c samples
+            self.expect(")")
         self.expect("{")
         props = []
         while not self.accept("}"):
@@ -638,6 +640,10 @@ class Parser:
                 return self.switch_stmt()
             if t.text == "for":
                 return self.for_stmt()
+            if t.text in ("break", "continue"):
+                self.advance()
+                self.expect(";")
+                return A.Break(t.loc) if t.text == "break" else A.Continue(t.loc)
             if t.text == "return":
                 self.advance()
                 value = None if self.at(";") else self.expression()

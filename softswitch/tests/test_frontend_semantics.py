@@ -238,3 +238,33 @@ def test_sub_parser(tmp_path):
         }""", apply="sm.egress_spec = 1;")
     p = only(sw.process_packet(0, packet(ident=4, ttl=64)))[1][IP]
     assert (p.proto, p.id) == (99, 5)
+
+
+def test_one_action_bound_differently_in_two_tables(tmp_path):
+    # from frontend-gaps.md (STF): one BMv2 action per binding; `table t()` accepted
+    sw = switch_for(tmp_path, ingress="""
+        action setbyte(out bit<8> dst, bit<8> val) { dst = val; }
+        table to_ttl() { key = { hdr.ipv4.ttl: exact; }
+                         actions = { setbyte(hdr.ipv4.ttl); NoAction; } default_action = NoAction(); }
+        table to_proto { key = { hdr.ipv4.protocol: exact; }
+                         actions = { setbyte(hdr.ipv4.protocol); NoAction; }
+                         default_action = NoAction(); }""",
+                    apply="sm.egress_spec = 1; to_ttl.apply(); to_proto.apply();")
+    sw.table_add("I.to_ttl", [("exact", bytes([64]))], "I.setbyte", [bytes([0x11])])
+    sw.table_add("I.to_proto", [("exact", bytes([17]))], "I.setbyte", [bytes([0x22])])
+    p = only(sw.process_packet(0, packet(ttl=64)))[1][IP]
+    assert (p.ttl, p.proto) == (0x11, 0x22)
+
+
+def test_break_and_continue_in_unrolled_loops(tmp_path):
+    # from frontend-gaps.md (STF): 1 + 3 + 5
+    sw = switch_for(tmp_path, apply="""
+        sm.egress_spec = 1;
+        bit<16> odd = 0;
+        for (bit<8> i in 0 .. 9) {
+            if (i == 7) { break; }
+            if ((i & 1) == 0) { continue; }
+            odd += (bit<16>) i;
+        }
+        hdr.ipv4.identification = odd;""")
+    assert ident(sw) == 9
