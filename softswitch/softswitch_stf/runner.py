@@ -53,6 +53,7 @@ class _Run:
         self.mc_nodes = []
         self.mc_groups = {}
         self.result = Result()
+        self.found = []       # (where, failure), reported in file order
 
     def execute(self):
         for command in self.commands:
@@ -113,7 +114,7 @@ class _Run:
         for out_port, frame in self.switch.process_packet(port, data):
             self.result.log.append((where, out_port, bytes(frame)))
             if out_port in self.observed:
-                self.received[out_port].append(bytes(frame))
+                self.received[out_port].append((where, bytes(frame)))
 
     def do_expect(self, where, port, pattern, exact_length, any):
         if any:
@@ -142,23 +143,25 @@ class _Run:
 
     def _check(self, where, what, got, op, value):
         if not _COMPARE[op](got, parse_number(value, where)):
-            self.result.failures.append(f"{where}: {what} is {got}, expected {op} {value}")
+            self.found.append((where, f"{what} is {got}, expected {op} {value}"))
 
     def _compare_outputs(self):
+        """Per observed port, expect lines against frames in order; failures in file order."""
         for port in sorted(self.observed - self.any_ports):
             expects, received = self.expects.get(port, []), self.received.get(port, [])
             self.result.expected += len(expects)
-            for n, ((where, pattern, exact), frame) in enumerate(zip(expects, received), 1):
+            for n, ((where, pattern, exact), (_, frame)) in enumerate(zip(expects, received), 1):
                 problem = compare_packet(pattern, exact, frame)
                 if problem:
-                    self.result.failures.append(f"{where}: port {port}, packet {n}: {problem}")
+                    self.found.append((where, f"port {port}, packet {n}: {problem}"))
             for where, pattern, _ in expects[len(received):]:
-                self.result.failures.append(
-                    f"{where}: port {port}: expected packet not received\n    expected: {pattern}")
-            for frame in received[len(expects):]:
-                self.result.failures.append(
-                    f"port {port}: unexpected packet (no expect line left for it)\n"
-                    f"    got:      {frame.hex().upper()}")
+                self.found.append((where, f"port {port}: expected packet not received\n"
+                                          f"    expected: {pattern}"))
+            for where, frame in received[len(expects):]:   # where: the packet line that caused it
+                self.found.append((where, f"port {port}: unexpected packet (no expect line left for it)\n"
+                                          f"    got:      {frame.hex().upper()}"))
+        self.found.sort(key=lambda item: item[0].line)
+        self.result.failures.extend(f"{where}: {text}" for where, text in self.found)
 
 
 def compare_packet(pattern, exact_length, frame):
