@@ -231,3 +231,58 @@ def _forward(j):
 def test_loader_shape_check_names_the_bad_place(edit, expected):
     found = _mutated(edit)
     assert any(expected in p for p in found), found
+
+
+# ------------------------------------------------------------------ P4Info types (p4c's encoding)
+
+ENUM_PROGRAM = r"""
+#include <core.p4>
+#include <v1model.p4>
+#include "common.p4h"
+enum bit<8> Level { LOW = 1, HIGH = 200 }
+enum Mode { FAST, SLOW }
+struct headers_t { ethernet_h eth; }
+struct meta_t { Level level; }
+parser P(packet_in pkt, out headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(h.eth); transition accept; }
+}
+control V(inout headers_t h, inout meta_t m) { apply { } }
+control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    action set_level(Level l) { m.level = l; }
+    action set_mode(Mode md) { if (md == Mode.FAST) { sm.egress_spec = 1; } }
+    table t {
+        key = { sm.parser_error: exact; m.level: exact; }
+        actions = { set_level; set_mode; }
+    }
+    apply { t.apply(); }
+}
+control E(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control C(inout headers_t h, inout meta_t m) { apply { } }
+control D(packet_out pkt, in headers_t h) { apply { pkt.emit(h.eth); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_p4info_error_and_enum_types_as_p4c_encodes_them(tmp_path):
+    (tmp_path / "common.p4h").write_text((REF / "common.p4h").read_text())
+    (tmp_path / "prog.p4").write_text(ENUM_PROGRAM)
+    j, info = compile_to_objects(str(tmp_path / "prog.p4"))
+    (table,) = info.tables
+    err, level = table.match_fields
+    # p4c: an error-typed key has bitwidth 0 (the P4Runtime value is the error's name
+    # space, type_info.error lists them); the JSON key stays the 32-bit field
+    assert (err.name, err.bitwidth, err.HasField("type_name")) == ("sm.parser_error", 0, False)
+    assert list(info.type_info.error.members)[:2] == ["NoError", "PacketTooShort"]
+    # serializable enum: its width, members with values in type_info
+    assert (level.bitwidth, level.HasField("type_name")) == (8, False)
+    spec = info.type_info.serializable_enums["Level"]
+    assert spec.underlying_type.bitwidth == 8
+    assert [(m.name, m.value) for m in spec.members] == [("LOW", b"\x01"), ("HIGH", b"\xc8")]
+    actions = {a.preamble.name: a for a in info.actions}
+    (lp,) = actions["I.set_level"].params
+    (mp,) = actions["I.set_mode"].params
+    assert (lp.bitwidth, lp.HasField("type_name")) == (8, False)
+    # a plain enum parameter: no width, named by its type, members in type_info.enums
+    assert (mp.bitwidth, mp.type_name.name) == (0, "Mode")
+    assert [m.name for m in info.type_info.enums["Mode"].members] == ["FAST", "SLOW"]
+    assert problems(j) == []
