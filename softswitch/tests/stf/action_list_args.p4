@@ -1,6 +1,7 @@
 // Action arguments bound in a table's actions list: the directional (out)
-// argument is fixed by the program, the rest comes from the entry; a default
-// action may bind the remaining ones too.
+// argument is fixed by the program, the rest comes from the entry, so one
+// action serves two tables writing different fields (p4c lowers each binding
+// to its own BMv2 action); a default action may bind the remaining ones too.
 #include "include/data.p4"
 struct metadata { }
 
@@ -18,6 +19,11 @@ control DataIngress(inout headers hdr, inout metadata meta,
         actions = { setword(hdr.data.h1); }
         default_action = setword(hdr.data.h1, 16w0xDEF0);
     }
-    apply { to_b1.apply(); to_h1.apply(); }
+    table to_b2 {
+        key = { hdr.data.h2: exact; }
+        actions = { setbyte(hdr.data.b2); NoAction; }
+        default_action = NoAction();
+    }
+    apply { to_b1.apply(); to_h1.apply(); to_b2.apply(); }
 }
 DATA_SWITCH(DataIngress, NoEgress)

@@ -1,6 +1,6 @@
 // P4-16 1.2.4 statements: compound assignments (+=, -=, |=, &=, ^=, <<=, >>=,
 // and the saturating |+|= / |-|=), for loops in the C form and the `in range`
-// form.
+// form, break and continue.
 #include "include/data.p4"
 struct metadata { }
 
@@ -15,8 +15,10 @@ control DataIngress(inout headers hdr, inout metadata meta,
         bit<32> sum = 0;
         for (bit<8> i = 1; i <= 4; i = i + 1) { sum = sum + (bit<32>) i; }
         bit<32> odd = 0;
-        for (bit<8> i in 0 .. 6) {
-            if ((i & 1) == 1) { odd += (bit<32>) i; }
+        for (bit<8> i in 0 .. 9) {
+            if (i == 7) { break; }
+            if ((i & 1) == 0) { continue; }
+            odd += (bit<32>) i;
         }
         hdr.data.f1 = sum;
         hdr.data.f2 = odd;
