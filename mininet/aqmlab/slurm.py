@@ -148,13 +148,14 @@ def check_array_size(runs):
 
 
 def partition_cpus(partition):
-    """CPUs of the smallest node in the partition (the default one if None)."""
+    """CPUs of the smallest node in the partition (in any partition if None)."""
     command = ["sinfo", "--noheader", "--format=%c"]
     command += [f"--partition={partition}"] if partition else []
     output = slurm_command(command)
     counts = [int(word.rstrip("+")) for word in output.split() if word.rstrip("+").isdigit()]
     if not counts:
-        raise RuntimeError(f"sinfo found no nodes{' in partition ' + partition if partition else ''}"
+        where = f" in partition {partition}" if partition else ""
+        raise RuntimeError(f"sinfo found no nodes{where}"
                            " (needed to share nodes between runs with --jobs > 1)")
     return min(counts)
 

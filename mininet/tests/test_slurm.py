@@ -136,8 +136,8 @@ class Cluster:
             if dead or time.monotonic() > deadline:
                 logs = "\n".join(f"--- {f.name}\n{f.read_text()[-2000:]}"
                                  for f in sorted((self.root / "log").glob("*")))
-                raise RuntimeError(f"Slurm test cluster: no {what} "
-                                   f"({'exited: ' + ', '.join(dead) if dead else 'timeout'})\n{logs}")
+                why = f"exited: {', '.join(dead)}" if dead else "timeout"
+                raise RuntimeError(f"Slurm test cluster: no {what} ({why})\n{logs}")
             time.sleep(0.3)
 
     def stop(self):
@@ -269,7 +269,8 @@ def test_a_task_that_leaves_no_marker_is_named_with_its_slurm_state(slurm_env, t
 def test_a_refused_submission_leaves_nothing(slurm_env, tmp_path):
     out = tmp_path / "study"
     source = prepared_study(out, TINY_STUDY)
-    with pytest.raises(RuntimeError, match="^sbatch: Batch job submission failed: Invalid partition name specified$"):
+    with pytest.raises(RuntimeError, match="^sbatch: Batch job submission failed: "
+                       "Invalid partition name specified$"):
         slurm.run_study(source, out, ["p00-r0"], partition="no-such-partition")
     assert not (out / "slurm").exists()
 
