@@ -5,7 +5,10 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 VENV ?= .venv
 PY := $(abspath $(VENV))/bin/python
-P4C := $(abspath $(VENV))/bin/softswitch-p4c
+# P4 compiler for `make build`, the PTF suite and the lab: softswitch-p4c, p4c-bm2-ss or p4c
+# (redctl/compiler.py; e.g. `make build P4C=p4c-bm2-ss`).
+P4C ?= softswitch-p4c
+export P4C
 PROGRAMS := $(wildcard p4src/*.p4)
 TARGET ?= softswitch
 BINDIR ?= /usr/local/bin
@@ -39,10 +42,7 @@ engine:
 	  $(PY) -m pip install -q --force-reinstall --no-deps build/wheels/softswitch_engine-*.whl; fi
 
 build: $(PROGRAMS)
-	@mkdir -p build
-	@for p in $(PROGRAMS); do n=$$(basename $$p .p4); \
-	  echo "softswitch-p4c $$p"; \
-	  $(P4C) $$p -o build --p4runtime-files build/$$n.p4info.txtpb || exit 1; done
+	@$(PY) -m redctl.compiler $(PROGRAMS) -o build
 
 # `make test` = the PTF suite on the built-in target + all unit/integration tests.
 test: ptf unit

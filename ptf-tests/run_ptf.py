@@ -8,11 +8,12 @@ the root namespace, so runs never collide with other users of the machine.
 The namespace (and with it every veth) is deleted on exit, also on failure
 or Ctrl-C.
 
-    run_ptf.py [--target softswitch|bmv2|external] [PTF TEST SPECS...]
+    run_ptf.py [--target softswitch|bmv2|external] [--check] [PTF TEST SPECS...]
 """
 import argparse
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from redctl import compiler
 from softswitch_server import netlab
 
 HERE = Path(__file__).resolve().parent
@@ -74,6 +76,8 @@ class Target:
     """Base: start/stop a target process inside the namespace."""
 
     name = "?"
+    #: commands that must be on PATH
+    tools = ()
     #: shell command the tests run after every pipeline push ("" = none)
     after_push = ""
 
@@ -98,6 +102,7 @@ class Softswitch(Target):
     """The built-in target; the traffic manager is set on its command line."""
 
     name = "softswitch"
+    tools = ()
 
     def argv(self):
         argv = [str(Path(sys.executable).parent / "softswitch")]
@@ -113,12 +118,20 @@ class Softswitch(Target):
 class Bmv2(Target):
     """simple_switch_grpc; queue rate/depth go through simple_switch_CLI.
 
-    BMv2 sets queue rates in packets per second, so the bottleneck rate is
+    Command line as BMv2's simple_switch_grpc README gives it: standard bmv2
+    options (--no-p4, --device-id, -i PORT@IFACE, --thrift-port), then `--`
+    and the target's own (--grpc-server-addr, --cpu-port). simple_switch_CLI
+    needs simple_switch_grpc's Thrift server, which BMv2 builds only when
+    configured --with-thrift. Queues: `set_queue_rate <packets/s> <port>` and
+    `set_queue_depth <packets> <port>` (one queue per port; with the target
+    option --priority-queues N both take a third argument, the priority).
+    BMv2 sets rates in packets per second, so the bottleneck rate is
     converted with the suite's fixed frame size.  Its random() cannot be
     seeded, so statistical tests rely on their stated confidence alone.
     """
 
     name = "bmv2"
+    tools = ("simple_switch_grpc", "simple_switch_CLI")
 
     def argv(self):
         argv = ["simple_switch_grpc", "--device-id", "0", "--no-p4",
@@ -130,10 +143,9 @@ class Bmv2(Target):
     @property
     def after_push(self):
         pps = BOTTLENECK_RATE_BPS // (8 * FRAME_BYTES)
-        cli = (f"printf 'set_queue_rate {pps} {BOTTLENECK_PORT}\\n"
-               f"set_queue_depth {BOTTLENECK_BUFFER} {BOTTLENECK_PORT}\\n' | "
-               f"simple_switch_CLI --thrift-port {THRIFT_PORT} >/dev/null")
-        return cli
+        return (f"printf 'set_queue_rate {pps} {BOTTLENECK_PORT}\\n"
+                f"set_queue_depth {BOTTLENECK_BUFFER} {BOTTLENECK_PORT}\\n' | "
+                f"simple_switch_CLI --thrift-port {THRIFT_PORT}")
 
 
 TARGETS = {"softswitch": Softswitch, "bmv2": Bmv2}
@@ -174,11 +186,15 @@ def main():
     ap.add_argument("--failfast", action="store_true")
     ap.add_argument("--trace", action="store_true",
                     help="per-packet trace in the target's log (softswitch --log-console)")
+    ap.add_argument("--check", action="store_true",
+                    help="only check that the target, compiler and artifacts are there")
     ap.add_argument("tests", nargs="*", help="PTF test specs (default: all)")
     args = ap.parse_args()
-    for f in (args.p4info, args.json):
-        if not Path(f).is_file():
-            sys.exit(f"run_ptf: {f} is missing: run `make build` first")
+    problem = missing_prerequisite(args)
+    if problem:
+        sys.exit(problem)
+    if args.check:
+        return 0
     if os.geteuid() != 0:
         sys.exit("run_ptf: needs root (network namespaces and raw sockets)")
     args.log_dir.mkdir(parents=True, exist_ok=True)
@@ -192,6 +208,22 @@ def main():
     if args.target == "external":
         return run_external(args, params)
     return run_in_namespace(args, params)
+
+
+def missing_prerequisite(args):
+    """One line saying what is missing to run the suite (None: nothing)."""
+    for tool in getattr(TARGETS.get(args.target), "tools", ()):
+        if shutil.which(tool) is None:
+            return (f"make ptf TARGET={args.target}: {tool} not found on PATH; "
+                    "install BMv2 or use TARGET=softswitch")
+    try:
+        compiler.resolve()          # broken.py compiles variants of the program
+    except compiler.CompilerError as e:
+        return f"make ptf: {e}"
+    for f in (args.p4info, args.json):
+        if not Path(f).is_file():
+            return f"run_ptf: {f} is missing: run `make build` first"
+    return None
 
 
 def run_in_namespace(args, params):

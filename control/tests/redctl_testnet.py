@@ -17,7 +17,7 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from redctl import Controller, PortSpec
+from redctl import Controller, PortSpec, compiler
 from softswitch_server import netlab
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,12 +67,10 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def compiled(tmp_path_factory):
-    """(p4info, json) of p4src/red_ecn.p4 from softswitch-p4c."""
-    out = tmp_path_factory.mktemp("red_ecn")
-    p4info = out / "red_ecn.p4info.txtpb"
-    subprocess.run([str(BIN / "softswitch-p4c"), str(ROOT / "p4src" / "red_ecn.p4"), "-o", str(out),
-                    "--p4runtime-files", str(p4info)], check=True)
-    return p4info, out / "red_ecn.json"
+    """(p4info, json) of p4src/red_ecn.p4 from the configured compiler ($P4C)."""
+    p4info, json_path = compiler.compile_program(ROOT / "p4src" / "red_ecn.p4",
+                                                 tmp_path_factory.mktemp("red_ecn"))
+    return Path(p4info), Path(json_path)
 
 
 def _ports() -> list:

@@ -15,14 +15,13 @@ control/README.md); the PTF suite covers them statistically.
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
+from redctl import compiler
 from redctl.convert import AVG_ONE, PortSpec, RedConfig, to_constants
 from redctl.redmodel import CE, NOT_ECT, PortState, decide, idle_bucket
 
@@ -42,11 +41,8 @@ PACKETS_PER_CONFIG = 400
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory) -> str:
-    out = tmp_path_factory.mktemp("red_ecn")
-    p4c = Path(sys.executable).parent / "softswitch-p4c"
-    subprocess.run([str(p4c), str(REPO / "p4src" / "red_ecn.p4"), "-o", str(out),
-                    "--p4runtime-files", str(out / "red_ecn.p4info.txtpb")], check=True)
-    return (out / "red_ecn.json").read_text()
+    _, json_path = compiler.compile_program(REPO / "p4src" / "red_ecn.p4", tmp_path_factory.mktemp("red_ecn"))
+    return Path(json_path).read_text()
 
 
 def _bytes(value: int, bits: int) -> bytes:

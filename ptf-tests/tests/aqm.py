@@ -7,10 +7,8 @@ egress (rate-limited, deep buffer: bursts build known queue depths),
 import atexit
 import logging
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import ptf
 from ptf.base_tests import BaseTest
@@ -18,7 +16,7 @@ from ptf.testutils import simple_udp_packet, test_param_get
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
-from redctl import Controller, PortSpec
+from redctl import Controller, PortSpec, compiler
 
 SENDER, FAST, BOTTLENECK, OTHER = 0, 1, 2, 3
 HOST_MAC = "00:00:00:00:00:aa"
@@ -132,7 +130,10 @@ class AqmTest(BaseTest):
         self.ctl.push_pipeline(p4info_path or param("p4info"), json_path)
         hook = param("after_push")
         if hook:
-            subprocess.run(hook, shell=True, check=True)
+            done = subprocess.run(hook, shell=True, capture_output=True, text=True)
+            output = (done.stdout + done.stderr).strip()
+            if done.returncode != 0 or "Error" in output:
+                raise AssertionError(f"after-push command failed: {hook}\n{output}")
         for route in ROUTES:
             self.ctl.add_route(route.prefix, port=route.port,
                                dst_mac=route.dst_mac, src_mac=route.src_mac)
@@ -265,18 +266,7 @@ def seq_of(frame):
 
 
 def compile_program(source, out_dir):
-    """Compile a v1model program with the target's compiler; returns
-    (p4info path, json path).  softswitch-p4c for the built-in target,
-    p4c-bm2-ss for BMv2 (both emit the same artifact pair)."""
-    name = Path(source).stem
-    p4info, json_path = Path(out_dir) / f"{name}.p4info.txtpb", Path(out_dir) / f"{name}.json"
-    if param("target") == "bmv2":
-        argv = ["p4c-bm2-ss", "--p4v", "16", str(source), "-o", str(json_path),
-                "--p4runtime-files", str(p4info)]
-    else:
-        argv = [str(Path(sys.executable).parent / "softswitch-p4c"), str(source),
-                "-o", str(out_dir), "--p4runtime-files", str(p4info)]
-    done = subprocess.run(argv, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"{argv[0]} failed on {source}:\n{done.stderr}")
-    return str(p4info), str(json_path)
+    """Compile a v1model program with the configured compiler ($P4C:
+    softswitch-p4c, p4c-bm2-ss or p4c; redctl.compiler); returns (p4info
+    path, json path).  Every compiler's artifact pair runs on every target."""
+    return compiler.compile_program(source, out_dir)
