@@ -1,6 +1,7 @@
 """`softswitch-stf PROG.p4|PROG.json TEST.stf ...`: run STF packet tests on the built-in target."""
 import argparse
 import json
+import os
 import sys
 
 import softswitch_engine as se
@@ -63,8 +64,11 @@ def main(argv=None):
         print(f"softswitch-stf: error: {args.program}: {e}" if isinstance(e, se.PipelineError) else e,
               file=sys.stderr)
         return 1
+    except BrokenPipeError:   # output piped into e.g. `head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except OSError as e:
-        print(f"softswitch-stf: error: {e.filename}: {e.strerror}", file=sys.stderr)
+        print(f"softswitch-stf: error: {e.filename or args.program}: {e.strerror}", file=sys.stderr)
         return 1
     except json.JSONDecodeError as e:
         print(f"softswitch-stf: error: {args.program}:{e.lineno}: not JSON: {e.msg}", file=sys.stderr)
