@@ -65,6 +65,10 @@ class Host:
         return int(out[0]), int(out[1])
 
 
+#: ethtool -K arguments giving a veth the offloads Linux creates it with
+DEFAULT_OFFLOADS = ("rx", "on", "tx", "on", "sg", "on", "tso", "on", "gso", "on", "gro", "off")
+
+
 @dataclass
 class VethLab:
     """Two hosts in namespaces, each wired to a switch port in the root namespace."""
@@ -106,6 +110,14 @@ class VethLab:
         for src, dst in ((a, b), (b, a)):
             mac = dst.mac if direct else ROUTER_MAC
             src.run("ip", "neigh", "replace", dst.ip, "lladdr", mac, "dev", src.ifname, "nud", "permanent")
+
+    def restore_default_offloads(self) -> None:
+        """Turns checksum and segmentation offloads back on, on both ends of
+        every veth (netlab turns them off), as a fresh veth has them: the
+        switch then receives partial checksums and 64 KB TSO super-frames."""
+        for host in self.hosts.values():
+            for ifname, ns in ((host.switch_if, None), (host.ifname, host.ns)):
+                netlab.sh("ethtool", "-K", ifname, *DEFAULT_OFFLOADS, ns=ns)
 
     def address_hosts_directly(self) -> None:
         """For a forwarder that rewrites nothing: each host sends to the other's own MAC."""

@@ -1,14 +1,20 @@
 //! AF_PACKET raw sockets bound to one interface each, with batched
-//! receive/send (recvmmsg/sendmmsg). Frames are whole Ethernet frames; the
-//! interface must have its offloads off (see README.md) so every frame is
-//! MTU-sized and carries correct checksums.
+//! receive/send (recvmmsg/sendmmsg). Frames are whole Ethernet frames as on
+//! the wire, whatever the interface's offload settings: each received frame
+//! comes with its offload state (PACKET_VNET_HDR) and its stripped 802.1Q tag
+//! (PACKET_AUXDATA), and `offload.rs` turns it back into wire frames.
 
+use crate::offload::{complete_checksum, insert_vlan_tag, segment, VnetHdr, VLAN_HLEN, VNET_HDR_LEN};
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-/// Largest frame we accept; anything longer is truncated by the kernel and dropped here.
+/// Largest frame we accept; anything longer is dropped (GSO super-frames are cut into segments first).
 pub const MAX_FRAME: usize = 9216;
+/// Largest super-frame we receive (the kernel's default GSO/GRO limit is 64 KiB).
+const MAX_RX: usize = 65536 + 64;
+/// Receive slot: room to put a stripped VLAN tag back in front of the frame.
+const RX_SLOT: usize = VLAN_HLEN + MAX_RX;
 /// Frames moved per recvmmsg/sendmmsg call.
 pub const BATCH: usize = 64;
 
@@ -46,6 +52,9 @@ impl RawPort {
         port.setsockopt(libc::SOL_SOCKET, libc::SO_SNDBUF, 4 << 20, "SO_SNDBUF")?;
         // Kernel receive timestamps: a frame's arrival time does not depend on when we got to it.
         port.setsockopt(libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1, "SO_TIMESTAMPNS")?;
+        // The VLAN tag the kernel strips, and the offload state (partial checksum, GSO) of each frame.
+        port.setsockopt(libc::SOL_PACKET, libc::PACKET_AUXDATA, 1, "PACKET_AUXDATA")?;
+        port.setsockopt(libc::SOL_PACKET, libc::PACKET_VNET_HDR, 1, "PACKET_VNET_HDR")?;
         port.bind()?;
         Ok(port)
     }
@@ -74,14 +83,15 @@ impl RawPort {
         self.fd.as_raw_fd()
     }
 
-    /// Receives up to BATCH frames into `bufs`; returns their lengths
-    /// (usize::MAX marks a frame truncated because it exceeded MAX_FRAME).
+    /// Receives up to BATCH frames into `bufs`; returns how many (read them with `RecvBufs::received`).
     pub fn recv_batch(&self, bufs: &mut RecvBufs) -> io::Result<usize> {
         for i in 0..BATCH {
-            bufs.iov[i] = libc::iovec { iov_base: bufs.data[i * MAX_FRAME..].as_mut_ptr() as *mut _, iov_len: MAX_FRAME };
+            bufs.iov[2 * i] = libc::iovec { iov_base: bufs.vnet[i].as_mut_ptr() as *mut _, iov_len: VNET_HDR_LEN };
+            let slot = bufs.data[i * RX_SLOT + VLAN_HLEN..].as_mut_ptr();
+            bufs.iov[2 * i + 1] = libc::iovec { iov_base: slot as *mut _, iov_len: MAX_RX };
             bufs.hdrs[i] = unsafe { std::mem::zeroed() };
-            bufs.hdrs[i].msg_hdr.msg_iov = &mut bufs.iov[i];
-            bufs.hdrs[i].msg_hdr.msg_iovlen = 1;
+            bufs.hdrs[i].msg_hdr.msg_iov = &mut bufs.iov[2 * i];
+            bufs.hdrs[i].msg_hdr.msg_iovlen = 2;
             bufs.hdrs[i].msg_hdr.msg_control = bufs.control[i * CONTROL_LEN..].as_mut_ptr() as *mut _;
             bufs.hdrs[i].msg_hdr.msg_controllen = CONTROL_LEN;
         }
@@ -137,6 +147,9 @@ impl SendOutcome {
     }
 }
 
+/// The virtio_net_hdr PACKET_VNET_HDR wants before each sent frame: no offload asked.
+static NO_OFFLOAD: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
+
 /// Reusable sendmmsg headers (no allocation per send).
 pub struct SendScratch {
     iov: Vec<libc::iovec>,
@@ -148,7 +161,7 @@ unsafe impl Send for SendScratch {}
 impl Default for SendScratch {
     fn default() -> Self {
         SendScratch {
-            iov: (0..BATCH).map(|_| libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }).collect(),
+            iov: (0..2 * BATCH).map(|_| libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }).collect(),
             hdrs: (0..BATCH).map(|_| unsafe { std::mem::zeroed() }).collect(),
         }
     }
@@ -157,23 +170,35 @@ impl Default for SendScratch {
 impl SendScratch {
     fn prepare(&mut self, chunk: &[&[u8]]) {
         for (i, f) in chunk.iter().enumerate() {
-            self.iov[i] = libc::iovec { iov_base: f.as_ptr() as *mut _, iov_len: f.len() };
+            self.iov[2 * i] = libc::iovec { iov_base: NO_OFFLOAD.as_ptr() as *mut _, iov_len: VNET_HDR_LEN };
+            self.iov[2 * i + 1] = libc::iovec { iov_base: f.as_ptr() as *mut _, iov_len: f.len() };
             self.hdrs[i] = unsafe { std::mem::zeroed() };
-            self.hdrs[i].msg_hdr.msg_iov = &mut self.iov[i];
-            self.hdrs[i].msg_hdr.msg_iovlen = 1;
+            self.hdrs[i].msg_hdr.msg_iov = &mut self.iov[2 * i];
+            self.hdrs[i].msg_hdr.msg_iovlen = 2;
         }
     }
 }
 
-/// Room for one SCM_TIMESTAMPNS control message per frame.
-const CONTROL_LEN: usize = 64;
+/// Room for the SCM_TIMESTAMPNS and PACKET_AUXDATA control messages of one frame.
+const CONTROL_LEN: usize = 128;
+
+/// One received frame, as it was on the wire.
+pub enum Received<'a> {
+    Frame(&'a [u8]),
+    /// A GSO/GRO super-frame, cut into the segments the wire carried.
+    Segments(&'a [Vec<u8>]),
+    /// Not deliverable; the reason, for the log.
+    Dropped(&'static str),
+}
 
 /// Reusable receive buffers for one recvmmsg call.
 pub struct RecvBufs {
     data: Vec<u8>,
+    vnet: Vec<[u8; VNET_HDR_LEN]>,
     control: Vec<u8>,
     iov: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
+    segments: Vec<Vec<u8>>,
 }
 
 unsafe impl Send for RecvBufs {}
@@ -181,33 +206,83 @@ unsafe impl Send for RecvBufs {}
 impl RecvBufs {
     pub fn new() -> RecvBufs {
         RecvBufs {
-            data: vec![0u8; BATCH * MAX_FRAME],
+            data: vec![0u8; BATCH * RX_SLOT],
+            vnet: vec![[0u8; VNET_HDR_LEN]; BATCH],
             control: vec![0u8; BATCH * CONTROL_LEN],
-            iov: (0..BATCH).map(|_| libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }).collect(),
+            iov: (0..2 * BATCH).map(|_| libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }).collect(),
             hdrs: (0..BATCH).map(|_| unsafe { std::mem::zeroed() }).collect(),
+            segments: Vec::new(),
         }
     }
 
-    /// The i-th received frame, or None if the kernel had to truncate it.
-    pub fn frame(&self, i: usize) -> Option<&[u8]> {
-        let len = self.hdrs[i].msg_len as usize;
-        let truncated = self.hdrs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
-        if truncated || len > MAX_FRAME { None } else { Some(&self.data[i * MAX_FRAME..i * MAX_FRAME + len]) }
+    /// The i-th received frame as it was on the wire: its VLAN tag restored,
+    /// a partial checksum completed, a super-frame cut into segments.
+    pub fn received(&mut self, i: usize) -> Received<'_> {
+        let total = self.hdrs[i].msg_len as usize;
+        if self.hdrs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0 || total < VNET_HDR_LEN {
+            return Received::Dropped("frame longer than 64 KiB");
+        }
+        let vnet = VnetHdr::parse(&self.vnet[i]);
+        let vlan = self.vlan_tag(i);
+        let slot = &mut self.data[i * RX_SLOT..(i + 1) * RX_SLOT];
+        let (mut start, mut len) = (VLAN_HLEN, total - VNET_HDR_LEN);
+        if vnet.flags & crate::offload::VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 && !vnet.is_gso() {
+            // Offsets count from the frame as delivered, so before the tag goes back.
+            if let Err(why) = complete_checksum(&mut slot[start..start + len], &vnet) {
+                return Received::Dropped(why);
+            }
+        }
+        if let Some((tpid, tci)) = vlan {
+            match insert_vlan_tag(slot, start, len, tpid, tci) {
+                Ok(s) => (start, len) = (s, len + VLAN_HLEN),
+                Err(why) => return Received::Dropped(why),
+            }
+        }
+        let frame = &slot[start..start + len];
+        if vnet.is_gso() {
+            self.segments.clear();
+            return match segment(frame, &vnet, &mut self.segments) {
+                Ok(()) => Received::Segments(&self.segments),
+                Err(why) => Received::Dropped(why),
+            };
+        }
+        if len > MAX_FRAME {
+            return Received::Dropped("frame longer than 9216 bytes");
+        }
+        Received::Frame(frame)
+    }
+
+    fn cmsgs(&self, i: usize) -> impl Iterator<Item = *const libc::cmsghdr> + '_ {
+        let hdr = &self.hdrs[i].msg_hdr;
+        let first = unsafe { libc::CMSG_FIRSTHDR(hdr) };
+        std::iter::successors((!first.is_null()).then_some(first as *const _), move |&c| {
+            let next = unsafe { libc::CMSG_NXTHDR(hdr, c) };
+            (!next.is_null()).then_some(next as *const _)
+        })
     }
 
     /// When the kernel received the i-th frame (CLOCK_REALTIME ns), if it said.
     pub fn kernel_timestamp_ns(&self, i: usize) -> Option<u64> {
-        let hdr = &self.hdrs[i].msg_hdr;
-        let mut cmsg = unsafe { libc::CMSG_FIRSTHDR(hdr) };
-        while !cmsg.is_null() {
+        self.cmsgs(i).find_map(|cmsg| {
             let c = unsafe { &*cmsg };
-            if c.cmsg_level == libc::SOL_SOCKET && c.cmsg_type == libc::SCM_TIMESTAMPNS {
+            (c.cmsg_level == libc::SOL_SOCKET && c.cmsg_type == libc::SCM_TIMESTAMPNS).then(|| {
                 let ts: libc::timespec = unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::timespec) };
-                return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+            })
+        })
+    }
+
+    /// The 802.1Q tag (TPID, TCI) the kernel took off the i-th frame, if any.
+    fn vlan_tag(&self, i: usize) -> Option<(u16, u16)> {
+        self.cmsgs(i).find_map(|cmsg| {
+            let c = unsafe { &*cmsg };
+            if c.cmsg_level != libc::SOL_PACKET || c.cmsg_type != libc::PACKET_AUXDATA {
+                return None;
             }
-            cmsg = unsafe { libc::CMSG_NXTHDR(hdr, cmsg) };
-        }
-        None
+            let aux: libc::tpacket_auxdata = unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const _) };
+            let tpid = if aux.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 { aux.tp_vlan_tpid } else { 0x8100 };
+            (aux.tp_status & libc::TP_STATUS_VLAN_VALID != 0).then_some((tpid, aux.tp_vlan_tci))
+        })
     }
 }
 

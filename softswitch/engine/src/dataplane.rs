@@ -7,13 +7,13 @@
 //! ingress and egress (the program's state is shared with the control plane
 //! through p4core's own fine-grained locks).
 
-use crate::afpacket::{RawPort, RecvBufs, SendScratch};
+use crate::afpacket::{RawPort, RecvBufs, Received, SendScratch};
 use crate::clock::{tighten_timer_slack, Clock};
 use crate::pcap::PortCapture;
 use crate::shared::{Digest, Pipeline, Shared};
 use crate::tm::{DelayLine, Departure, EgressQueue};
 use p4core::{EgressOutcome, Executor, IngressOutcome, QueueMeta, QueuedPacket};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::Arc;
@@ -53,6 +53,8 @@ pub struct PacketLoop {
     failing: BTreeMap<u32, u64>,
     /// Ports that filled every receive batch last turn: read again without polling.
     backlogged: Vec<u32>,
+    /// (port, reason) of received frames dropped undeliverable, logged once each.
+    refusals_logged: BTreeSet<(u32, &'static str)>,
     /// Moving average of how late timed wake-ups were (ns).
     wake_lateness_ns: u64,
 }
@@ -81,6 +83,7 @@ impl PacketLoop {
             send_scratch: SendScratch::default(),
             failing: BTreeMap::new(),
             backlogged: Vec::new(),
+            refusals_logged: BTreeSet::new(),
             wake_lateness_ns: MIN_SPIN_NS,
         })
     }
@@ -202,7 +205,11 @@ impl PacketLoop {
                 let offset = self.clock.realtime_offset_ns();
                 for i in 0..n {
                     let at = bufs.kernel_timestamp_ns(i).map_or(now, |ts| Clock::from_realtime_ns(ts, offset, now));
-                    self.arrive(port, bufs.frame(i), at);
+                    match bufs.received(i) {
+                        Received::Frame(frame) => self.arrive(port, frame, at),
+                        Received::Segments(segments) => segments.iter().for_each(|s| self.arrive(port, s, at)),
+                        Received::Dropped(why) => self.refuse(port, why, at),
+                    }
                 }
                 self.bufs = Some(bufs);
                 if n < crate::afpacket::BATCH {
@@ -215,13 +222,19 @@ impl PacketLoop {
         }
     }
 
-    /// A frame came in on `port`: capture it, then run ingress now or after the port's ingress delay.
-    fn arrive(&mut self, port: u32, frame: Option<&[u8]>, now: u64) {
+    /// A received frame that cannot be delivered: counted as a drop, logged the first time per reason.
+    fn refuse(&mut self, port: u32, why: &'static str, now: u64) {
         self.shared.count(port, |c| &c.rx, 1);
-        let Some(frame) = frame else {
-            self.shared.count(port, |c| &c.drops, 1);
-            return self.trace(now, format_args!("port {port} rx oversized frame dropped"));
-        };
+        self.shared.count(port, |c| &c.drops, 1);
+        if self.refusals_logged.insert((port, why)) {
+            eprintln!("softswitch: {}: dropped a received frame: {why} (more are counted as drops)", self.ports[&port].ifname);
+        }
+        self.trace(now, format_args!("port {port} rx dropped: {why}"));
+    }
+
+    /// A frame came in on `port`: capture it, then run ingress now or after the port's ingress delay.
+    fn arrive(&mut self, port: u32, frame: &[u8], now: u64) {
+        self.shared.count(port, |c| &c.rx, 1);
         if let Some(cap) = self.captures.get_mut(&port) {
             cap.record(self.clock.wall(now), frame);
         }

@@ -6,6 +6,7 @@
 pub mod afpacket;
 pub mod clock;
 mod dataplane;
+pub mod offload;
 mod pcap;
 mod python;
 mod shared;
