@@ -25,6 +25,7 @@ START_TIMEOUT_S = 30
 CANCEL_TIMEOUT_S = 30
 DAEMON_STOP_TIMEOUT_S = 15
 MAX_ARRAY_SIZE = 10
+TEST_TIMEOUT_S = 300
 
 TINY_STUDY = """
 name = "slurm-tiny"
@@ -195,8 +196,19 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture
 def slurm_env(cluster, monkeypatch):
+    """SLURM_CONF for the test, which is stopped (so the cluster is torn down)
+    if it waits on a broken cluster for longer than any test needs."""
     monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
-    return cluster.env
+
+    def give_up(signum, frame):
+        raise TimeoutError(f"Slurm test still waiting after {TEST_TIMEOUT_S} s")
+    previous = signal.signal(signal.SIGALRM, give_up)
+    signal.alarm(TEST_TIMEOUT_S)
+    try:
+        yield cluster.env
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def prepared_study(folder, text):
@@ -215,7 +227,7 @@ def test_study_through_slurm_is_merged_into_one_report(slurm_env, tmp_path):
     out = tmp_path / "study"
     done = subprocess.run([sys.executable, "-m", "aqmlab", "run", str(source), "--out", str(out),
                            "--executor", "slurm", "--jobs", "2", "--no-progress"],
-                          env=slurm_env, cwd=REPO, capture_output=True, text=True, timeout=240)
+                          env=slurm_env, cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr + done.stdout
     run_ids = [run.run_id for run in study.expand(load_experiment(source))]
     assert [study.run_state(out / run_id) for run_id in run_ids] == [study.COMPLETE] * 3
