@@ -368,6 +368,10 @@ class ExprMixin:
             ok = same_type(lt, rt) or (isinstance(lt, EnumT) and lt.base and isinstance(rt, IntT))
             if not ok or (op not in ("==", "!=") and not (isinstance(lt, EnumT) and lt.base)):
                 raise CompileError(e.right.loc, f"cannot compare {lt} with {rt} using '{op}'")
+        elif isinstance(lt, VarbitT) or isinstance(rt, VarbitT):
+            if op not in ("==", "!=") or lt != rt:
+                raise CompileError(e.right.loc, f"cannot compare {lt} with {rt} using '{op}'")
+            return bool_expr(expr(op, as_data(left), as_data(right)))   # as p4c writes it
         elif isinstance(lt, (StructT, StackT)) or isinstance(rt, (StructT, StackT)):
             if op not in ("==", "!=") or not same_type(lt, rt):
                 raise CompileError(e.right.loc, f"cannot compare {lt} with {rt} using '{op}'")
@@ -391,8 +395,6 @@ class ExprMixin:
                                 for a, b in zip(left.ref.elems, right.ref.elems)])
         if not (isinstance(left.ref, HeaderRef) and isinstance(right.ref, HeaderRef)):
             raise unsupported(e.loc, f"comparison of {t} values of this kind")
-        if any(isinstance(ft, VarbitT) for _, ft in t.fields):
-            raise unsupported(e.loc, f"comparison of headers with a varbit field")
         fields = [self.compare("==", field_val(ft, left.ref.member(f)),
                                field_val(ft, right.ref.member(f)), e) for f, ft in t.fields]
         lv, rv = self.is_valid(left, e), self.is_valid(right, e)

@@ -12,7 +12,7 @@ from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope
 from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
                     TypeVar, VarbitT, VoidT, storage_width)
 from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
-                     as_bool, as_data, bool_expr, expr, hexstr, param)
+                     as_bool, as_data, bool_expr, expr, field_val, hexstr, param)
 
 MAX_UNROLL = 1024                 # iterations a compile-time loop may take
 _V1_EXTERN_TYPES = {"register", "counter", "direct_counter", "meter", "direct_meter",
@@ -101,7 +101,16 @@ class StmtMixin:
                 self.assign(ctx, var, self.eval_value(s.init, ctx, t), s.init.loc)
         ctx.scope.declare(s.name, var, s.loc)
 
+    def varbit_local(self, name, t):
+        """BMv2 keeps variable-length data only in header fields: a `varbit<W>` local is
+        the field of its own metadata header (type `varbit<W>_t`), assigned with assign_VL."""
+        st = StructT("header", f"varbit{t.max_width}_t", [("field", t)])
+        ref = self.add_header_instance(self.unique_name(name), st, metadata=True)
+        return field_val(t, ref.member("field"))
+
     def declare_local(self, s, t, ctx):
+        if isinstance(t, VarbitT):
+            return self.varbit_local(s.name, t)
         if isinstance(t, ExternT) or not (t.is_scalar or
                                          isinstance(t, (StructT, StackT, TupleT))):
             raise CompileError(s.type.loc, f"cannot declare a variable of type {t}")
