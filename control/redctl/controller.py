@@ -47,6 +47,10 @@ class Controller:
         self._index: P4InfoIndex | None = None
         self._digest_enabled = False
         self._pending: collections.deque[Sample] = collections.deque()
+        # port -> the red_idle_decay entries this session last wrote or read; lets
+        # set_red skip re-reading ~2000 entries when only maxp/thresholds change
+        # (Adaptive RED every 0.5 s). Assumes no other client rewrites them.
+        self._decay_known: dict[int, dict[int, int]] = {}
 
     # -- pipeline and forwarding --------------------------------------------
     def push_pipeline(self, p4info_path: str, json_path: str) -> None:
@@ -56,6 +60,7 @@ class Controller:
             device_config = f.read()
         self.session.set_pipeline(index.p4info, device_config)
         self._index, self._digest_enabled = index, False
+        self._decay_known = {}
 
     @property
     def index(self) -> P4InfoIndex:
@@ -80,11 +85,13 @@ class Controller:
     def set_red(self, port: int, cfg: RedConfig) -> RedConstants:
         """Validate cfg (ValueError, nothing written) and install it on port."""
         constants = to_constants(cfg, self.port_spec(port))
-        old = self._read_red_entries(port)
-        updates = [_update(p4runtime_pb2.Update.MODIFY if old.config else p4runtime_pb2.Update.INSERT,
+        config = self._read_table(names.RED_CONFIG, port)
+        updates = [_update(p4runtime_pb2.Update.MODIFY if config else p4runtime_pb2.Update.INSERT,
                            self._red_config_entry(port, constants))]
-        updates += self._decay_updates(port, old.decay, constants.decay_factors)
+        if self._decay_known.get(port) != constants.decay_factors:
+            updates += self._decay_updates(port, self._read_decay(port), constants.decay_factors)
         self.session.write(updates)
+        self._decay_known[port] = dict(constants.decay_factors)
         return constants
 
     def get_red(self, port: int) -> RedConfig | None:
@@ -244,13 +251,18 @@ class Controller:
 
     def _read_red_entries(self, port: int) -> "_RedEntries":
         config = self._read_table(names.RED_CONFIG, port)
+        return _RedEntries(config[0].table_entry if config else None, self._read_decay(port))
+
+    def _read_decay(self, port: int) -> dict[int, int]:
+        """{bucket: factor} installed for port (and remembered)."""
         bucket_id = self._match_field_id(names.RED_DECAY, names.RED_DECAY_KEYS[1])
         decay = {}
         for e in self._read_table(names.RED_DECAY, port):
             match = {m.field_id: m for m in e.table_entry.match}
             decay[decode(match[bucket_id].exact.value)] = \
                 self._action_params(e.table_entry.action.action)["factor"]
-        return _RedEntries(config[0].table_entry if config else None, decay)
+        self._decay_known[port] = dict(decay)
+        return decay
 
     def _match_field_id(self, table: str, field: str) -> int:
         for mf in self.index.table(table).match_fields:

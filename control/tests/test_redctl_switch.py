@@ -165,3 +165,17 @@ def test_telemetry_reports_queue_average_and_decisions(ctl, wire):
     assert all(s.avg == s.qdepth for s in samples)            # wq = 1
     assert {s.decision for s in samples} <= {"pass", "mark", "forced_drop"}
     assert any(s.qdepth >= 2 and s.decision == "forced_drop" for s in samples)
+
+
+def test_changing_maxp_only_rewrites_the_config_entry(ctl, monkeypatch):
+    """Adaptive RED changes maxp every 0.5 s: the ~2000 idle-decay entries,
+    unchanged, are neither re-read nor rewritten (one update per call)."""
+    base = RedConfig(minth=5, maxth=15, maxp=0.1, wq_log=9)
+    ctl.set_red(1, base)
+    batches = []
+    write = ctl.session.write
+    monkeypatch.setattr(ctl.session, "write", lambda updates: (batches.append(len(updates)), write(updates)))
+    ctl.set_red(1, dataclasses.replace(base, maxp=0.12))
+    assert batches == [1]
+    assert ctl.get_red(1).maxp == 0.12
+    assert ctl.get_red_constants(1).decay_factors == to_constants(base, PORTS[1]).decay_factors
