@@ -61,7 +61,7 @@ def decayed(constants: RedConstants, avg: int, idle_bucket: int) -> int:
 def idle_bucket(constants: RedConstants, idle_us: int) -> int:
     """red_idle_decay's key for an idle time: fine bucket below 2^idle_log us,
     else 1024 + the coarse bucket (saturated at 1023)."""
-    if idle_us < 1 << constants.idle_log:
+    if idle_us < (1 << constants.idle_log) & MASK32:     # 32w1 << idle_log: 0 from 32 on
         return idle_us >> max(0, constants.idle_log - IDLE_FINE_LOG)
     return IDLE_BUCKETS + min(idle_us >> constants.idle_log, IDLE_BUCKETS - 1)
 

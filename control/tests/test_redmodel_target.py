@@ -14,6 +14,7 @@ control/README.md); the PTF suite covers them statistically.
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 
@@ -59,7 +60,7 @@ def _switch(program: str, constants) -> se.Switch:
     sw.table_add("MyEgress.red_config", [("exact", _bytes(PORT, 9))], "MyEgress.set_red",
                  [_bytes(v, widths[k]) for k, v in constants.action_params().items()])
     for bucket, factor in constants.decay_factors.items():
-        sw.table_add("MyEgress.red_idle_decay", [("exact", _bytes(PORT, 9)), ("exact", _bytes(bucket, 10))],
+        sw.table_add("MyEgress.red_idle_decay", [("exact", _bytes(PORT, 9)), ("exact", _bytes(bucket, 11))],
                      "MyEgress.set_decay_factor", [_bytes(factor, 32)])
     return sw
 
@@ -117,3 +118,19 @@ def test_model_marks_ect_and_drops_not_ect():
     state = PortState()
     assert decide(c, state, 2, 10, 0, 2, rand32=0).ecn == CE
     assert decide(c, state, 2, 10, 0, NOT_ECT, rand32=0).decision == 2
+
+
+@pytest.mark.parametrize("idle_log", [31, 32, 40, 255])
+def test_idle_bucket_follows_the_program_beyond_32_bit_shifts(program, idle_log):
+    """Raw idle_log >= 32 (redctl never installs it): 32w1 << idle_log is 0, so
+    every idle time takes the coarse branch with bucket 0, key 1024."""
+    constants = dataclasses.replace(to_constants(CONFIGS[0][0], PortSpec(rate_bps=1.5e6)),
+                                    idle_log=idle_log, decay_factors={1024: 1 << 31, 1023: 1 << 30})
+    sw = _switch(program, constants)
+    sw.register_write("red_avg", PORT, 40 * AVG_ONE)
+    sw.register_write("MyEgress.last_departure", PORT, 0)
+    sw.process_packet(0, _frame(0))
+    now = sw.register_read("last_sample_time", PORT)
+    expected = decide(constants, PortState(avg=40 * AVG_ONE), 0, now, 0, 0, rand32=0).state.avg
+    assert sw.register_read("red_avg", PORT) == expected
+    assert idle_bucket(constants, now) == (1024 if idle_log >= 32 else now >> 21)
