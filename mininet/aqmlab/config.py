@@ -130,6 +130,7 @@ class Experiment:
     source: dict = field(repr=False, default_factory=dict)
     repeat: int = 1             # runs of every point, seeds seed, seed + 1, ...
     sweep: tuple = ({},)        # {dotted path: value} of each sweep point
+    quick_repeat: int = 1       # repeat under --quick
 
     def for_quick(self):
         """The same experiment shortened to quick_duration (CI, `--quick`);
@@ -139,7 +140,8 @@ class Experiment:
             dataclasses.replace(w, start=w.start * factor) for w in s.workloads))
             for s in self.scenarios)
         return dataclasses.replace(self, duration=self.quick_duration,
-                                   warmup=self.warmup * factor, scenarios=scenarios)
+                                   warmup=self.warmup * factor, scenarios=scenarios,
+                                   repeat=self.quick_repeat)
 
 
 # ------------------------------------------------------------------ helpers
@@ -353,7 +355,7 @@ def parse_scenario(table, name, prefix):
 
 
 TOP_FIELDS = ("name", "description", "seed", "duration", "quick_duration", "warmup", "target",
-              "repeat", "topology", "aqm", "tcp", "workload", "scenario", "sweep")
+              "repeat", "quick_repeat", "topology", "aqm", "tcp", "workload", "scenario", "sweep")
 SCENARIO_FIELDS = ("name", "topology", "aqm", "tcp", "workload")
 SWEEP_SECTIONS = ("topology", "aqm", "tcp", "workload")
 
@@ -469,6 +471,7 @@ def parse_experiment(data):
     explicit = "scenario" in data
     if not isinstance(overrides, list) or not overrides:
         _fail("scenario", "must be a list of [[scenario]] tables")
+    repeat = _number(data, "repeat", "", 1, low=1, high=1000, integer=True)
     sweep = parse_sweep(data.get("sweep"))
     names, scenarios = [], []
     for i, override in enumerate(overrides):
@@ -496,8 +499,8 @@ def parse_experiment(data):
         float(_number(data, "quick_duration", "", min(duration, 10.0), low=1)),
         float(_number(data, "warmup", "", 0.0, low=0, high=duration / 2)),
         _choice(data, "target", "", TARGETS, "softswitch"), tuple(scenarios), data,
-        _number(data, "repeat", "", 1, low=1, high=1000, integer=True),
-        tuple(sweep))
+        repeat, tuple(sweep),
+        _number(data, "quick_repeat", "", repeat, low=1, high=repeat, integer=True))
 
 
 def load_experiment(path):

@@ -255,7 +255,7 @@ def comparisons(loaded):
             title = _title(a.tcp, b.tcp)
             for metric in COMPARED_WORKLOAD_METRICS:
                 found.append(_difference(loaded, f"{title} in {scenario.name}",
-                                         (point, a.name), (point, b.name), metric))
+                                         (point, a.name), (point, b.name), metric, of=None))
     flat = [_flatten(dataclasses.asdict(s), ignore=("name",)) for s in scenarios]
     for i in range(len(scenarios)):
         for j in range(i + 1, len(scenarios)):
@@ -274,10 +274,13 @@ def comparisons(loaded):
     return [c for c in found if c["difference"].n > 0]
 
 
-def _difference(loaded, title, a, b, metric):
+def _difference(loaded, title, a, b, metric, of=""):
+    """a, b: (point, workload or ALL); `of` names the workload a point
+    comparison's metric belongs to (None: the workloads are what is compared)."""
     diff = stats.paired_difference(loaded.point_values(a[0], a[1], metric),
                                    loaded.point_values(b[0], b[1], metric))
     return {"comparison": title, "a": a, "b": b, "metric": metric,
+            "of": a[1] if of == "" and a[1] != ALL else None,
             "unit": metric_info(a[1], metric)[0], "difference": diff}
 
 
@@ -402,7 +405,7 @@ def summary_table(rows, metrics=("goodput_per_flow_mbps", "goodput_mbps", "utili
 
 def comparison_lines(found):
     return [f"- {c['comparison']}, {c['metric']}"
-            f"{'' if c['a'][1] == ALL else ' of ' + c['a'][1]}: difference "
+            f"{' of ' + c['of'] if c['of'] else ''}: difference "
             f"{interval_text(c['difference'])} {c['unit']} — {stats.verdict(c['difference'])}"
             for c in found]
 

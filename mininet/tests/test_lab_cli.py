@@ -41,8 +41,8 @@ def wait_for_running_lab(state_dir, processes=8, timeout=30):
 
 
 def test_quick_default_run_prints_the_summary_and_leaves_nothing(tmp_path):
-    proc = aqmlab(["run", str(DEFAULT), "--quick", "--results", str(tmp_path / "r"),
-                   "--no-progress"], tmp_path / "state")
+    proc = aqmlab(["run", str(DEFAULT), "--quick", "--jobs", "2", "--results",
+                   str(tmp_path / "r"), "--no-progress"], tmp_path / "state")
     out, err = proc.communicate(timeout=240)
     assert proc.returncode == 0, err
     assert "goodput_per_flow_mbps" in out and "ECN vs non-ECN in red" in out
@@ -52,11 +52,13 @@ def test_quick_default_run_prints_the_summary_and_leaves_nothing(tmp_path):
     (outdir,) = (tmp_path / "r/default").iterdir()
     runs = {p.parent.name: json.loads(p.read_text()) for p in outdir.glob("*/run.json")}
     assert {k: (v["point_name"], v["seed"], v["quick"]) for k, v in runs.items()} == {
-        "p00-r0": ("red", 1, True), "p01-r0": ("droptail", 1, True)}
+        "p00-r0": ("red", 1, True), "p00-r1": ("red", 2, True),
+        "p01-r0": ("droptail", 1, True), "p01-r1": ("droptail", 2, True)}
     assert all((outdir / run_id / "complete").exists() for run_id in runs)
     report = (outdir / "report.md").read_text()
     assert "## Summary" in report and "## Comparisons" in report and "nan" not in report
-    assert len(lab_tags(outdir)) == 2
+    assert "(n 2)" in out
+    assert len(lab_tags(outdir)) == 4
     for tag in lab_tags(outdir):
         assert leftovers(tag) == []
     assert list((tmp_path / "state").glob("*.json")) == []
@@ -79,10 +81,12 @@ def test_failure_during_setup_removes_the_lab(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and "make build" in err
     folders = sorted((tmp_path / "r/default").glob("*/p0*"))
-    assert [f.name for f in folders] == ["p00-r0", "p01-r0"], "a failed run does not stop the study"
+    assert [f.name for f in folders] == ["p00-r0", "p00-r1", "p01-r0", "p01-r1"], \
+        "a failed run does not stop the study"
     assert all("make build" in (f / "failed").read_text() for f in folders)
+    assert "4 of 4 run(s) failed" in err
     tags = lab_tags(tmp_path / "r")
-    assert len(tags) == 2
+    assert len(tags) == 4
     for tag in tags:
         assert leftovers(tag) == []
 
