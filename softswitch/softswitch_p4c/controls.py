@@ -634,7 +634,7 @@ class ControlMixin:
             v = self.eval_value(k.expr, ctx)
             if not v.type.is_scalar or isinstance(v.type, IntT):
                 raise CompileError(k.loc, f"table key must be a fixed-width scalar, not {v.type}")
-            target, mask, width = self.key_target(v, k, key_temps)
+            target, mask, width = self.key_target(v, k, key_temps, ctx)
             name = self.key_name(k)
             kind = "ternary" if k.match_kind == "optional" else k.match_kind
             keys.append({"match_type": kind, "name": name, "target": target, "mask": mask})
@@ -651,14 +651,17 @@ class ControlMixin:
             return f"{self.describe(k.expr.func.expr)}.$valid$"
         return self.describe(k.expr)
 
-    def key_target(self, v, k, key_temps):
+    def key_target(self, v, k, key_temps, ctx):
+        """(JSON target, mask, P4Info width) of a key, as p4c's SimplifyKey leaves it: a
+        field, `field & constant` (masked, full width) or isValid() stay in the table;
+        anything else (slices included) is computed into a scalar before the apply."""
         if isinstance(v.ref, FieldRef):
             return [v.ref.header, v.ref.field], None, storage_width(v.type)
-        if "slice" in v.extra and isinstance(v.extra["slice"][0].ref, FieldRef):
-            base, hi, lo = v.extra["slice"]
-            width = base.type.width
-            mask = ((1 << (hi - lo + 1)) - 1) << lo
-            return [base.ref.header, base.ref.field], hexstr(mask, width)["value"], hi - lo + 1
+        masked = self.masked_field(k.expr, ctx)
+        if masked is not None:
+            field, mask = masked
+            return [field.ref.header, field.ref.field], \
+                hexstr(mask, field.type.width)["value"], field.type.width
         j = v.json
         if v.is_boolexpr and j["value"]["op"] == "d2b" and j["value"]["right"]["type"] == "field":
             return list(j["value"]["right"]["value"]), None, 1
@@ -666,6 +669,17 @@ class ControlMixin:
         tmp = self.new_scalar(self.unique_name("key"), v.type)
         key_temps.append((tmp, v, k.loc))
         return [tmp.ref.header, tmp.ref.field], None, storage_width(v.type)
+
+    def masked_field(self, e, ctx):
+        if not (isinstance(e, A.Binary) and e.op == "&"):
+            return None
+        left, right = self.eval_value(e.left, ctx), self.eval_value(e.right, ctx)
+        if right.const is None:
+            left, right = right, left
+        if isinstance(left.ref, FieldRef) and right.const is not None and \
+                isinstance(left.type, Bits):
+            return left, int(right.const) & mask_of(left.type.width)
+        return None
 
     def table_match_type(self, d, keys, prop):
         kinds = {k["match_type"] for k in keys}

@@ -304,3 +304,25 @@ def test_varbit_locals_and_equality(tmp_path):
     frame = bytes(6) + bytes([0, 0, 0, 0, 0, 2]) + b"\x12\x34" + b"\xaa\xbb\xaa\xcc" + b"x" * 40
     (_, out), = sw.process_packet(0, frame)
     assert out[14:18] == b"\xaa\xbb\xaa\xbb"
+
+
+def test_table_key_on_a_slice_is_the_slice(tmp_path):
+    # p4c computes a slice key into a temporary (SimplifyKey): the key and the P4Info are
+    # 5 bits, so a controller's 0x1f matches dstAddr[22:18] == 0x1f
+    kw = dict(ingress="""
+        action mark() { hdr.ipv4.identification = 1; }
+        table t { key = { hdr.ipv4.dstAddr[22:18]: exact; hdr.ipv4.srcAddr & 0xff: ternary; }
+                  actions = { mark; NoAction; } default_action = NoAction(); }""",
+              apply="sm.egress_spec = 1; t.apply();")
+    j, info = compile_source(program(**kw), tmp_path)
+    slice_key, masked = info.tables[0].match_fields
+    assert (slice_key.name, slice_key.bitwidth) == ("hdr.ipv4.dstAddr[22:18]", 5)
+    assert masked.bitwidth == 32                           # a masked field keeps its width
+    (t,) = [t for t in j["pipelines"][0]["tables"] if t["name"] == "I.t"]
+    assert t["key"][1]["target"] == ["ipv4", "srcAddr"] and t["key"][1]["mask"] == "0x000000ff"
+    sw = switch_for(tmp_path, **kw)
+    sw.table_add("I.t", [("exact", bytes([0x1f])),
+                         ("ternary", (1).to_bytes(4, "big"), (0xff).to_bytes(4, "big"))],
+                 "I.mark", [], 1)
+    assert ident(sw, ident=0, dst="10.124.0.5") == 1      # bits 22..18 all ones
+    assert ident(sw, ident=0, dst="10.128.0.5") == 0
