@@ -61,8 +61,10 @@ fpga-test:
 fpga-synth:
 	$(MAKE) -C hw/fpga synth PY=$(PY)
 
+# `make run`: ECN vs non-ECN and RED vs drop-tail, 5 repetitions, two runs side by side
+# (10 Mb/s: within the --jobs rule of mininet/README.md), ~2.5 min, with 95 % intervals.
 run:
-	$(PY) -m aqmlab run mininet/experiments/default.toml
+	$(PY) -m aqmlab run mininet/experiments/default.toml --jobs 2
 
 # Benchmarks live next to what they measure and write committed results files.
 # front-end compile time, P4Runtime write/read rates, switch speed and link
