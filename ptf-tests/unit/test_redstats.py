@@ -123,3 +123,30 @@ def test_idle_probe_at_85_ms_separates_exact_from_shift_decay():
     program = redmodel.ewma(redmodel.decayed(c, fixed, redmodel.idle_bucket(c, idle_us)), 0, wq_log)
     assert 8 <= exact < 16 and shift < 7
     assert program / AVG_ONE == pytest.approx(exact, rel=0.012)
+
+
+@pytest.mark.parametrize("cfg,length", [CLASSIC, GENTLE])
+def test_integer_model_marks_with_the_exact_probabilities(cfg, length):
+    """The bridge between the program and the PTF bands for queue depths > 0:
+    redctl.redmodel.decide (the program's integer semantics, equal to the
+    built-in target packet by packet, control/tests/test_redmodel_target.py)
+    run over 20000 bursts with uniform 32-bit draws selects each burst
+    position with the probability redstats.selection_probabilities gives,
+    within 4.5 standard errors (false alarm < 1e-4 over all positions)."""
+    from redctl import PortSpec, redmodel
+    from redctl.convert import to_constants
+    c = to_constants(cfg, PortSpec(buffer_packets=200))
+    depths = burst_depths(length)
+    probs, _ = selection_probabilities(cfg, depths)
+    rng = np.random.default_rng(21)
+    bursts = 20000
+    draws = rng.integers(0, 1 << 32, size=(bursts, length), dtype=np.uint64)
+    selected = np.zeros(length)
+    for b in range(bursts):
+        state = redmodel.PortState()
+        for i, q in enumerate(depths):
+            step = redmodel.decide(c, state, q, 1000 * (i + 1), 10**6, redmodel.ECT0, int(draws[b, i]))
+            state = step.state
+            selected[i] += step.decision in (redmodel.MARK, redmodel.FORCED_DROP)
+    for p, k in zip(probs, selected):
+        assert abs(k / bursts - p) <= 4.5 * (p * (1 - p) / bursts) ** 0.5 + 1e-9, (p, k / bursts)
