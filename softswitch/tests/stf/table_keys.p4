@@ -1,5 +1,5 @@
-// Key shapes: a slice of a field (compiled, like p4c, as the whole field with a
-// mask, so STF gives the value in field units), a header validity test, an LPM
+// Key shapes: a slice of a field (compiled, like p4c, into a temporary holding
+// the slice, so STF gives the slice's value), a header validity test, an LPM
 // key, and a table whose hit is tested inside a compound condition.
 #include <core.p4>
 #include <v1model.p4>
