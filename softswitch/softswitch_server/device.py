@@ -3,6 +3,7 @@
 All state changes go through `Device` under one lock, so a Write batch, a
 pipeline change and a Read never interleave mid-update.
 """
+import itertools
 import threading
 from dataclasses import dataclass
 
@@ -10,7 +11,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from . import engine_calls as ec
-from .errors import P4RuntimeError, failed_precondition, invalid, unimplemented
+from .errors import P4RuntimeError, aborted, failed_precondition, invalid, unimplemented
 from .externs import (Counters, DigestConfigs, DirectResources, Meters, Registers,
                       ReplicationEngine)
 from .p4info_index import P4InfoIndex
@@ -21,6 +22,8 @@ from .tables import action_spec, match_key
 SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest.Action
 ResponseType = p4runtime_pb2.GetForwardingPipelineConfigRequest.ResponseType
 Update = p4runtime_pb2.Update
+READ_MAX_ENTITIES = 256   # ~1 MB of pure-Python protobuf objects per reply
+READ_MAX_BYTES = 1 << 20   # gRPC clients accept 4 MB messages by default
 
 
 @dataclass
@@ -141,9 +144,11 @@ class Device:
                   p4runtime_pb2.Entity(table_entry=e)) for e in s.tables.replay_protos()]
         kept = []
         add = lambda: kept.append(p4runtime_pb2.Entity()) or kept[-1]  # noqa: E731
-        s.pre.read(p4runtime_pb2.PacketReplicationEngineEntry(),
-                   lambda: add().packet_replication_engine_entry)
-        s.digests.read(p4runtime_pb2.DigestEntry(), lambda: add().digest_entry)
+        for _ in itertools.chain(
+                s.pre.read(p4runtime_pb2.PacketReplicationEngineEntry(),
+                           lambda: add().packet_replication_engine_entry),
+                s.digests.read(p4runtime_pb2.DigestEntry(), lambda: add().digest_entry)):
+            pass
         return items + [(Update.INSERT, entity) for entity in kept]
 
     def get_pipeline(self, response_type: int) -> p4runtime_pb2.ForwardingPipelineConfig:
@@ -182,16 +187,70 @@ class Device:
             raise unimplemented(f"writing {kind or 'an empty entity'} is not supported")
         writer(update_type, getattr(entity, kind))
 
-    def read(self, entity: p4runtime_pb2.Entity, new_entity) -> None:
-        """Fill in the entities matching `entity` (with wildcards); `new_entity()`
-        returns an empty Entity already placed in the reply."""
+    def read(self, entities, max_entities: int = READ_MAX_ENTITIES,
+             max_bytes: int = READ_MAX_BYTES):
+        """ReadResponses holding the entities matching `entities` (with
+        wildcards), each at most `max_entities` entities or about `max_bytes`.
+
+        Every request is validated before the first reply. Each reply is
+        filled under the lock, which is released while it is sent, so a slow
+        or vanished client neither holds up writes nor makes the server build
+        its whole answer in memory. Entries deleted meanwhile are left out; a
+        pipeline change ends the read with ABORTED.
+        """
+        reply = _ReplyBuffer()
         with self.lock:
             self.require_pipeline()
-            kind = entity.WhichOneof("entity")
-            reader = self.state.readers().get(kind)
-            if reader is None:
-                raise unimplemented(f"reading {kind or 'an empty entity'} is not supported")
-            reader(getattr(entity, kind), lambda: getattr(new_entity(), kind))
+            state = self.state
+            steps = itertools.chain.from_iterable(
+                [self._reader(want)(reply.slot_for(want)) for want in entities])
+        sent = False
+        while True:
+            with self.lock:
+                if self.state is not state:
+                    raise aborted("the forwarding pipeline changed during the Read")
+                done = reply.fill(steps, max_entities, max_bytes)
+            if len(reply.message.entities) or (done and not sent):
+                yield reply.take()
+                sent = True
+            if done:
+                return
+
+    def _reader(self, entity: p4runtime_pb2.Entity):
+        """The validating reader for `entity`, as a function of the `add` callback."""
+        kind = entity.WhichOneof("entity")
+        reader = self.state.readers().get(kind)
+        if reader is None:
+            raise unimplemented(f"reading {kind or 'an empty entity'} is not supported")
+        return lambda add: reader(getattr(entity, kind), add)
+
+
+class _ReplyBuffer:
+    """The ReadResponse being filled, with a running size estimate."""
+
+    def __init__(self):
+        self.message = p4runtime_pb2.ReadResponse()
+        self.size = 0
+
+    def slot_for(self, entity):
+        kind = entity.WhichOneof("entity")
+        return lambda: getattr(self.message.entities.add(), kind)
+
+    def fill(self, steps, max_entities: int, max_bytes: int) -> bool:
+        """Step the readers until the reply is full; True once they are exhausted."""
+        entities = self.message.entities
+        while len(entities) < max_entities and self.size < max_bytes:
+            if next(steps, _DONE) is _DONE:
+                return True
+            self.size += entities[-1].ByteSize()
+        return False
+
+    def take(self) -> p4runtime_pb2.ReadResponse:
+        message, self.message, self.size = self.message, p4runtime_pb2.ReadResponse(), 0
+        return message
+
+
+_DONE = object()
 
 
 def _check_entity_fits(index: P4InfoIndex, entity) -> None:

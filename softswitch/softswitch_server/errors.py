@@ -46,6 +46,10 @@ def failed_precondition(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, message)
 
 
+def aborted(message: str) -> P4RuntimeError:
+    return P4RuntimeError(grpc.StatusCode.ABORTED, message)
+
+
 def unimplemented(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, message)
 

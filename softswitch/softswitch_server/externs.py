@@ -4,6 +4,8 @@ Each class validates a P4Runtime entity against the P4Info, applies it to
 the engine in one step, and answers Reads (with the spec's wildcards: id 0 =
 every instance, no index = every cell).
 """
+import itertools
+
 from p4.v1 import p4runtime_pb2
 
 from . import engine_calls as ec
@@ -54,6 +56,11 @@ def _targets(table: dict, object_id: int, what: str):
     return [_lookup(table, object_id, what)] if object_id else list(table.values())
 
 
+def _cells(table: dict, request, object_id: int, what: str) -> list:
+    """(info, indices) of every array a read names, all checked up front."""
+    return [(info, _indices(info, request, what)) for info in _targets(table, object_id, what)]
+
+
 class Counters:
     def __init__(self, sw, index):
         self.sw, self.index = sw, index
@@ -67,13 +74,17 @@ class Counters:
         d = entry.data
         ec.call(self.sw.counter_write, info.name, index, d.packet_count, d.byte_count)
 
-    def read(self, request: p4runtime_pb2.CounterEntry, add) -> None:
-        for info in _targets(self.index.counters, request.counter_id, "counter"):
-            for i in _indices(info, request, "counter"):
+    def read(self, request: p4runtime_pb2.CounterEntry, add):
+        return self._read(_cells(self.index.counters, request, request.counter_id, "counter"), add)
+
+    def _read(self, cells, add):
+        for info, indices in cells:
+            for i in indices:
                 packets, nbytes = ec.call(self.sw.counter_read, info.name, i)
                 e = add()
                 e.counter_id, e.index.index = info.id, i
                 e.data.packet_count, e.data.byte_count = packets, nbytes
+                yield
 
 
 class Meters:
@@ -99,13 +110,17 @@ class Meters:
         else:
             self.configs.pop((info.id, index), None)
 
-    def read(self, request: p4runtime_pb2.MeterEntry, add) -> None:
-        for info in _targets(self.index.meters, request.meter_id, "meter"):
-            for i in _indices(info, request, "meter"):
+    def read(self, request: p4runtime_pb2.MeterEntry, add):
+        return self._read(_cells(self.index.meters, request, request.meter_id, "meter"), add)
+
+    def _read(self, cells, add):
+        for info, indices in cells:
+            for i in indices:
                 e = add()
                 e.meter_id, e.index.index = info.id, i
                 if (info.id, i) in self.configs:
                     e.config.CopyFrom(self.configs[(info.id, i)])
+                yield
 
 
 class Registers:
@@ -123,13 +138,18 @@ class Registers:
         value = decode(entry.data.bitstring, info.bitwidth, f"register '{info.name}'")
         ec.call(self.sw.register_write, info.name, index, value)
 
-    def read(self, request: p4runtime_pb2.RegisterEntry, add) -> None:
-        for info in _targets(self.index.registers, request.register_id, "register"):
-            for i in _indices(info, request, "register"):
+    def read(self, request: p4runtime_pb2.RegisterEntry, add):
+        cells = _cells(self.index.registers, request, request.register_id, "register")
+        return self._read(cells, add)
+
+    def _read(self, cells, add):
+        for info, indices in cells:
+            for i in indices:
                 value = ec.as_int(ec.call(self.sw.register_read, info.name, i))
                 e = add()
                 e.register_id, e.index.index = info.id, i
                 e.data.bitstring = canonical(value)
+                yield
 
 
 class DirectResources:
@@ -145,11 +165,15 @@ class DirectResources:
         ec.call(self.sw.direct_counter_write, table.name, stored.handle,
                 d.packet_count, d.byte_count)
 
-    def read_counters(self, request: p4runtime_pb2.DirectCounterEntry, add) -> None:
-        for table, key, stored in self._entries(request.table_entry, "direct_counter_id"):
+    def read_counters(self, request: p4runtime_pb2.DirectCounterEntry, add):
+        return self._read_counters(self._selection(request.table_entry, "direct_counter_id"), add)
+
+    def _read_counters(self, selection, add):
+        for table, key, stored in self._entries(selection):
             e = add()
             self.tables.fill_entry(e.table_entry, table, key, stored, False)
             self.tables.fill_counter_data(e.data, table, stored)
+            yield
 
     def write_meter(self, update_type, entry: p4runtime_pb2.DirectMeterEntry):
         _require_modify(update_type, "direct meter")
@@ -164,12 +188,16 @@ class DirectResources:
         else:
             stored.meter_config = None
 
-    def read_meters(self, request: p4runtime_pb2.DirectMeterEntry, add) -> None:
-        for table, key, stored in self._entries(request.table_entry, "direct_meter_id"):
+    def read_meters(self, request: p4runtime_pb2.DirectMeterEntry, add):
+        return self._read_meters(self._selection(request.table_entry, "direct_meter_id"), add)
+
+    def _read_meters(self, selection, add):
+        for table, key, stored in self._entries(selection):
             e = add()
             self.tables.fill_entry(e.table_entry, table, key, stored, False)
             if stored.meter_config is not None:
                 e.config.CopyFrom(stored.meter_config)
+            yield
 
     def _entry(self, table_entry, slot, what):
         table = self.index.table(table_entry.table_id)
@@ -177,7 +205,8 @@ class DirectResources:
             raise invalid(f"table '{table.name}' has no {what}")
         return self.tables.find(table_entry)
 
-    def _entries(self, table_entry, slot):
+    def _selection(self, table_entry, slot):
+        """(tables, key or None) a direct resource read names, checked up front."""
         if table_entry.table_id:
             tables = [self.index.table(table_entry.table_id)]
         else:
@@ -185,14 +214,18 @@ class DirectResources:
         for table in tables:
             if not getattr(table, slot):
                 raise invalid(f"table '{table.name}' has no such direct resource")
-            entries = self.tables.entries[table.id]
-            if len(table_entry.match):
-                key = match_key(table, table_entry)
-                if key in entries:
-                    yield table, key, entries[key]
-            else:
-                yield from ((table, k, s) for k, s in list(entries.items()))
+        key = match_key(tables[0], table_entry) if len(table_entry.match) else None
+        return tables, key
 
+    def _entries(self, selection):
+        tables, key = selection
+        for table in tables:
+            entries = self.tables.entries[table.id]
+            items = ([(key, entries[key])] if key in entries else []) if key is not None \
+                else list(entries.items())
+            for k, stored in items:
+                if entries.get(k) is stored:  # not deleted between two pieces of the read
+                    yield table, k, stored
 
 
 class ReplicationEngine:
@@ -239,19 +272,22 @@ class ReplicationEngine:
                 truncate=s.packet_length_bytes)
         self.sessions[sid] = _canonical_replicas(s)
 
-    def read(self, request: p4runtime_pb2.PacketReplicationEngineEntry, add) -> None:
+    def read(self, request: p4runtime_pb2.PacketReplicationEngineEntry, add):
         kind = request.WhichOneof("type")
         if kind is None:   # no type given: everything
-            self.read(_pre_wildcard("multicast_group_entry"), add)
-            self.read(_pre_wildcard("clone_session_entry"), add)
-            return
+            return itertools.chain(self.read(_pre_wildcard("multicast_group_entry"), add),
+                                   self.read(_pre_wildcard("clone_session_entry"), add))
         if kind == "multicast_group_entry":
             wanted, have = request.multicast_group_entry.multicast_group_id, self.groups
         else:
             wanted, have = request.clone_session_entry.session_id, self.sessions
-        for object_id, message in have.items():
-            if wanted in (0, object_id):
-                getattr(add(), kind).CopyFrom(message)
+        return _copy_out([m for i, m in have.items() if wanted in (0, i)], kind, add)
+
+
+def _copy_out(messages, kind, add):
+    for message in messages:
+        getattr(add(), kind).CopyFrom(message)
+        yield
 
 
 def _pre_wildcard(kind):
@@ -316,12 +352,17 @@ class DigestConfigs:
             raise invalid(f"digest '{info.name}': negative config value")
         self.configs[info.id] = _copy(c)
 
-    def read(self, request: p4runtime_pb2.DigestEntry, add) -> None:
+    def read(self, request: p4runtime_pb2.DigestEntry, add):
         if request.digest_id:
             _lookup(self.index.digests, request.digest_id, "digest")
-        for digest_id, config in self.configs.items():
-            if request.digest_id in (0, digest_id):
-                e = add()
-                e.digest_id = digest_id
-                e.config.CopyFrom(config)
+        wanted = [(i, c) for i, c in self.configs.items() if request.digest_id in (0, i)]
+        return self._read(wanted, add)
+
+    @staticmethod
+    def _read(wanted, add):
+        for digest_id, config in wanted:
+            e = add()
+            e.digest_id = digest_id
+            e.config.CopyFrom(config)
+            yield
 

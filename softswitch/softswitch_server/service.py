@@ -13,7 +13,6 @@ from .packetio import encode_packet_out
 
 log = logging.getLogger("softswitch.p4runtime")
 API_VERSION = "1.4.1"
-READ_CHUNK = 1000
 _END = object()
 Atomicity = p4runtime_pb2.WriteRequest.Atomicity
 
@@ -96,16 +95,17 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             return internal(f"{type(e).__name__}: {e}")
 
     def Read(self, request, context):
+        """Streams bounded replies; stops as soon as the client has gone."""
         try:
             self._check_device(request.device_id)
             if request.role:
                 raise unimplemented("only the default role is supported")
-            replies = [p4runtime_pb2.ReadResponse()]
-            for want in request.entities:
-                self.device.read(want, lambda: _next_slot(replies))
+            for reply in self.device.read(request.entities):
+                if not context.is_active():
+                    return
+                yield reply
         except P4RuntimeError as e:
             _abort(context, e)
-        yield from replies
 
     # ---- stream -------------------------------------------------------
     def StreamChannel(self, request_iterator, context):
@@ -156,13 +156,6 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.packet_io.inject(frame)
         except P4RuntimeError as e:
             client.send(_stream_error(e, request))
-
-
-def _next_slot(replies: list) -> p4runtime_pb2.Entity:
-    """A new Entity in the last reply, starting a new reply every READ_CHUNK."""
-    if len(replies[-1].entities) >= READ_CHUNK:
-        replies.append(p4runtime_pb2.ReadResponse())
-    return replies[-1].entities.add()
 
 
 def _stream_error(error: P4RuntimeError, request) -> p4runtime_pb2.StreamMessageResponse:

@@ -146,36 +146,47 @@ class TableStore:
         self.defaults[table.id] = spec
 
     # ---- reads --------------------------------------------------------
-    # Readers fill messages in place: `add()` returns a new empty TableEntry
-    # already inside the reply (pure-Python protobuf makes copies costly).
-    def read(self, request: p4runtime_pb2.TableEntry, add) -> None:
+    # A reader validates the request at once, then returns an iterator that
+    # fills one entity per step: `add()` returns a new empty TableEntry already
+    # inside the reply. The caller steps it under the device lock, a bounded
+    # number of steps at a time, so a large Read is sent in pieces.
+    def read(self, request: p4runtime_pb2.TableEntry, add):
         tables = [self.index.table(request.table_id)] if request.table_id else \
             list(self.index.tables.values())
         if request.table_id == 0 and len(request.match):
             raise invalid("a wildcard table read cannot filter on match fields")
+        key = match_key(tables[0], request) if len(request.match) else None
+        return self._read_tables(tables, request, key, add)
+
+    def _read_tables(self, tables, request, key, add):
         for table in tables:
             if request.is_default_action:
-                self._read_default(table, add)
+                if self._read_default(table, add):
+                    yield
             else:
-                self._read_entries(table, request, add)
+                yield from self._read_entries(table, request, key, add)
 
-    def _read_default(self, table, add):
+    def _read_default(self, table, add) -> bool:
         spec = self.defaults[table.id]
-        if spec is not None:
-            entry = add()
-            entry.table_id, entry.is_default_action = table.id, True
-            fill_action(self.index, spec, entry)
+        if spec is None:
+            return False
+        entry = add()
+        entry.table_id, entry.is_default_action = table.id, True
+        fill_action(self.index, spec, entry)
+        return True
 
-    def _read_entries(self, table, request, add):
+    def _read_entries(self, table, request, key, add):
         entries = self.entries[table.id]
-        if len(request.match):
-            key = match_key(table, request)
+        if key is not None:
             items = [(key, entries[key])] if key in entries else []
         else:
             items = list(entries.items())
         want_counters = request.HasField("counter_data") and table.direct_counter_id
-        for key, stored in items:
-            self.fill_entry(add(), table, key, stored, want_counters)
+        for k, stored in items:
+            if entries.get(k) is not stored:
+                continue  # deleted between two pieces of this read
+            self.fill_entry(add(), table, k, stored, want_counters)
+            yield
 
     def fill_entry(self, entry, table: TableInfo, key: MatchKey, stored: StoredEntry, counters):
         entry.table_id = table.id

@@ -115,10 +115,8 @@ def state_of(device) -> list:
                  p4runtime_pb2.Entity(meter_entry=p4runtime_pb2.MeterEntry())]
     wildcards += [p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(
         table_id=t, is_default_action=True)) for t in (T_LPM, T_ACL, T_DMAC, T_CONST)]
-    out = []
-    for w in wildcards:
-        device.read(w, lambda: out.append(p4runtime_pb2.Entity()) or out[-1])
-    return [e.SerializeToString(deterministic=True) for e in out]
+    return [e.SerializeToString(deterministic=True)
+            for reply in device.read(wildcards) for e in reply.entities]
 
 
 @pytest.fixture(scope="module")
