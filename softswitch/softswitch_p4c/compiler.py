@@ -34,6 +34,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.header_stacks = []
         self.header_union_types = {}
         self.header_unions = []
+        self.header_union_stacks = []
         self.scalar_fields = []
         self.scalar_names = set()
         self.json = {k: [] for k in (
@@ -151,8 +152,6 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
             elem = self.resolve_type(tr.inner, scope, type_env)
             if not (isinstance(elem, StructT) and elem.kind in ("header", "header_union")):
                 raise CompileError(tr.loc, f"header stack element must be a header, not {elem}")
-            if elem.kind == "header_union":
-                raise unsupported(tr.loc, "header union stack")
             size = self.const_int(tr.stack_size, scope, "header stack size")
             return StackT(elem, size)
         simple = {"bool": BoolT(), "error": ErrorT(), "string": StringT(), "void": VoidT(),
@@ -339,6 +338,8 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         return HeaderRef(name, st, metadata)
 
     def add_stack(self, name, t):
+        if t.elem.kind == "header_union":
+            return self.add_union_stack(name, t)
         elems = []
         for i in range(t.size):
             elems.append(self.add_header_instance(f"{name}[{i}]", t.elem))
@@ -347,6 +348,14 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
                                    "header_type": t.elem.name, "size": t.size,
                                    "header_ids": ids})
         return StackRef(name, t, elems)
+
+    def add_union_stack(self, name, t):
+        unions = [self.add_union(f"{name}[{i}]", t.elem) for i in range(t.size)]
+        self.header_union_stacks.append({
+            "name": name, "id": len(self.header_union_stacks), "union_type": t.elem.name,
+            "size": t.size, "header_union_ids": [self.header_unions[-t.size + i]["id"]
+                                                 for i in range(t.size)]})
+        return StackRef(name, t, unions, union=True)
 
     def add_union(self, name, t):
         if t.name not in self.header_union_types:
@@ -422,7 +431,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
             "header_stacks": self.header_stacks,
             "header_union_types": list(self.header_union_types.values()),
             "header_unions": self.header_unions,
-            "header_union_stacks": [],
+            "header_union_stacks": self.header_union_stacks,
             "field_lists": j["field_lists"],
             "errors": [[n, v] for n, v in self.errors.items()],
             "enums": [{"name": e.name, "entries": sorted(([k, v] for k, v in e.members.items()),

@@ -137,6 +137,11 @@ class ExprMixin:
             return self.apply_result_member(base, e)
         if "lookahead_header" in x:
             return self.lookahead_member(x["lookahead_header"], e)
+        if "stack_next" in x and x["stack_next"].union:       # u.next.member (extract)
+            member = base.type.field_type(e.name)
+            if member is None:
+                raise CompileError(name_loc(e), f"no member '{e.name}' in {base.type}")
+            return Val(member, extra={"union_stack_next": (x["stack_next"], e.name)})
         if "extern" in x or "table" in x or isinstance(base.type, ExternT):
             return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})
         ref = base.ref
@@ -198,6 +203,8 @@ class ExprMixin:
         st, ref = base.type, base.ref
         if e.name == "next":
             return Val(st.elem, extra={"stack_next": ref, "loc": e.loc})
+        if ref.union and e.name != "size":
+            raise unsupported(e.loc, f"'{e.name}' on a header union stack")
         if e.name == "last":
             return Val(st.elem, ref=StackLastRef(ref))
         if e.name == "lastIndex":
@@ -229,6 +236,8 @@ class ExprMixin:
                 raise CompileError(e.index.loc, f"index {i} out of bounds for stack of size "
                                                 f"{base.type.size}")
             return Val(base.type.elem, ref=base.ref.elems[i])
+        if base.ref.union:
+            raise unsupported(e.index.loc, "a run-time index into a header union stack")
         return Val(base.type.elem, ref=DynHeaderRef(base.ref, as_data(idx), base.type.elem))
 
     def tuple_item(self, base, e, ctx):

@@ -244,7 +244,13 @@ class ParserMixin:
             raise CompileError(call.loc, "extract of a header with a varbit field needs its "
                                          "length in bits as second argument" if has_varbit else
                                          "two-argument extract needs a header with a varbit field")
-        if "stack_next" in v.extra:
+        if "union_stack_next" in v.extra:
+            stack, member = v.extra["union_stack_next"]
+            param = {"type": "union_stack", "value": [stack.name, member]}
+        elif "stack_next" in v.extra:
+            if v.extra["stack_next"].union:
+                raise CompileError(call.args[0].loc, "extract a member of the union: "
+                                                     "u.next.<member>")
             param = {"type": "stack", "value": v.extra["stack_next"].name}
         elif isinstance(v.ref, HeaderRef):
             param = {"type": "regular", "value": v.ref.name}
@@ -400,7 +406,8 @@ class ParserMixin:
         if isinstance(ref, HeaderRef):
             return [ref.name]
         if isinstance(ref, StackRef):
-            return [h.name for h in ref.elems]
+            return [h.name for x in ref.elems
+                    for h in (x.members.values() if isinstance(x, UnionRef) else [x])]
         if isinstance(ref, UnionRef):
             return [h.name for h in ref.members.values()]
         if isinstance(ref, StructRef):

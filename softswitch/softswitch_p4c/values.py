@@ -68,10 +68,12 @@ class HeaderRef:
 class StackRef:
     name: str
     type: Any                       # StackT
-    elems: list                     # HeaderRef per index
+    elems: list                     # HeaderRef per index (UnionRef in a union stack)
+    union: bool = False             # a header union stack
 
     def json(self):
-        return {"type": "header_stack", "value": self.name}
+        return {"type": "header_union_stack" if self.union else "header_stack",
+                "value": self.name}
 
 
 @dataclass

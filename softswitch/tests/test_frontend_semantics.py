@@ -8,6 +8,7 @@ import json
 from scapy.all import IP
 
 from softswitch_p4c.driver import compile_source
+from softswitch_p4c.validate import problems
 from test_frontend_engine import only, packet, switch_for
 from test_frontend_lowering import program
 
@@ -326,3 +327,31 @@ def test_table_key_on_a_slice_is_the_slice(tmp_path):
                  "I.mark", [], 1)
     assert ident(sw, ident=0, dst="10.124.0.5") == 1      # bits 22..18 all ones
     assert ident(sw, ident=0, dst="10.128.0.5") == 0
+
+
+def test_header_union_stack(tmp_path):
+    # two options, each an 8-bit or a 16-bit header chosen by its first byte
+    kw = dict(decls="""
+        header o1_t { bit<8> kind; }
+        header o2_t { bit<8> kind; bit<8> data; }
+        header_union opt_t { o1_t short; o2_t long; }""",
+              headers="ethernet_t ethernet; opt_t[2] opts;", states="""
+        state start { pkt.extract(hdr.ethernet); transition opt; }
+        state opt {
+            transition select(pkt.lookahead<bit<8>>()) { 1: short; 2: long; default: accept; }
+        }
+        state short { pkt.extract(hdr.opts.next.short); transition opt; }
+        state long { pkt.extract(hdr.opts.next.long); transition opt; }""",
+              deparse="pkt.emit(hdr.ethernet); pkt.emit(hdr.opts);", apply="""
+        sm.egress_spec = 1;
+        if (hdr.opts[0].short.isValid() && hdr.opts[1].long.isValid()) {
+            hdr.opts[1].long.data = hdr.opts[1].long.data + 1;
+        }""")
+    j, _ = compile_source(program(**kw), tmp_path)
+    (stack,) = j["header_union_stacks"]
+    assert stack["name"] == "opts" and stack["union_type"] == "opt_t"
+    assert problems(j) == []
+    sw = switch_for(tmp_path, **kw)
+    frame = bytes(12) + b"\x12\x34" + b"\x01" + b"\x02\x07" + b"x" * 40
+    (_, out), = sw.process_packet(0, frame)
+    assert out[14:17] == b"\x01\x02\x08"
