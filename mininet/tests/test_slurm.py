@@ -220,8 +220,9 @@ def prepared_study(folder, text):
 
 
 def test_study_through_slurm_is_merged_into_one_report(slurm_env, tmp_path):
-    """The CLI submits the 3 runs as one array (two at a time on the node),
-    every run completes in the shared folder, and the report covers all three."""
+    """The CLI submits the 3 runs as one array (--jobs 2: each task asks for
+    half the node's CPUs), every run completes in the shared folder, and the
+    report covers all three."""
     source = tmp_path / "tiny.toml"
     source.write_text(TINY_STUDY)
     out = tmp_path / "study"
@@ -233,6 +234,8 @@ def test_study_through_slurm_is_merged_into_one_report(slurm_env, tmp_path):
     assert [study.run_state(out / run_id) for run_id in run_ids] == [study.COMPLETE] * 3
     (submission,) = (out / "slurm").iterdir()
     assert (submission / "runs.txt").read_text().split() == run_ids
+    cpus = max(1, os.cpu_count() // 2)
+    assert f"#SBATCH --cpus-per-task={cpus}\n" in (submission / "job.sh").read_text()
     logs = sorted(p.name for p in (submission / "logs").iterdir())
     assert logs == ["0.log", "1.log", "2.log"]
     for task, run_id in enumerate(run_ids):
