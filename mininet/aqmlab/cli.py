@@ -94,7 +94,8 @@ def cmd_run(args):
         print(f"\nresults: {out_dir}/ (report.md, summary.csv, plots)")
     else:
         for run in runs:
-            print(f"{run.run_id}: {'failed: ' + failed[run.run_id] if run.run_id in failed else 'complete'}")
+            state = f"failed: {failed[run.run_id]}" if run.run_id in failed else "complete"
+            print(f"{run.run_id}: {state}")
     if failed:
         print(f"aqmlab run: error: {len(failed)} of {len(outcome)} run(s) failed: "
               f"{', '.join(sorted(failed))} (reasons in <run>/failed)", file=sys.stderr)

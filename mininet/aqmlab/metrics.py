@@ -121,9 +121,8 @@ def queue_summary(samples, rate_bps, period_packets=1):
     Samples are packet-sampled, so their plain mean is what departing packets
     saw (`qdepth_mean`), and their delay percentiles are those of packets:
     queueing delay = depth x MTU serialisation time (the data direction's
-    packets are full-size). `qdepth_time_avg` is the time-weighted mean: each
-    sample holds until the next one, but at most for the time `period_packets`
-    MTU packets take to leave; a longer gap means the port was idle (queue 0)."""
+    packets are full-size). `qdepth_time_avg` weights each sample by the time
+    to the next one (time_average)."""
     if not samples:
         return {"samples": 0}
     depths = [s["qdepth"] for s in samples]
@@ -131,20 +130,25 @@ def queue_summary(samples, rate_bps, period_packets=1):
     delays_ms = [1e3 * d * mtu_s for d in depths]
     summary = {"samples": len(samples), "qdepth_mean": statistics.fmean(depths),
                "qdepth_max": max(depths), "avg_mean": statistics.fmean(s["avg"] for s in samples),
-               "qdepth_time_avg": time_average(samples, period_packets * mtu_s),
+               "qdepth_time_avg": time_average(samples, mtu_s, period_packets),
                "delay_ms_mean": statistics.fmean(delays_ms)}
     for q in PERCENTILES:
         summary[f"delay_ms_p{q}"] = percentile(delays_ms, q)
     return summary
 
 
-def time_average(samples, hold_s):
-    """Time-weighted mean depth; a sample counts for min(gap, hold_s), the rest of a gap is 0."""
+def time_average(samples, mtu_s, period_packets):
+    """Time-weighted mean depth of packet-triggered samples (switch clock).
+
+    A sample of depth q holds until the next sample, but at most for the time
+    the port needs to send q + period_packets MTU packets: a queue that was
+    not refilled is empty by then, so the rest of a longer gap counts as 0
+    (an idle port sends no packets and so triggers no samples)."""
     times = [s["time_us"] / 1e6 for s in samples]
     span = times[-1] - times[0]
     if span <= 0:
         return float(samples[0]["qdepth"])
-    area = sum(s["qdepth"] * min(t1 - t0, hold_s)
+    area = sum(s["qdepth"] * min(t1 - t0, (s["qdepth"] + period_packets) * mtu_s)
                for s, t0, t1 in zip(samples, times, times[1:]))
     return area / span
 

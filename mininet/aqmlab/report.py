@@ -422,6 +422,11 @@ def report_markdown(loaded, rows, found, plots):
              f"- every value: mean ± half-width of the {stats.CONFIDENCE:.0%} Student-t "
              "interval over repetitions (n runs); `per_run` in summary.csv says what one run "
              "contributes (e.g. a median: the value is then the mean of per-run medians)"]
+    loads = [r["load_average_at_end"][0] for r in loaded.results.values()
+             if "load_average_at_end" in r]
+    if loads:
+        lines.append(f"- machine load (1-min load average at the end of each run): "
+                     f"{min(loads):.2f} .. {max(loads):.2f}")
     versions = next(iter(loaded.results.values()), {}).get("versions")
     if versions:
         lines.append("- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
@@ -486,12 +491,63 @@ def write_study_plots(folder, loaded, rows):
         _bar_plot(folder / "queue_delay.png", delay, "queueing delay (ms)",
                   "Bottleneck queueing delay (p50, p90) with 95 % intervals")
         plots.append(("queue_delay.png", "Queueing delay"))
+    if sweep_plot(folder / "sweep.png", loaded, rows):
+        plots.append(("sweep.png", "Along the sweep"))
     transfer = [r for r in rows if r["metric"] == "delay_median_s"]
     if transfer:
         _bar_plot(folder / "delays.png", transfer, "median delay (s)",
                   "Transfer/page delay (mean of per-run medians) with 95 % intervals")
         plots.append(("delays.png", "Transfer and page delays"))
     return plots
+
+
+SWEEP_PANELS = (("goodput_mbps", "total goodput (Mb/s)"), ("utilisation", "utilisation"),
+                ("queue_delay_p50_ms", "median queueing delay (ms)"))
+
+
+def sweep_plot(path, loaded, rows):
+    """Run-wide metrics against the swept value, one line (with its 95 %
+    band) per scenario, when the sweep has one numeric axis -> drawn?"""
+    sweep = loaded.experiment.sweep
+    axis = list(sweep[0])[0] if sweep[0] else None
+    values = [point.get(axis) for point in sweep]
+    if axis is None or len({tuple(p) for p in sweep}) != 1 or len(sweep) < 2 or \
+            len({tuple(_axis_values(sweep, k)) for k in sweep[0]}) != 1 or \
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return False
+    by = {(r["point"], r["metric"]): r for r in rows if r["workload"] == ALL}
+    panels = [(m, label) for m, label in SWEEP_PANELS if any(k[1] == m for k in by)]
+    if not panels:
+        return False
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.5), squeeze=False)
+    scenarios = len(loaded.experiment.scenarios) // len(sweep)
+    for ax, (metric, label) in zip(axes[0], panels):
+        for s in range(scenarios):
+            found = [(values[j], by[(s * len(sweep) + j, metric)]) for j in range(len(sweep))
+                     if (s * len(sweep) + j, metric) in by]
+            if not found:
+                continue
+            name = loaded.experiment.scenarios[s * len(sweep)].name.split(":")[0]
+            xs = [x for x, _ in found]
+            ax.plot(xs, [r["mean"] for _, r in found], marker="o", label=name)
+            bands = [(x, r) for x, r in found if r["n"] > 1]
+            if bands:
+                ax.fill_between([x for x, _ in bands], [r["ci_low"] for _, r in bands],
+                                [r["ci_high"] for _, r in bands], alpha=0.25)
+        if metric == "goodput_mbps":
+            rate = loaded.experiment.scenarios[0].topology.bottleneck.rate_bps / 1e6
+            ax.axhline(rate, ls="--", lw=0.8, color="black", label="link capacity")
+        ax.set_xlabel(axis)
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+    fig.suptitle("Means with 95 % bands along the sweep", fontsize=9)
+    _save(fig, path)
+    return True
+
+
+def _axis_values(sweep, key):
+    """Positions where a path changes value: zipped paths change together."""
+    return [i for i in range(1, len(sweep)) if sweep[i][key] != sweep[i - 1][key]]
 
 
 def _bar_plot(path, rows, ylabel, title, capacity=None):

@@ -4,6 +4,7 @@ the other in this process, or `jobs` side by side as `--only` workers."""
 
 import json
 import math
+import os
 import platform
 import signal
 import subprocess
@@ -215,7 +216,8 @@ def run_one(experiment, run, out_dir, source_text, quick, build_dir, progress):
         result = run_scenario(experiment, run.scenario, run.seed, folder / "lab", progress,
                               build_dir)
         result.update(run_id=run.run_id, point=run.point, repetition=run.repetition,
-                      versions=versions(experiment.target))
+                      versions=versions(experiment.target),
+                      load_average_at_end=os.getloadavg())
         report.write_run_files(folder, result, run.scenario.aqm)
         (folder / "result.json").write_text(json.dumps(_finite(_summary(result)), indent=2))
         study.mark_complete(folder)

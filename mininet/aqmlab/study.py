@@ -21,6 +21,7 @@ so several processes or machines can share one study folder.
 import dataclasses
 import hashlib
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,6 +113,7 @@ def start_run_folder(out_dir, run, experiment, source_text, quick):
         "repetition": run.repetition, "seed": run.seed,
         "sweep": experiment.sweep[run.point % len(experiment.sweep)],
         "experiment": experiment.name, "duration": experiment.duration,
+        "load_average_at_start": os.getloadavg(), "host": os.uname().nodename,
         "warmup": experiment.warmup, **identity(source_text, quick),
         "scenario": dataclasses.asdict(run.scenario),
     }, indent=2, default=str))

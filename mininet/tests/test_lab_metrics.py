@@ -50,7 +50,8 @@ def test_window_bytes_counts_finite_transfers_ending_inside():
 
 
 def test_queue_summary_delays_are_depth_times_mtu_time():
-    samples = [{"time_us": 0, "qdepth": 2, "avg": 1.0}, {"time_us": 10_000, "qdepth": 4, "avg": 3.0}]
+    samples = [{"time_us": 0, "qdepth": 2, "avg": 1.0},
+               {"time_us": 10_000, "qdepth": 4, "avg": 3.0}]
     summary = metrics.queue_summary(samples, 12_000_000)      # 1 ms per 1500-byte packet
     assert (summary["qdepth_mean"], summary["qdepth_max"], summary["avg_mean"]) == (3, 4, 2.0)
     assert summary["delay_ms_p50"] == pytest.approx(3.0)
@@ -59,8 +60,10 @@ def test_queue_summary_delays_are_depth_times_mtu_time():
 
 
 def test_time_average_weights_by_time_and_counts_idle_gaps_as_empty():
-    # 5 packets in 1 s, then 1 packet for 3 s: packet mean 3, time average 2
+    # 5 packets for 1 s, then 1 packet for 3 s: packet mean 3, time average 2
     samples = [{"time_us": t, "qdepth": q} for t, q in ((0, 5), (1e6, 1), (4e6, 1))]
-    assert metrics.time_average(samples, hold_s=10) == pytest.approx((5 * 1 + 1 * 3) / 4)
-    # a sample holds for at most hold_s: the rest of a long gap is an idle (empty) queue
-    assert metrics.time_average(samples, hold_s=0.5) == pytest.approx((5 * 0.5 + 1 * 0.5) / 4)
+    assert metrics.time_average(samples, mtu_s=1.0, period_packets=2) == pytest.approx(2.0)
+    # at 0.1 s per packet, 5 packets (+1 sampled) drain in 0.6 s and 1 (+1) in 0.2 s:
+    # the rest of each gap is an idle port
+    assert metrics.time_average(samples, mtu_s=0.1, period_packets=1) == pytest.approx(
+        (5 * 0.6 + 1 * 0.2) / 4)

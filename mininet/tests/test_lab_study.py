@@ -127,10 +127,10 @@ def fake_result(ecn_mbps, plain_mbps, utilisation):
             "queue": {"samples": 0}, "versions": {"aqmlab": "test"}}
 
 
-def write_fake_study(folder, values, skip=(), fail=()):
+def write_fake_study(folder, values, skip=(), fail=(), **extra):
     """values(point, repetition) -> (ecn Mb/s, plain Mb/s, utilisation)."""
     path = folder.parent / f"{folder.name}.toml"
-    path.write_text(tomli_w.dumps(STUDY))
+    path.write_text(tomli_w.dumps({**STUDY, **extra}))
     text = path.read_text()
     e = load_experiment(path)
     study.prepare_study_folder(folder, text, quick=False, owner=True)
@@ -159,7 +159,8 @@ def test_report_gives_mean_sd_n_and_t_interval_per_point(tmp_path):
     summary = json.loads((folder / "summary.json").read_text())
     assert {r["state"] for r in summary["runs"].values()} == {"complete"}
     text = (folder / "report.md").read_text()
-    assert "nan" not in text and "delays.png" not in text and "## Runs not in this report" not in text
+    assert "nan" not in text and "delays.png" not in text
+    assert "## Runs not in this report" not in text
     assert (folder / "goodput.png").exists() and not (folder / "queue_delay.png").exists()
 
 
@@ -192,7 +193,8 @@ def test_report_marks_failed_incomplete_and_missing_runs(tmp_path):
     assert n[("red", "utilisation")] == 3 and n[("droptail", "utilisation")] == 2
     text = (folder / "report.md").read_text()
     assert "| p00-r1 | red | failed | softswitch ls1 (pid 1) died (killed by signal 9) |" in text
-    assert "| p01-r2 | droptail | incomplete | - |" in text and "| p01-r3 | droptail | missing" in text
+    assert "| p01-r2 | droptail | incomplete | - |" in text
+    assert "| p01-r3 | droptail | missing" in text
 
 
 def test_compare_puts_two_studies_side_by_side(tmp_path):
@@ -211,3 +213,16 @@ def test_a_study_folder_refuses_another_experiment(tmp_path):
     with pytest.raises(ConfigError, match="holds a study run with --quick"):
         study.prepare_study_folder(folder, (tmp_path / "a.toml").read_text(), quick=True,
                                    owner=False)
+
+
+def test_a_numeric_sweep_is_plotted_along_its_axis_with_bands(tmp_path):
+    folder = write_fake_study(tmp_path / "a", lambda p, r: (4 + p, 3, 0.9 + 0.01 * r),
+                              sweep={"aqm.maxp": [0.02, 0.05, 0.1]})
+    loaded, rows, found = report.build_report(folder)
+    assert len(loaded.runs) == 2 * 3 * 4
+    assert (folder / "sweep.png").exists() and "![Along the sweep](sweep.png)" in \
+        (folder / "report.md").read_text()
+    # RED points differ from drop-tail ones in aqm.mode alone only at equal maxp
+    pairs = {c["comparison"] for c in found if c["comparison"].startswith("RED vs drop-tail")}
+    assert pairs == {f"RED vs drop-tail (red:aqm.maxp={v} vs droptail:aqm.maxp={v})"
+                     for v in (0.02, 0.05, 0.1)}
