@@ -19,6 +19,16 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 CONNECT_TIMEOUT_S = 5.0
 MAX_QUEUED_DIGESTS = 100_000        # unread digest lists beyond this are dropped
 ARBITRATION_TIMEOUT_S = 5.0
+# A failed Write batch reports one error per update in a trailer, and a wildcard
+# Read of a large table is long: accept more than grpcio's defaults (8 KB of
+# metadata, 4 MB messages).
+CHANNEL_OPTIONS = [
+    ("grpc.max_metadata_size", 1 << 20),
+    ("grpc.absolute_max_metadata_size", 1 << 20),
+    ("grpc.max_receive_message_length", 64 << 20),
+    ("grpc.max_send_message_length", 64 << 20),
+]
+SHOWN_UPDATE_ERRORS = 10   # per-update errors quoted in a P4RuntimeError
 
 
 class P4RuntimeError(RuntimeError):
@@ -80,7 +90,7 @@ class Session:
     def __init__(self, address: str, device_id: int = 0, election_id: int | None = None):
         self.address, self.device_id = address, device_id
         self.election_id = election_id or int(time.time() * 1e6)
-        self.channel = grpc.insecure_channel(address)
+        self.channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         try:
             grpc.channel_ready_future(self.channel).result(timeout=CONNECT_TIMEOUT_S)
         except grpc.FutureTimeoutError:
@@ -196,7 +206,8 @@ class Session:
 
 
 def _write_errors(error: grpc.RpcError) -> str:
-    """Per-update details that a Write error carries in its google.rpc.Status."""
+    """The failed updates that a Write error lists in its google.rpc.Status
+    (the first SHOWN_UPDATE_ERRORS, then how many more)."""
     from google.rpc import status_pb2
     for key, value in (error.trailing_metadata() or ()):
         if key == "grpc-status-details-bin":
@@ -205,6 +216,8 @@ def _write_errors(error: grpc.RpcError) -> str:
             for i, any_msg in enumerate(status.details):
                 err = p4runtime_pb2.Error()
                 if any_msg.Unpack(err) and err.canonical_code != code_pb2.OK:
-                    details.append(f"update {i}: {code_pb2.Code.Name(err.canonical_code)} {err.message}")
-            return ("; " + "; ".join(details)) if details else ""
+                    details.append(f"update {i}: {code_pb2.Code.Name(err.canonical_code)} {err.message}".rstrip())
+            more = len(details) - SHOWN_UPDATE_ERRORS
+            shown = details[:SHOWN_UPDATE_ERRORS] + ([f"{more} more"] if more > 0 else [])
+            return ("; " + "; ".join(shown)) if shown else ""
     return ""

@@ -13,7 +13,7 @@ import threading
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
-from .errors import invalid, not_found, permission_denied, unimplemented
+from .errors import invalid, not_found, permission_denied, unknown_role
 
 _ids = itertools.count(1)
 
@@ -59,7 +59,7 @@ class Arbitrator:
         if update.device_id != self.device_id:
             raise not_found(f"unknown device id {update.device_id} (this is device {self.device_id})")
         if update.HasField("role") and (update.role.name or update.role.id):
-            raise unimplemented("only the default role is supported")
+            raise unknown_role(update.role.name or str(update.role.id))
         election_id = election_int(update.election_id)
         with self.lock:
             if any(c is not client and c.election_id == election_id for c in self.clients):
@@ -105,7 +105,7 @@ class Arbitrator:
         if device_id != self.device_id:
             raise not_found(f"unknown device id {device_id} (this is device {self.device_id})")
         if role:
-            raise unimplemented("only the default role is supported")
+            raise unknown_role(role)
         primary = self.primary_election_id()
         if primary is None or election_int(election_id) != primary:
             raise permission_denied(

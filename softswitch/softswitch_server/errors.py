@@ -30,6 +30,11 @@ def not_found(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.NOT_FOUND, message)
 
 
+def unknown_role(role: str) -> P4RuntimeError:
+    """Only the default (empty) role exists; the spec answers others NOT_FOUND."""
+    return not_found(f"unknown role '{role[:64]}' (only the default role exists)")
+
+
 def already_exists(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS, message)
 

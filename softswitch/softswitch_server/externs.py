@@ -47,7 +47,9 @@ def _indices(info, entity, what):
     if not entity.HasField("index"):
         return range(info.size)
     index = entity.index.index
-    if not 0 <= index < info.size:
+    if index < 0:
+        raise invalid(f"{what} '{info.name}': negative index {index}")
+    if index >= info.size:
         raise out_of_range(f"{what} '{info.name}': index {index} not in 0..{info.size - 1}")
     return [index]
 

@@ -1,4 +1,5 @@
 """The P4Runtime gRPC service (official p4.v1 stubs) over a `Device`."""
+import collections
 import logging
 import threading
 
@@ -8,7 +9,8 @@ from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from .arbitration import Arbitrator, Client
-from .errors import P4RuntimeError, internal, not_found, permission_denied, unimplemented
+from .errors import (P4RuntimeError, internal, not_found, permission_denied, unimplemented,
+                     unknown_role)
 from .packetio import encode_packet_out
 
 log = logging.getLogger("softswitch.p4runtime")
@@ -21,20 +23,53 @@ def _abort(context, error: P4RuntimeError):
     context.abort(error.code, error.message)
 
 
+# A default gRPC client refuses trailing metadata above 8 KB (some of the time)
+# and 16 KB (always); the per-update details travel in a trailer.
+DETAILS_BUDGET = 6 * 1024
+MESSAGE_CHARS = 160       # per-update message
+SUMMARY_FAILURES = 3      # failures quoted in the status message
+
+
 def write_failure_status(results: list) -> status_pb2.Status:
-    """google.rpc.Status for a failed batch: one p4.v1.Error per update, in order."""
-    status = status_pb2.Status(code=code_pb2.UNKNOWN,
-                               message=f"{sum(r is not None for r in results)} of "
-                                       f"{len(results)} updates failed")
+    """google.rpc.Status for a failed batch: one p4.v1.Error per update, in
+    order, as the spec says, while they fit DETAILS_BUDGET. Past half the
+    budget, details carry the code without the message; past the budget they
+    stop (a prefix, so detail i is still update i) and the message says so.
+    The message always counts the failures by code and quotes the first ones."""
+    failed = [(i, e) for i, e in enumerate(results) if e is not None]
+    status = status_pb2.Status(code=code_pb2.UNKNOWN, message=_summary(failed, len(results)))
+    size = 0
     for error in results:
-        detail = p4runtime_pb2.Error(canonical_code=code_pb2.OK)
-        if error is not None:
-            detail.canonical_code = error.canonical_code
-            detail.message = error.message
         packed = any_pb2.Any()
-        packed.Pack(detail)
+        packed.Pack(_detail(error, with_message=size < DETAILS_BUDGET // 2))
+        size += packed.ByteSize() + 4   # field tag and length
+        if size > DETAILS_BUDGET:
+            status.message += (f"; per-update details cover updates 0..{len(status.details) - 1} "
+                               f"only (gRPC metadata limit)")
+            break
         status.details.append(packed)
     return status
+
+
+def _detail(error, with_message: bool) -> p4runtime_pb2.Error:
+    if error is None:
+        return p4runtime_pb2.Error(canonical_code=code_pb2.OK)
+    detail = p4runtime_pb2.Error(canonical_code=error.canonical_code)
+    if with_message:
+        detail.message = _cut(error.message, MESSAGE_CHARS)
+    return detail
+
+
+def _summary(failed: list, total: int) -> str:
+    counts = collections.Counter(e.code.name for _, e in failed)
+    by_code = ", ".join(f"{n} {code}" for code, n in counts.most_common())
+    first = "; ".join(f"update {i}: {e.code.name}: {_cut(e.message, MESSAGE_CHARS)}"
+                      for i, e in failed[:SUMMARY_FAILURES])
+    return f"{len(failed)} of {total} updates failed ({by_code}); {first}"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
@@ -99,7 +134,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         try:
             self._check_device(request.device_id)
             if request.role:
-                raise unimplemented("only the default role is supported")
+                raise unknown_role(request.role)
             for reply in self.device.read(request.entities):
                 if not context.is_active():
                     return

@@ -100,6 +100,13 @@ def group(gid, *ports):
     return pre
 
 
+def byte_port_group(gid, port: bytes):
+    pre = p4runtime_pb2.PacketReplicationEngineEntry()
+    pre.multicast_group_entry.multicast_group_id = gid
+    pre.multicast_group_entry.replicas.add(port=port, instance=0)
+    return pre
+
+
 def session(sid):
     pre = p4runtime_pb2.PacketReplicationEngineEntry()
     pre.clone_session_entry.session_id = sid
@@ -120,9 +127,9 @@ UPDATE_CASES = [
     ("duplicate match field", Update.INSERT, E(table_entry=entry(fields=LPM_24 * 2, **NHOP)), "INVALID_ARGUMENT"),
     ("unknown param id", Update.INSERT, E(table_entry=entry(fields=LPM_24, action_id=A_SET_NHOP, params=[(1, b"\x01"), (2, b"\x01"), (7, b"\x01")])), "INVALID_ARGUMENT"),
     ("missing param", Update.INSERT, E(table_entry=entry(fields=LPM_24, action_id=A_SET_NHOP, params=[(1, b"\x01")])), "INVALID_ARGUMENT"),
-    ("param wider than 9 bits", Update.INSERT, E(table_entry=entry(fields=LPM_24, action_id=A_SET_NHOP, params=[(1, b"\x02\x00"), (2, b"\x01")])), "INVALID_ARGUMENT"),
-    ("match value wider than 32 bits", Update.INSERT, E(table_entry=entry(fields=[(1, "lpm", b"\x01\x0b\x00\x00\x00", 8)], **NHOP)), "INVALID_ARGUMENT"),
-    ("empty match value", Update.INSERT, E(table_entry=entry(fields=[(1, "lpm", b"", 8)], **NHOP)), "INVALID_ARGUMENT"),
+    ("param wider than 9 bits", Update.INSERT, E(table_entry=entry(fields=LPM_24, action_id=A_SET_NHOP, params=[(1, b"\x02\x00"), (2, b"\x01")])), "OUT_OF_RANGE"),  # spec 8.3
+    ("match value wider than 32 bits", Update.INSERT, E(table_entry=entry(fields=[(1, "lpm", b"\x01\x0b\x00\x00\x00", 8)], **NHOP)), "OUT_OF_RANGE"),  # spec 8.3
+    ("empty match value", Update.INSERT, E(table_entry=entry(fields=[(1, "lpm", b"", 8)], **NHOP)), "OUT_OF_RANGE"),  # spec 8.3
     ("prefix length 33", Update.INSERT, E(table_entry=entry(fields=[(1, "lpm", b"\x0b\x00\x00\x00", 33)], **NHOP)), "INVALID_ARGUMENT"),
     ("prefix length 0 given", Update.INSERT, E(table_entry=entry(fields=[(1, "lpm", b"\x00", 0)], **NHOP)), "INVALID_ARGUMENT"),
     ("non-canonical lpm value", Update.INSERT, E(table_entry=entry(fields=[(1, "lpm", b"\x0b\x00\x00\x01", 24)], **NHOP)), "INVALID_ARGUMENT"),
@@ -147,9 +154,13 @@ UPDATE_CASES = [
     ("update type unspecified", Update.UNSPECIFIED, E(table_entry=entry(fields=LPM_24, **NHOP)), "INVALID_ARGUMENT"),
     ("empty entity", Update.INSERT, E(), "UNIMPLEMENTED"),
     ("counter index out of range", Update.MODIFY, E(counter_entry=counter(8)), "OUT_OF_RANGE"),
+    ("negative counter index", Update.MODIFY, E(counter_entry=counter(-1)), "INVALID_ARGUMENT"),
+    ("negative register index", Update.MODIFY, E(register_entry=register(-3, b"\x01")), "INVALID_ARGUMENT"),
+    ("empty register value", Update.MODIFY, E(register_entry=register(0, b"")), "OUT_OF_RANGE"),
+    ("replica port wider than 32 bits", Update.INSERT, E(packet_replication_engine_entry=byte_port_group(5, b"\x01" + bytes(4))), "OUT_OF_RANGE"),
     ("unknown counter id", Update.MODIFY, E(counter_entry=counter(0, object_id=4242)), "NOT_FOUND"),
     ("counter insert", Update.INSERT, E(counter_entry=counter(0)), "INVALID_ARGUMENT"),
-    ("register value wider than 32 bits", Update.MODIFY, E(register_entry=register(0, b"\x01\x00\x00\x00\x00")), "INVALID_ARGUMENT"),
+    ("register value wider than 32 bits", Update.MODIFY, E(register_entry=register(0, b"\x01\x00\x00\x00\x00")), "OUT_OF_RANGE"),  # spec 8.3
     ("register index out of range", Update.MODIFY, E(register_entry=register(16, b"\x01")), "OUT_OF_RANGE"),
     ("meter cir above pir", Update.MODIFY, E(meter_entry=meter(cir=100, pir=10)), "INVALID_ARGUMENT"),
     ("direct counter on a table without one", Update.MODIFY, E(direct_counter_entry=p4runtime_pb2.DirectCounterEntry(table_entry=acl_entry(0x0806, priority=3))), "INVALID_ARGUMENT"),
@@ -221,18 +232,25 @@ def _reconcile_dropping_a_table(client):
                         action=SetAction.RECONCILE_AND_COMMIT)
 
 
-def _set(client, p4info=True, device_config=None, action=SetAction.VERIFY_AND_COMMIT):
+def _set(client, p4info=True, device_config=None, action=SetAction.VERIFY_AND_COMMIT, role=""):
+    if role:
+        req = p4runtime_pb2.SetForwardingPipelineConfigRequest(action=action, role=role)
+        req.election_id.low = PRIMARY
+        req.config.p4info.CopyFrom(mini_p4info())
+        req.config.p4_device_config = mini_json()
+        client.stub.SetForwardingPipelineConfig(req)
+        return
     client.set_pipeline(mini_p4info() if p4info else None,
                         mini_json() if device_config is None else device_config, action=action)
 
 
-def _read(client, device_id=0, **entity):
-    req = p4runtime_pb2.ReadRequest(device_id=device_id, entities=[E(**entity)])
+def _read(client, device_id=0, role="", **entity):
+    req = p4runtime_pb2.ReadRequest(device_id=device_id, role=role, entities=[E(**entity)])
     return list(client.stub.Read(req))
 
 
-def _write_as(client, device_id=0, election_id=PRIMARY, atomicity=0):
-    req = p4runtime_pb2.WriteRequest(device_id=device_id, atomicity=atomicity, updates=[
+def _write_as(client, device_id=0, election_id=PRIMARY, atomicity=0, role=""):
+    req = p4runtime_pb2.WriteRequest(device_id=device_id, atomicity=atomicity, role=role, updates=[
         Update(type=Update.INSERT, entity=E(table_entry=entry(fields=LPM_24, **NHOP)))])
     req.election_id.low = election_id
     client.stub.Write(req)
@@ -256,6 +274,11 @@ REQUEST_CASES = [
     ("read of another device id", lambda p, b: _read(p, device_id=3, table_entry=TE()), "NOT_FOUND"),
     ("read of an unknown table", lambda p, b: _read(p, table_entry=TE(table_id=5)), "NOT_FOUND"),
     ("read of a counter index out of range", lambda p, b: _read(p, counter_entry=counter(100)), "OUT_OF_RANGE"),
+    ("read of a negative counter index", lambda p, b: _read(p, counter_entry=counter(-1)), "INVALID_ARGUMENT"),
+    ("read of a negative meter index", lambda p, b: _read(p, meter_entry=indexed(p4runtime_pb2.MeterEntry, "meter_id", M_PORT, -2)), "INVALID_ARGUMENT"),
+    ("read with an unknown role", lambda p, b: _read(p, role="backup-team", table_entry=TE()), "NOT_FOUND"),
+    ("write with an unknown role", lambda p, b: _write_as(p, role="backup-team"), "NOT_FOUND"),
+    ("pipeline with an unknown role", lambda p, b: _set(p, role="backup-team"), "NOT_FOUND"),
     ("read of an unknown register", lambda p, b: _read(p, register_entry=p4runtime_pb2.RegisterEntry(register_id=3)), "NOT_FOUND"),
 ]
 
@@ -285,14 +308,22 @@ def test_write_before_any_pipeline_is_failed_precondition():
         srv.stop()
 
 
-@pytest.mark.parametrize("election_id,device_id,code", [(PRIMARY, 0, "INVALID_ARGUMENT"),
-                                                        (7, 5, "NOT_FOUND")])
-def test_bad_arbitration_ends_the_stream(switch, election_id, device_id, code):
+@pytest.mark.parametrize("election_id,device_id,role,code", [(PRIMARY, 0, "", "INVALID_ARGUMENT"),
+                                                             (7, 5, "", "NOT_FOUND"),
+                                                             (7, 0, "backup-team", "NOT_FOUND")])
+def test_bad_arbitration_ends_the_stream(switch, election_id, device_id, role, code):
     srv, address, primary, _ = switch
     before = snapshot(primary)
     intruder = P4RTClient(address, arbitrate=False)
     try:
-        assert intruder.arbitrate(election_id, device_id=device_id) is None
+        if role:
+            request = p4runtime_pb2.StreamMessageRequest()
+            request.arbitration.election_id.low = election_id
+            request.arbitration.role.name = role
+            intruder.send(request)
+            assert intruder.next_message("arbitration") is None
+        else:
+            assert intruder.arbitrate(election_id, device_id=device_id) is None
         assert intruder.stream_error.code().name == code
         assert srv.arbitrator.primary_election_id() == PRIMARY
         assert snapshot(primary) == before

@@ -124,7 +124,7 @@ def test_bad_or_unauthorised_packet_out_gets_a_stream_error(switch):
     bad.packet.metadata.add(metadata_id=2, value=b"\x00")
     client.send(bad)
     error = client.next_message("error")
-    assert error.canonical_code == 3 and error.packet_out.packet_out == bad.packet  # INVALID_ARGUMENT
+    assert error.canonical_code == 11 and error.packet_out.packet_out == bad.packet  # OUT_OF_RANGE (spec 8.3)
     backup = P4RTClient(address, election_id=1)
     try:
         good = p4runtime_pb2.StreamMessageRequest()

@@ -29,15 +29,15 @@ def test_packet_out_metadata_is_packed_msb_first_in_front():
     assert frame == bytes([0b10000001, 0b10000000]) + b"payload"
 
 
-@pytest.mark.parametrize("packet", [
-    packet_out(b"x", m1=b"\x01"),                        # _pad missing
-    packet_out(b"x", m1=b"\x02\x00", m2=b"\x00"),        # 512 does not fit 9 bits
-    packet_out(b"x", m1=b"\x01", m2=b"\x00", m3=b"\x00"),  # unknown id
+@pytest.mark.parametrize("packet,code", [
+    (packet_out(b"x", m1=b"\x01"), "INVALID_ARGUMENT"),                        # _pad missing
+    (packet_out(b"x", m1=b"\x02\x00", m2=b"\x00"), "OUT_OF_RANGE"),            # 512 > 9 bits (spec 8.3)
+    (packet_out(b"x", m1=b"\x01", m2=b"\x00", m3=b"\x00"), "INVALID_ARGUMENT"),  # unknown id
 ])
-def test_bad_packet_out_metadata_is_invalid(packet):
+def test_bad_packet_out_metadata_is_refused(packet, code):
     with pytest.raises(P4RuntimeError) as info:
         encode_packet_out(PKT_OUT, packet)
-    assert info.value.code.name == "INVALID_ARGUMENT"
+    assert info.value.code.name == code
 
 
 @given(port=st.integers(0, 511), payload=st.binary(max_size=64))

@@ -39,8 +39,8 @@ def code_of(fn, *args):
 
 def test_bytestrings_accept_padding_and_reject_overflow():
     assert decode(b"\x00\x00\x01\xff", 9, "x") == 511
-    assert code_of(decode, b"\x02\x00", 9, "x") == "INVALID_ARGUMENT"
-    assert code_of(decode, b"", 9, "x") == "INVALID_ARGUMENT"
+    assert code_of(decode, b"\x02\x00", 9, "x") == "OUT_OF_RANGE"   # spec 8.3
+    assert code_of(decode, b"", 9, "x") == "OUT_OF_RANGE"
     assert canonical(0) == b"\x00" and canonical(256) == b"\x01\x00"
     assert padded(1, 9) == b"\x00\x01"
 
@@ -49,7 +49,6 @@ def test_bytestrings_accept_padding_and_reject_overflow():
     lpm_entry(b"\x0a\x00\x00\x01", 24),      # bits beyond the prefix
     lpm_entry(b"\x0a\x00\x00\x00", 33),      # prefix longer than the field
     lpm_entry(b"\x0a\x00\x00\x00", 0),       # /0 must be omitted
-    lpm_entry(b"\x01\x0a\x00\x00\x00", 8),   # value wider than 32 bits
     acl_entry(b"\x08\x01", b"\xff\x00", None, None),   # value outside mask
     acl_entry(b"\x00", b"\x00", None, None),           # zero mask
     acl_entry(None, None, b"\x05", b"\x01"),           # low > high
@@ -62,6 +61,22 @@ def test_bytestrings_accept_padding_and_reject_overflow():
 def test_invalid_match_is_invalid_argument(entry):
     table = INDEX.table(entry.table_id)
     assert code_of(match_key, table, entry) == "INVALID_ARGUMENT"
+
+
+@pytest.mark.parametrize("entry", [
+    lpm_entry(b"\x01\x0a\x00\x00\x00", 8),   # value wider than 32 bits
+    lpm_entry(b"", 8),                        # empty value
+    acl_entry(b"\x08\x00", b"\x01\xff\xff", None, None),  # mask wider than 16 bits
+    acl_entry(None, None, b"\x00", b""),      # empty range bound
+])
+def test_too_wide_or_empty_match_value_is_out_of_range(entry):
+    assert code_of(match_key, INDEX.table(entry.table_id), entry) == "OUT_OF_RANGE"
+
+
+def test_long_values_are_cut_short_in_messages():
+    with pytest.raises(P4RuntimeError) as info:
+        decode(b"\x01" * 4096, 32, "x")
+    assert len(info.value.message) < 100 and "4096 bytes" in info.value.message
 
 
 def test_unknown_table_is_not_found():
@@ -84,7 +99,6 @@ def _action(action_id, *params):
 
 @pytest.mark.parametrize("table_id,ta,default", [
     (T_LPM, _action(A_SET_NHOP, (1, b"\x01")), False),                    # missing param
-    (T_LPM, _action(A_SET_NHOP, (1, b"\x02\x00"), (2, b"\x01")), False),  # port > 9 bits
     (T_LPM, _action(A_SET_NHOP, (1, b"\x01"), (2, b"\x01"), (3, b"\x01")), False),  # unknown param
     (T_LPM, _action(A_FORWARD, (1, b"\x01")), False),                     # not a table action
     (T_DMAC, _action(A_LEARN), False),                                    # @defaultonly in entry
@@ -93,6 +107,11 @@ def _action(action_id, *params):
 ])
 def test_invalid_action_is_invalid_argument(table_id, ta, default):
     assert code_of(action_spec, INDEX, INDEX.table(table_id), ta, default) == "INVALID_ARGUMENT"
+
+
+def test_too_wide_action_param_is_out_of_range():
+    ta = _action(A_SET_NHOP, (1, b"\x02\x00"), (2, b"\x01"))   # port > 9 bits
+    assert code_of(action_spec, INDEX, INDEX.table(T_LPM), ta, False) == "OUT_OF_RANGE"
 
 
 def test_valid_action_keeps_params_in_order():
