@@ -58,7 +58,14 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def slurm_conf(root, munge_socket, node_cpus):
+def node_cpus():
+    """The CPUs slurmd itself detects here (`slurmd -C`), so the node registers
+    with exactly its configuration (fewer CPUs than configured would drain it)."""
+    done = subprocess.run(["slurmd", "-C"], capture_output=True, text=True, check=True)
+    return int(re.search(r"\bCPUs=(\d+)", done.stdout).group(1))
+
+
+def slurm_conf(root, munge_socket, cpus):
     """One controller and one node on this machine: no cgroups, no accounting."""
     host = socket.gethostname().split(".")[0]
     return f"""\
@@ -89,8 +96,9 @@ SelectTypeParameters=CR_Core
 ReturnToService=2
 KillWait=10
 MinJobAge=300
+MailProg=/bin/true
 MaxArraySize={MAX_ARRAY_SIZE}
-NodeName=aqmlabnode NodeHostname={host} NodeAddr=127.0.0.1 CPUs={node_cpus} State=UNKNOWN
+NodeName=aqmlabnode NodeHostname={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
 PartitionName=aqmlab Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
 
@@ -114,7 +122,7 @@ class Cluster:
                               f"--key-file={key}", f"--pid-file={munge}/munged.pid",
                               f"--log-file={munge}/munged.log", f"--seed-file={munge}/seed"])
         self.wait_for(lambda: (munge / "socket").exists(), "munged's socket")
-        self.conf.write_text(slurm_conf(self.root, munge / "socket", os.cpu_count()))
+        self.conf.write_text(slurm_conf(self.root, munge / "socket", node_cpus()))
         self.spawn("slurmctld", ["slurmctld", "-D", "-i"])
         self.spawn("slurmd", ["slurmd", "-D", "-N", "aqmlabnode"])
         self.wait_for(self.node_idle, "the node to be idle in sinfo")
@@ -234,7 +242,7 @@ def test_study_through_slurm_is_merged_into_one_report(slurm_env, tmp_path):
     assert [study.run_state(out / run_id) for run_id in run_ids] == [study.COMPLETE] * 3
     (submission,) = (out / "slurm").iterdir()
     assert (submission / "runs.txt").read_text().split() == run_ids
-    cpus = max(1, os.cpu_count() // 2)
+    cpus = max(1, node_cpus() // 2)
     assert f"#SBATCH --cpus-per-task={cpus}\n" in (submission / "job.sh").read_text()
     logs = sorted(p.name for p in (submission / "logs").iterdir())
     assert logs == ["0.log", "1.log", "2.log"]
