@@ -131,6 +131,7 @@ class Experiment:
     repeat: int = 1             # runs of every point, seeds seed, seed + 1, ...
     sweep: tuple = ({},)        # {dotted path: value} of each sweep point
     quick_repeat: int = 1       # repeat under --quick
+    capture: bool = False       # pcap on R1 -> per-workload drops and CE marks (capture.py)
 
     def for_quick(self):
         """The same experiment shortened to quick_duration (CI, `--quick`);
@@ -355,7 +356,8 @@ def parse_scenario(table, name, prefix):
 
 
 TOP_FIELDS = ("name", "description", "seed", "duration", "quick_duration", "warmup", "target",
-              "repeat", "quick_repeat", "topology", "aqm", "tcp", "workload", "scenario", "sweep")
+              "repeat", "quick_repeat", "capture", "topology", "aqm", "tcp", "workload",
+              "scenario", "sweep")
 SCENARIO_FIELDS = ("name", "topology", "aqm", "tcp", "workload")
 SWEEP_SECTIONS = ("topology", "aqm", "tcp", "workload")
 
@@ -500,7 +502,15 @@ def parse_experiment(data):
         float(_number(data, "warmup", "", 0.0, low=0, high=duration / 2)),
         _choice(data, "target", "", TARGETS, "softswitch"), tuple(scenarios), data,
         repeat, tuple(sweep),
-        _number(data, "quick_repeat", "", repeat, low=1, high=repeat, integer=True))
+        _number(data, "quick_repeat", "", repeat, low=1, high=repeat, integer=True),
+        _capture(data))
+
+
+def _capture(data):
+    capture = _boolean(data, "capture", "", False)
+    if capture and data.get("target", "softswitch") != "softswitch":
+        _fail("capture", "needs target = \"softswitch\" (its --pcap)")
+    return capture
 
 
 def load_experiment(path):

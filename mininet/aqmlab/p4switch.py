@@ -58,12 +58,13 @@ class P4Switch(Switch):
     command = None
     install_hint = "run `make setup`"
 
-    def __init__(self, name, workdir, lab, seed=1, **params):
+    def __init__(self, name, workdir, lab, seed=1, pcap_dir=None, **params):
         params["inNamespace"] = False   # the target process opens the root-namespace veths
         super().__init__(name, **params)
         self.workdir = Path(workdir)
         self.lab = lab
         self.seed = seed
+        self.pcap_dir = pcap_dir        # softswitch: one pcap per port, both directions
         self.queues = {}
         self.grpc_port = free_tcp_port()
         self.proc = None
@@ -118,6 +119,8 @@ class SoftSwitch(P4Switch):
             args += ["-i", f"{port}@{name}"]
         for port, queue in sorted(self.queues.items()):
             args += ["--tm", f"{port}:{tm_option(queue)}"]
+        if self.pcap_dir:
+            args += ["--pcap", str(self.pcap_dir)]
         return args
 
 

@@ -42,6 +42,10 @@ WORKLOAD_METRICS = (
      "mean over connections"),
     ("ece_acked_per_flow", "segments", "segments acknowledged with ECE (sender tcp_info "
      "delivered_ce)", "mean over flows"),
+    ("drop_rate", "", "this workload's packets dropped at the bottleneck / entered (pcap)",
+     "total"),
+    ("mark_rate", "", "this workload's packets CE-marked at the bottleneck / entered (pcap)",
+     "total"),
 )
 RUN_METRICS = (
     ("goodput_mbps", "Mb/s", "total goodput", "total"),
@@ -60,7 +64,7 @@ COMPARISONS = {"ecn": "ECN vs non-ECN", "initcwnd": "IW {a} vs IW {b}",
 COMPARED_RUN_METRICS = ("goodput_mbps", "utilisation", "drop_rate", "queue_time_avg_pkts",
                         "queue_delay_p50_ms")
 COMPARED_WORKLOAD_METRICS = ("goodput_per_flow_mbps", "delay_median_s", "retransmits_per_flow",
-                             "rtt_ms")
+                             "rtt_ms", "drop_rate", "mark_rate")
 
 
 def _write_csv(path, fields, rows):
@@ -162,7 +166,8 @@ def run_metrics(result):
         })
         if s["transactions_per_s"]:
             values[(workload, "transactions_per_s")] = s["transactions_per_s"]
-        for key in ("retransmits_per_flow", "retransmit_ratio", "rtt_ms", "ece_acked_per_flow"):
+        for key in ("retransmits_per_flow", "retransmit_ratio", "rtt_ms", "ece_acked_per_flow",
+                    "drop_rate", "mark_rate"):
             values[(workload, key)] = s.get(key)
     b, q = result["bottleneck"], result["queue"]
     values.update({

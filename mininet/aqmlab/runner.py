@@ -6,6 +6,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from aqmlab import __version__, metrics, report, study
+from aqmlab import __version__, capture, metrics, report, study
 from aqmlab.lab import LabNetwork, LabProcessDied
 from aqmlab.topology import REPO, build
 from aqmlab.workloads import Run
@@ -115,9 +116,10 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
     progress.scenario(scenario.name)
     rate = scenario.topology.bottleneck.rate_bps
     period = max(1, rate // MTU_BITS // SAMPLES_PER_SECOND)
+    capture_dir = Path(workdir) / "pcap" if experiment.capture else None
     with LabNetwork(workdir=workdir) as lab:
         try:
-            network = build(scenario, experiment.target, lab, build_dir, seed)
+            network = build(scenario, experiment.target, lab, build_dir, seed, capture_dir)
             try:
                 network.enable_telemetry(period)
                 run = Run(lab, network.pairs, experiment.duration, seed)
@@ -148,12 +150,15 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
             raise
     progress.done_scenario(experiment.duration)
     window = (run.epoch + experiment.warmup, run.epoch + experiment.duration)
+    workloads = metrics.workload_summary(records, window, [w.name for w in scenario.workloads])
+    if capture_dir:         # R1 has stopped: its pcaps are complete
+        for name, counts in per_workload_packets(network, capture_dir, window).items():
+            workloads[name].update(counts)
     return {
         "scenario": scenario.name, "epoch": run.epoch, "window": window,
         "bottleneck_buffer": network.bottleneck_buffer,
         "bottleneck_rate_bps": rate,
-        "workloads": metrics.workload_summary(records, window,
-                                              [w.name for w in scenario.workloads]),
+        "workloads": workloads,
         "seed": seed,
         "goodputs": {f"{w}/{f}": g for (w, f), g in metrics.flow_goodputs(records, window).items()},
         "flow_stats": {f"{w}/{f}": s for (w, f), s in metrics.flow_tcp_stats(records).items()},
@@ -162,6 +167,18 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
             [s for s in collector.samples if experiment.warmup <= s["t"]], rate, period),
         "records": records, "samples": collector.samples,
     }
+
+
+def per_workload_packets(network, capture_dir, window):
+    """Drops and CE marks of each workload's packets from R1's pcaps (then removed)."""
+    clients = {}
+    for pair in network.pairs:
+        clients.setdefault(pair.workload.name, []).append(pair.client.ip)
+    try:
+        return capture.workload_packets(capture_dir, [s.switch_port for s in network.servers],
+                                        network.r1_bottleneck_port, clients, window)
+    finally:
+        shutil.rmtree(capture_dir, ignore_errors=True)
 
 
 def _one_line(error):

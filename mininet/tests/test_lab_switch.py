@@ -48,7 +48,7 @@ def red_results(tmp_path_factory):
     """One experiment, three scenarios: ECN flows, non-ECN flows through RED,
     and non-ECN flows through a short drop-tail buffer."""
     folder = tmp_path_factory.mktemp("red")
-    spec = {"name": "red-check", "duration": 6, "warmup": 1, "topology": LINKS,
+    spec = {"name": "red-check", "duration": 6, "warmup": 1, "topology": LINKS, "capture": True,
             "aqm": {"mode": "red", "minth": 5, "maxth": 15, "maxp": 0.2, "wq_log": 6},
             "workload": [{"name": "bulk", "kind": "bulk", "pairs": 2}],
             "scenario": [
@@ -114,6 +114,21 @@ def test_senders_tcp_info_attributes_marks_and_losses_to_flows(red_results):
     for result in (ecn, drop):
         # smoothed RTT: the 14 ms path plus queueing, below the 100-packet buffer's 120 ms
         assert 14 <= result["workloads"]["bulk"]["rtt_ms"] < 14 + 120
+
+
+def test_captures_attribute_the_ports_marks_and_drops_to_the_workload(red_results):
+    """One workload: its pcap-counted marks and drops are the port's counters
+    (up to the few packets the two windows' edges see differently)."""
+    for name in ("ecn", "drop", "droptail"):
+        b, w = red_results[1][name]["bottleneck"], red_results[1][name]["workloads"]["bulk"]
+        port_drops = b["early_drops"] + b["forced_drops"] + b["overflow_drops"]
+        assert abs(w["ce_marked"] - b["early_marks"]) <= 0.1 * b["early_marks"] + 10, name
+        assert abs(w["drops"] - port_drops) <= 0.1 * port_drops + 10, name
+        assert abs(w["entered"] - b["arrivals"]) <= 0.05 * b["arrivals"], name
+    assert red_results[1]["ecn"]["workloads"]["bulk"]["ce_marked"] > 0
+    assert red_results[1]["drop"]["workloads"]["bulk"]["ce_marked"] == 0
+    outdir = red_results[0]
+    assert not list(outdir.glob("*/lab/pcap")), "captures are removed once counted"
 
 
 def test_queue_delay_and_time_average(red_results):
