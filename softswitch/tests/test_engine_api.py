@@ -1,6 +1,7 @@
 """The engine's Python API (contract in softswitch/README.md): control-plane
 calls, error types, and synchronous packet processing, without any ports."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 import softswitch_engine as se
+from softswitch_p4c.driver import compile_source
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import iolab  # noqa: E402
@@ -145,3 +147,56 @@ def test_optional_key_is_parsed_and_checked_against_the_table(sw):
         sw.table_add(TABLE, [("optional", None)], FORWARD, [b"\x00" * 6, b"\x00" * 6, b"\x00\x01"])
     with pytest.raises(ValueError):
         sw.table_add(TABLE, [("optional", b"\x0a\x00\x00\x01", 5)], FORWARD, [])
+
+
+def test_process_packet_emits_copies_in_replication_order():
+    """BMv2 queues copies FIFO: multicast replicas on one port in replica
+    order, an I2E clone before its original (p4c's STF tests compare per port)."""
+    sw = se.Switch(ports={})
+    sw.load_pipeline((Path(__file__).resolve().parents[1]
+                      / "engine/p4core/tests/programs/pre.json").read_text())
+    dst = bytes.fromhex("020000000001")
+    sw.table_add("ingress.fwd", [("exact", dst)], "ingress.mcast", [b"\x00\x01"])
+    sw.mc_group_set(1, [(1, 10), (1, 20), (2, 30)])
+    frame = dst + bytes.fromhex("00000000000a") + b"\x08\x00" + b"\x45" * 30
+    copies = sw.process_packet(0, frame)
+    # egress writes egress_rid into the source MAC
+    assert [(p, int.from_bytes(f[6:12], "big")) for p, f in copies] == [(1, 10), (1, 20), (2, 30)]
+
+
+VARBIT_EQ_P4 = r"""
+#include <core.p4>
+#include <v1model.p4>
+header len_t { bit<8> bits; bit<8> status; }
+header opts_t { varbit<32> data; }
+struct meta_t { }
+struct headers_t { len_t len; opts_t a; opts_t b; }
+parser P(packet_in pkt, out headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(h.len);
+        pkt.extract(h.a, (bit<32>) h.len.bits);
+        pkt.extract(h.b, (bit<32>) h.len.bits);
+        transition accept;
+    }
+}
+control NoCk(inout headers_t h, inout meta_t m) { apply { } }
+control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    apply {
+        sm.egress_spec = 1;
+        if (h.a.data == h.b.data) { h.len.status = 1; }
+        if (h.a.data != h.b.data) { h.len.status = h.len.status | 2; }
+    }
+}
+control E(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control D(packet_out pkt, in headers_t h) { apply { pkt.emit(h.len); pkt.emit(h.a); pkt.emit(h.b); } }
+V1Switch(P(), NoCk(), I(), E(), NoCk(), D()) main;
+"""
+
+
+@pytest.mark.parametrize("a, b, status", [("aabb", "aabb", 1), ("aabb", "aacc", 2)])
+def test_varbit_fields_compare_by_value(tmp_path, a, b, status):
+    bmv2_json, _ = compile_source(VARBIT_EQ_P4, tmp_path)
+    sw = se.Switch(ports={})
+    sw.load_pipeline(json.dumps(bmv2_json))
+    [(port, out)] = sw.process_packet(0, bytes.fromhex("1000" + a + b + "ff"))
+    assert (port, out) == (1, bytes.fromhex(f"10{status:02x}" + a + b + "ff"))

@@ -341,7 +341,8 @@ fn int_or_bytes(value: &Bound<'_, PyAny>) -> PyResult<u128> {
 /// Ingress, then egress of every replica, clone and recirculation, without queues.
 fn run_to_completion(exec: &mut Executor, state: &State, shared: &Shared, port: u32, frame: &[u8], now_us: u64) -> PyResult<Vec<(u32, Vec<u8>)>> {
     let mut outputs = Vec::new();
-    let mut pending = Vec::new();
+    // FIFO, as BMv2's queues: copies leave in the order they were made.
+    let mut pending = std::collections::VecDeque::new();
     let mut ingress_out = exec.ingress(state, port, frame, now_us);
     for step in 0.. {
         if step > MAX_SYNC_STEPS {
@@ -351,7 +352,7 @@ fn run_to_completion(exec: &mut Executor, state: &State, shared: &Shared, port: 
             let _ = shared.digests.0.try_send(crate::shared::Digest { name: d.name, fields: d.fields });
         }
         pending.extend(ingress_out.queued.drain(..));
-        let Some(qp) = pending.pop() else { break };
+        let Some(qp) = pending.pop_front() else { break };
         let meta = QueueMeta { enq_timestamp: now_us, enq_qdepth: 0, deq_timedelta: 0, deq_qdepth: 0 };
         let eo = exec.egress(state, qp, meta, now_us);
         if let Some((p, f)) = eo.out {

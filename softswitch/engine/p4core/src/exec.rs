@@ -1164,6 +1164,7 @@ impl Executor {
             Expr::LastStackIndex(s) => pkt.stack_next[*s] as i128 - 1,
             Expr::SizeStack(s) => pkt.stack_next[*s] as i128,
             Expr::RegisterRead(r, idx) => self.register_value(env, pkt, *r, idx),
+            Expr::VarbitEq(a, b, negate) => ((varbit_value(&pkt.varbits[*a]) == varbit_value(&pkt.varbits[*b])) != *negate) as i128,
             Expr::Lookahead(off, w) => match env.look {
                 Some((frame, pos)) if (pos * 8 + *off as usize + *w as usize) <= frame.len() * 8 => {
                     read_bits(frame, pos * 8 + *off as usize, *w) as i128
@@ -1261,4 +1262,10 @@ fn format_log(fmt: &str, vals: &[String]) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// A varbit's bytes as a number (leading zero bytes do not change it).
+fn varbit_value(bytes: &[u8]) -> &[u8] {
+    let first = bytes.iter().position(|b| *b != 0).unwrap_or(bytes.len());
+    &bytes[first..]
 }

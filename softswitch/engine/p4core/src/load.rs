@@ -737,6 +737,13 @@ impl Loader {
             "%" => bin(BinOp::Mod)?,
             "<<" => bin(BinOp::Shl)?,
             ">>" => bin(BinOp::Shr)?,
+            "==" | "!=" if self.varbit_operands(v) => {
+                let slot = |k: &str| -> R<usize> {
+                    let Expr::Field(f) = self.expr(self.operand(v, k, path)?, path)? else { unreachable!() };
+                    Ok(self.p.headers[self.p.field_locs[f].header].varbit_slot.expect("varbit header has a slot"))
+                };
+                Expr::VarbitEq(slot("left")?, slot("right")?, op == "!=")
+            }
             "==" => bin(BinOp::Eq)?,
             "!=" => bin(BinOp::Ne)?,
             ">" => bin(BinOp::Gt)?,
@@ -774,6 +781,13 @@ impl Loader {
                 return err(path, format!("'{op}' yields a header, not a value"))
             }
             o => return err(path, format!("unknown expression op '{o}'")),
+        })
+    }
+
+    /// Both operands of a comparison are varbit fields (compared by their bytes, not as integers).
+    fn varbit_operands(&self, v: &Value) -> bool {
+        ["left", "right"].iter().all(|k| {
+            matches!(v.get(*k).map(|x| self.expr(x, "")), Some(Ok(Expr::Field(f))) if self.is_varbit(f))
         })
     }
 

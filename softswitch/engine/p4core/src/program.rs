@@ -143,6 +143,9 @@ pub enum Expr {
     RegisterRead(usize, Box<Expr>),
     /// Parser-only: bits at an offset from the current parse position.
     Lookahead(u32, u32),
+    /// `a == b` (or `!=` when the flag is set) between two varbit fields, by
+    /// value, as BMv2 compares them: their varbit slots.
+    VarbitEq(usize, usize, bool),
 }
 
 /// Something a value can be written to.
