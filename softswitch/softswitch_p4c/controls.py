@@ -198,7 +198,8 @@ class ControlMixin:
         self.json["pipelines"].append({
             "name": name, "id": len(self.json["pipelines"]),
             "source_info": source_info(decl.loc), "init_table": init,
-            "tables": info.tables, "action_profiles": [], "conditionals": info.conditionals})
+            "tables": info.tables, "action_profiles": self.__dict__.pop("action_profiles", []),
+            "conditionals": info.conditionals})
 
     def g_stmts(self, stmts, ctx):
         seq, run = _Seq(), []
@@ -590,14 +591,15 @@ class ControlMixin:
         props = self.table_properties(d)
         if "actions" not in props:
             raise CompileError(d.loc, f"table '{d.name}' has no actions property")
-        keys, p4keys = self.table_keys(tsym, props.get("key"), key_temps)
+        selector_inputs = []
+        keys, p4keys = self.table_keys(tsym, props.get("key"), key_temps, selector_inputs)
         actions, refs = self.table_actions(tsym, props["actions"])
         match_type = self.table_match_type(d, keys, props.get("key"))
         size = self.table_size(tsym, props.get("size"))
         table = self.table_json(tsym.name, d.loc, keys, match_type, actions, size)
         p4 = {"sym": tsym, "keys": p4keys, "actions": refs, "size": size, "is_const": False,
               "has_entries": "entries" in props, "const_default": None, "direct": [],
-              "json": table}
+              "json": table, "selector_inputs": selector_inputs}
         self.table_default(tsym, props.get("default_action"), table, refs, p4)
         if "entries" in props:
             table["entries"] = self.table_entries(tsym, props["entries"], keys, refs, match_type)
@@ -617,15 +619,22 @@ class ControlMixin:
             props[p.name] = p
         return props
 
-    def table_keys(self, tsym, prop, key_temps):
+    def selector_input(self, k, ctx):
+        v = self.eval_value(k.expr, ctx)
+        if not isinstance(v.ref, FieldRef):
+            raise unsupported(k.loc, "a selector key that is not a field")
+        return v.ref.json()
+
+    def table_keys(self, tsym, prop, key_temps, selector_inputs):
         keys, p4 = [], []
         ctx = Ctx(tsym.scope, None, "control", tsym.control)
         lpm_seen = False
         for k in prop.value if prop else []:
             if k.match_kind not in self.match_kinds:
                 raise CompileError(k.match_loc, f"undeclared match kind '{k.match_kind}'")
-            if k.match_kind == "selector":
-                raise unsupported(k.match_loc, "selector match kind (action selectors)")
+            if k.match_kind == "selector":          # hashed by the action selector
+                selector_inputs.append(self.selector_input(k, ctx))
+                continue
             if k.match_kind == "lpm":
                 if lpm_seen:
                     raise CompileError(k.loc, f"table '{tsym.decl.name}' has more than one "
@@ -780,11 +789,36 @@ class ControlMixin:
                 v = self.eval_value(prop.value, Ctx(tsym.scope))
                 table["support_timeout"] = bool(v.const)
             elif name == "implementation":
-                raise unsupported(prop.loc, f"table implementation "
-                                            f"'{self.describe(prop.value)}' (action profiles/"
-                                            f"action_selector)")
+                self.bind_implementation(tsym, prop, table, p4)
             else:
                 raise unsupported(prop.loc, f"table property '{name}'")
+
+    def bind_implementation(self, tsym, prop, table, p4):
+        """`implementation = ap;` with an action_profile / action_selector instance: an
+        indirect table sharing the pipeline's `action_profiles` entry (p4c's JSON)."""
+        inst = None
+        if isinstance(prop.value, A.Name):
+            inst = self.eval_expr(prop.value, Ctx(tsym.scope)).extra.get("extern")
+        if inst is None or inst.type.name not in ("action_profile", "action_selector"):
+            raise unsupported(prop.loc, f"table implementation '{self.describe(prop.value)}' "
+                                        f"(only a declared action_profile/action_selector "
+                                        f"instance)")
+        if "entries" in table:
+            raise CompileError(prop.loc, "a table with an implementation cannot have entries")
+        selector = inst.type.name == "action_selector"
+        table["type"] = "indirect_ws" if selector else "indirect"
+        table["action_profile"] = inst.name
+        table.pop("default_entry", None)           # BMv2 sets defaults of simple tables only
+        inst.info["tables"].append(table["name"])
+        p4["implementation"] = inst
+        profiles = self.__dict__.setdefault("action_profiles", [])
+        if any(ap["name"] == inst.name for ap in profiles):
+            return
+        ap = {"name": inst.name, "id": len(profiles), "source_info": source_info(inst.loc),
+              "max_size": inst.info["size"]}
+        if selector:
+            ap["selector"] = {"algo": inst.info["algo"], "input": p4["selector_inputs"]}
+        profiles.append(ap)
 
     def bind_direct(self, tsym, prop, kind, table, p4):
         v = self.eval_expr(prop.value, Ctx(tsym.scope))

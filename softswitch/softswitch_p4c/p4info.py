@@ -14,7 +14,7 @@ PREFIX = {"action": P.P4Ids.ACTION, "table": P.P4Ids.TABLE, "value_set": P.P4Ids
           "controller_header": P.P4Ids.CONTROLLER_HEADER, "counter": P.P4Ids.COUNTER,
           "direct_counter": P.P4Ids.DIRECT_COUNTER, "meter": P.P4Ids.METER,
           "direct_meter": P.P4Ids.DIRECT_METER, "register": P.P4Ids.REGISTER,
-          "digest": P.P4Ids.DIGEST}
+          "digest": P.P4Ids.DIGEST, "action_profile": P.P4Ids.ACTION_PROFILE}
 _MATCH = {"exact": P.MatchField.EXACT, "lpm": P.MatchField.LPM, "ternary": P.MatchField.TERNARY,
           "range": P.MatchField.RANGE, "optional": P.MatchField.OPTIONAL}
 _COUNTER_UNIT = {"packets": P.CounterSpec.PACKETS, "bytes": P.CounterSpec.BYTES,
@@ -203,6 +203,10 @@ class P4InfoBuilder:
             if t["const_default"]:
                 msg.const_default_action_id = self.action_msgs[t["const_default"]].preamble.id
             self.initial_default_action(msg, t)
+            if t.get("implementation"):
+                profile = t["implementation"].info["p4info_msg"]
+                msg.implementation_id = profile.preamble.id
+                profile.table_ids.append(msg.preamble.id)
             for inst in t["direct"]:
                 msg.direct_resource_ids.append(inst.info["p4info_msg"].preamble.id)
             for inst in t["direct"]:
@@ -241,6 +245,17 @@ class P4InfoBuilder:
             m.spec.unit = _METER_UNIT[inst.info["unit"]]
             if kind == "meter":
                 m.size = inst.info["size"]
+        elif kind in ("action_profile", "action_selector"):
+            if not inst.info["tables"]:
+                return
+            m = self.info.action_profiles.add()
+            self.preamble(m, "action_profile", inst.name,
+                          [a for a in inst.annos or () if a.name != "max_group_size"], inst.loc)
+            m.with_selector = kind == "action_selector"
+            m.size = inst.info["size"]
+            group = A.find_annotation(inst.annos, "max_group_size")
+            if group and group.args and isinstance(group.args[0], A.IntLit) and m.with_selector:
+                m.max_group_size = group.args[0].value
         else:
             return
         inst.info["p4info_msg"] = m

@@ -903,9 +903,7 @@ class StmtMixin:
 
     # ------------------------------------------------------------ extern instances
     def make_extern_instance(self, d, t, scope, control):
-        if t.name not in _V1_EXTERN_TYPES:
-            if t.name in ("action_profile", "action_selector"):
-                raise unsupported(d.type.loc, f"{t.name} (action profiles/selectors)")
+        if t.name not in _V1_EXTERN_TYPES and t.name not in ("action_profile", "action_selector"):
             raise unsupported(d.type.loc, f"instance of extern '{t.name}' (only v1model "
                                           f"externs are implemented)")
         ctors = [m for m in t.decl.methods if m.ret is None]
@@ -933,6 +931,16 @@ class StmtMixin:
             "name": inst.name, "id": len(self.json["register_arrays"]),
             "source_info": source_info(inst.loc), "size": inst.info["size"],
             "bitwidth": storage_width(vt)})
+
+    def inst_action_profile(self, inst):
+        inst.info.update(size=int(inst.args[0].const), tables=[])
+
+    def inst_action_selector(self, inst):
+        algo = inst.args[0].extra.get("enum_member")
+        if algo is None:
+            raise CompileError(inst.loc, "action_selector algorithm must be a HashAlgorithm "
+                                         "constant")
+        inst.info.update(size=int(inst.args[1].const), tables=[], algo=algo)
 
     def counter_unit(self, v):
         return v.extra.get("enum_member") or "packets_and_bytes"

@@ -94,7 +94,10 @@ def test_error_points_at_the_defect(desc, kw, needle, words, tmp_path, capsys):
 
 
 def test_unsupported_constructs_are_named(tmp_path, capsys):
-    source = program(ingress="action_profile(128) ap;")
+    source = program(ingress="""
+        action a() { }
+        table t { key = { meta.m8: exact; } actions = { a; }
+                  implementation = action_profile(32w128); }""", apply="t.apply();")
     _, _, msg, _ = compile_error(tmp_path, source, capsys)
     assert msg.startswith("unsupported construct:") and "action_profile" in msg
 

@@ -382,3 +382,40 @@ def test_new_types_are_named_in_the_p4info(build):
     assert [p.type_name.name for p in to.params] == ["Port_t", ""]
     assert info.type_info.new_types["Port_t"].original_type.bitstring.bit.bitwidth == 9
     assert "Plain_t" not in info.type_info.new_types
+
+
+def test_action_profiles_and_selectors_as_p4c_lowers_them(build):
+    j, info = build(ingress="""
+        action fwd(bit<9> port) { sm.egress_spec = port; }
+        @max_group_size(16)
+        action_selector(HashAlgorithm.crc16, 32w128, 32w14) ecmp;
+        action_profile(32w64) nexthops;
+        table route {
+            key = { hdr.ipv4.dstAddr: lpm; hdr.ipv4.srcAddr: selector;
+                    hdr.ipv4.protocol: selector; }
+            actions = { fwd; NoAction; }
+            implementation = ecmp;
+        }
+        table by_port { key = { sm.ingress_port: exact; } actions = { fwd; }
+                        implementation = nexthops; }""",
+                    apply="route.apply(); by_port.apply();")
+    pipeline = j["pipelines"][0]
+    route, by_port = (tables(j)[n] for n in ("I.route", "I.by_port"))
+    assert (route["type"], route["action_profile"]) == ("indirect_ws", "I.ecmp")
+    assert [k["target"] for k in route["key"]] == [["ipv4", "dstAddr"]]
+    assert (by_port["type"], by_port["action_profile"]) == ("indirect", "I.nexthops")
+    assert "default_entry" not in route
+    ecmp, nexthops = pipeline["action_profiles"]
+    assert ecmp["max_size"] == 128 and ecmp["selector"] == {
+        "algo": "crc16", "input": [{"type": "field", "value": ["ipv4", "srcAddr"]},
+                                   {"type": "field", "value": ["ipv4", "protocol"]}]}
+    assert nexthops["max_size"] == 64 and "selector" not in nexthops
+    profiles = {p.preamble.name: p for p in info.action_profiles}
+    sel, prof = profiles["I.ecmp"], profiles["I.nexthops"]
+    assert (sel.with_selector, sel.size, sel.max_group_size) == (True, 128, 16)
+    assert (prof.with_selector, prof.size) == (False, 64)
+    assert sel.preamble.id >> 24 == p4info_pb2.P4Ids.ACTION_PROFILE
+    p4_tables = {t.preamble.name: t for t in info.tables}
+    assert p4_tables["I.route"].implementation_id == sel.preamble.id
+    assert list(sel.table_ids) == [p4_tables["I.route"].preamble.id]
+    assert [m.name for m in p4_tables["I.route"].match_fields] == ["hdr.ipv4.dstAddr"]
