@@ -2,6 +2,7 @@
 (munged + slurmctld + slurmd from Debian's packages) that the module starts
 in a temporary folder on private ports and stops by PID, leaving nothing."""
 
+import contextlib
 import json
 import os
 import re
@@ -52,10 +53,13 @@ pairs = 1
 """
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def free_ports(count):
+    """`count` distinct ports nobody listens on (all held open while chosen)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
 
 
 def node_cpus():
@@ -68,11 +72,12 @@ def node_cpus():
 def slurm_conf(root, munge_socket, cpus):
     """One controller and one node on this machine: no cgroups, no accounting."""
     host = socket.gethostname().split(".")[0]
+    controller_port, node_port = free_ports(2)
     return f"""\
 ClusterName=aqmlabtest
 SlurmctldHost={host}(127.0.0.1)
-SlurmctldPort={free_port()}
-SlurmdPort={free_port()}
+SlurmctldPort={controller_port}
+SlurmdPort={node_port}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
