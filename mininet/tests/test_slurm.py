@@ -232,17 +232,21 @@ def prepared_study(folder, text):
     return source
 
 
-def test_study_through_slurm_is_merged_into_one_report(slurm_env, tmp_path):
+def aqmlab_run(env, *args):
+    done = subprocess.run([sys.executable, "-m", "aqmlab", "run", *map(str, args),
+                           "--executor", "slurm", "--no-progress"],
+                          env=env, cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr + done.stdout
+
+
+def test_study_through_slurm_is_merged_into_one_report_and_resumed(slurm_env, tmp_path):
     """The CLI submits the 3 runs as one array (--jobs 2: each task asks for
     half the node's CPUs), every run completes in the shared folder, and the
-    report covers all three."""
+    report covers all three; --resume then submits only a run that lost its marker."""
     source = tmp_path / "tiny.toml"
     source.write_text(TINY_STUDY)
     out = tmp_path / "study"
-    done = subprocess.run([sys.executable, "-m", "aqmlab", "run", str(source), "--out", str(out),
-                           "--executor", "slurm", "--jobs", "2", "--no-progress"],
-                          env=slurm_env, cwd=REPO, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr + done.stdout
+    aqmlab_run(slurm_env, source, "--out", out, "--jobs", 2)
     run_ids = [run.run_id for run in study.expand(load_experiment(source))]
     assert [study.run_state(out / run_id) for run_id in run_ids] == [study.COMPLETE] * 3
     (submission,) = (out / "slurm").iterdir()
@@ -260,6 +264,15 @@ def test_study_through_slurm_is_merged_into_one_report(slurm_env, tmp_path):
                and row["workload"] == "all"]
     assert goodput and goodput[0]["n"] == 3
     assert "report.md" in os.listdir(out)
+
+    (out / run_ids[1] / study.COMPLETE).unlink()
+    aqmlab_run(slurm_env, source, "--out", out, "--resume")
+    resumed = next(p for p in (out / "slurm").iterdir() if p != submission)
+    assert (resumed / "runs.txt").read_text().split() == [run_ids[1]]
+    assert "#SBATCH --exclusive\n" in (resumed / "job.sh").read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    assert {r: v["state"] for r, v in summary["runs"].items()} == dict.fromkeys(run_ids,
+                                                                                  "complete")
 
 
 def test_failed_runs_are_named_with_their_slurm_logs(slurm_env, tmp_path):
