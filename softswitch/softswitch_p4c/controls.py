@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import ast as A
-from .desugar import ConditionSplitter, has_apply, is_hit_test
+from .desugar import ConditionSplitter, calls_function, has_apply, is_hit_test
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
@@ -203,7 +203,7 @@ class ControlMixin:
 
     def g_stmts(self, stmts, ctx):
         seq, run = _Seq(), []
-        for s in self.split_conditions(stmts):
+        for s in self.split_conditions(stmts, ctx.scope):
             if self.is_simple(s, ctx):
                 run.append(s)
                 continue
@@ -219,14 +219,17 @@ class ControlMixin:
             self.flush_run(run, ctx, seq)
         return seq
 
-    def split_conditions(self, stmts):
+    def split_conditions(self, stmts, scope):
         """Statements whose conditions or values apply tables inside &&, ||, ! become
-        explicit steps (desugar.ConditionSplitter)."""
+        explicit steps (desugar.ConditionSplitter); a condition that calls a function is
+        computed into a bool first (the call is inlined into a synthetic action)."""
         splitter = self.__dict__.setdefault("splitter", ConditionSplitter())
         out = []
         for s in stmts:
             if isinstance(s, A.If) and has_apply(s.cond) and not is_hit_test(s.cond):
                 out += splitter.split_if(s)
+            elif isinstance(s, A.If) and calls_function(s.cond, scope):
+                out += splitter.split_value_first(s)
             elif isinstance(s, A.Assign) and has_apply(s.rhs):
                 out += splitter.split_value(s.loc, s.rhs, s.lhs)
             elif isinstance(s, A.VarDecl) and not s.is_const and has_apply(s.init):

@@ -10,6 +10,7 @@ from dataclasses import fields, is_dataclass
 
 from . import ast as A
 from .errors import unsupported
+from .symbols import FuncSym
 
 _BOOL = "bool"
 
@@ -22,6 +23,19 @@ def has_apply(e):
         return any(has_apply(x) for x in e)
     if is_dataclass(e) and isinstance(e, A.Expr):
         return any(has_apply(getattr(e, f.name)) for f in fields(e) if f.name != "loc")
+    return False
+
+
+def calls_function(e, scope):
+    """Does expression `e` call a P4 function (which only an action body can inline)?"""
+    if isinstance(e, A.Call) and isinstance(e.func, A.Name) and \
+            isinstance(scope.lookup(e.func.name), FuncSym):
+        return True
+    if isinstance(e, list):
+        return any(calls_function(x, scope) for x in e)
+    if is_dataclass(e) and isinstance(e, A.Expr):
+        return any(calls_function(getattr(e, f.name), scope) for f in fields(e)
+                   if f.name != "loc")
     return False
 
 
@@ -49,6 +63,12 @@ class ConditionSplitter:
         """`if (c) S1 else S2` -> statements computing c, then `if (tmp) S1 else S2`."""
         pre, cond = self.lower(s.cond)
         return pre + [A.If(s.loc, cond, s.then, s.other)]
+
+    def split_value_first(self, s):
+        """`if (c) ...` -> `bool tmp = c; if (tmp) ...` (c calls a function to inline)."""
+        name, decl = self.fresh(s.loc)
+        decl.init = s.cond
+        return [decl, A.If(s.loc, A.Name(s.loc, name), s.then, s.other)]
 
     def split_value(self, loc, value, assign_to):
         """`x = v;` (or `T x = v;`) with a table-applying v; `c ? a : b` becomes an `if`, so

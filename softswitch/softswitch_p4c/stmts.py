@@ -62,6 +62,10 @@ class StmtMixin:
     def st_Assign(self, s, ctx):
         lhs = self.eval_value(s.lhs, ctx)
         self.check_lvalue(lhs, s.lhs)
+        if isinstance(s.rhs, A.Ternary) and not lhs.type.is_scalar:
+            # `h = c ? a : b` on headers/structs: BMv2's ?: yields data only
+            return self.lower_stmt(A.If(s.loc, s.rhs.cond, A.Assign(s.loc, s.lhs, s.rhs.then),
+                                        A.Assign(s.loc, s.lhs, s.rhs.other)), ctx)
         if isinstance(s.rhs, A.Call):
             produced = self.lower_call(s.rhs, ctx, dest=lhs)
             if produced is None:

@@ -355,3 +355,17 @@ def test_header_union_stack(tmp_path):
     frame = bytes(12) + b"\x12\x34" + b"\x01" + b"\x02\x07" + b"x" * 40
     (_, out), = sw.process_packet(0, frame)
     assert out[14:17] == b"\x01\x02\x08"
+
+
+def test_conditional_expression_on_headers_and_function_calls_in_apply_conditions(tmp_path):
+    sw = switch_for(tmp_path, headers="ethernet_t ethernet; ipv4_t ipv4; ipv4_t spare;", decls="""
+        bit<8> ttl_of(in ipv4_t h) { return h.ttl; }""", apply="""
+        sm.egress_spec = 1;
+        hdr.spare = hdr.ipv4;
+        hdr.spare.identification = 7;
+        hdr.ipv4 = hdr.ipv4.ttl > 10 ? hdr.spare : hdr.ipv4;
+        hdr.spare.setInvalid();
+        if (ttl_of(hdr.ipv4) == 64) { hdr.ipv4.protocol = 1; }""")
+    p = only(sw.process_packet(0, packet(ident=0, ttl=64)))[1][IP]
+    assert (p.id, p.proto) == (7, 1)
+    assert ident(sw, ident=0, ttl=9) == 0
