@@ -144,27 +144,42 @@ def cmd_show(ctl: Controller, args, lab) -> None:
         print("  " + "  ".join(f"{k}={v}" for k, v in info["counters"].items()))
 
 
+WATCH_COLUMNS = (("t[s]", 6), ("avg[pkt]", 8), ("q[pkt]", 6), ("age[s]", 6), ("samples", 7),
+                 ("tx[pkt/s]", 9), ("marks[/s]", 9), ("edrops[/s]", 10), ("fdrops[/s]", 10))
+
+
 def cmd_watch(ctl: Controller, args, _lab) -> None:
+    """One line per interval. avg and q come from the latest sample of that
+    interval only: "idle" when no packet left the port, "-" when packets left
+    but none was sampled; age is how long ago the latest sample arrived."""
     _ensure_sampling(ctl, args.port, args.sampling)
-    print(f"{'t[s]':>6} {'avg':>7} {'q':>5} {'samples':>7} {'tx/s':>8} {'marks/s':>8} "
-          f"{'edrop/s':>8} {'fdrop/s':>8}", flush=True)
+    print(" ".join(f"{name:>{width}}" for name, width in WATCH_COLUMNS), flush=True)
     start = time.monotonic()
     before = ctl.port_counters(args.port)
-    last = None
+    last, last_at = None, None
     tick = start + args.interval
     while args.duration is None or tick - start <= args.duration + 1e-9:
         n = 0
         while (remaining := tick - time.monotonic()) > 0:
             sample = ctl.poll_sample(remaining)
             if sample is not None and sample.port == args.port:
-                last, n = sample, n + 1
+                last, last_at, n = sample, time.monotonic(), n + 1
         now = ctl.port_counters(args.port)
         rate = {k: (now[k] - before[k]) / args.interval for k in now}
-        avg, q = (f"{last.avg:7.2f}", f"{last.qdepth:5d}") if last else (f"{'-':>7}", f"{'-':>5}")
-        print(f"{tick - start:6.1f} {avg} {q} {n:7d} {rate['packets']:8.1f} "
-              f"{rate['early_marks']:8.1f} {rate['early_drops']:8.1f} {rate['forced_drops']:8.1f}",
-              flush=True)
+        print(_watch_row(tick - start, last if n else None, n, rate,
+                         None if last_at is None else tick - last_at), flush=True)
         before, tick = now, tick + args.interval
+
+
+def _watch_row(t: float, sample, n: int, rate: dict, age) -> str:
+    if sample is not None:
+        avg, q = f"{sample.avg:.2f}", str(sample.qdepth)
+    else:
+        avg = q = "idle" if rate["packets"] == 0 else "-"
+    cells = (f"{t:.1f}", avg, q, "-" if age is None else f"{age:.1f}", str(n),
+             f"{rate['packets']:.1f}", f"{rate['early_marks']:.1f}", f"{rate['early_drops']:.1f}",
+             f"{rate['forced_drops']:.1f}")
+    return " ".join(f"{cell:>{width}}" for cell, (_, width) in zip(cells, WATCH_COLUMNS))
 
 
 def cmd_adaptive(ctl: Controller, args, _lab) -> None:

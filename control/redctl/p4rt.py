@@ -160,7 +160,9 @@ class Session:
             response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
         reply = self._call("GetForwardingPipelineConfig", self.stub.GetForwardingPipelineConfig, req)
         if not reply.config.HasField("p4info"):
-            raise P4RuntimeError(f"{self.address}: no pipeline installed (run `redctl push`)")
+            raise P4RuntimeError(f"{self.address}: the switch serves no pipeline: start softswitch "
+                                 "with the P4Info (--p4info, or PROG.p4info.txtpb next to "
+                                 "PROG.json) or install one with `redctl push`")
         return reply.config.p4info
 
     def write(self, updates: list[p4runtime_pb2.Update]):

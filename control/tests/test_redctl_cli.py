@@ -31,3 +31,42 @@ def test_unreachable_switch_is_a_clear_error():
 def test_wq_and_wq_log_are_exclusive():
     result = redctl("set", "--port", "1", "--wq", "0.002", "--wq-log", "9")
     assert result.returncode == 2 and "not allowed with" in result.stderr
+
+
+class QuietAfterOneInterval:
+    """A controller whose port sends and samples packets in the first
+    interval of `redctl watch`, then nothing: traffic has stopped."""
+
+    def __init__(self):
+        from redctl.controller import Sample
+        self.counter_reads = 0
+        self.pending = [Sample(time_us=1, port=1, qdepth=7, avg=6.5, decision="pass")]
+
+    def get_sampling(self, port):
+        return 1
+
+    def port_counters(self, port):
+        self.counter_reads += 1
+        packets = 0 if self.counter_reads == 1 else 100   # 100 packets in interval 1 only
+        return {"packets": packets, "bytes": 0, "early_marks": 0, "early_drops": 0, "forced_drops": 0}
+
+    def poll_sample(self, timeout):
+        if self.pending and self.counter_reads == 1:
+            return self.pending.pop()
+        import time
+        time.sleep(timeout)
+        return None
+
+
+def test_watch_says_idle_instead_of_repeating_a_stale_average(capsys):
+    import argparse
+    from redctl.cli import cmd_watch
+    args = argparse.Namespace(port=1, interval=0.05, duration=0.15, sampling=None)
+    cmd_watch(QuietAfterOneInterval(), args, None)
+    header, *rows = capsys.readouterr().out.strip().splitlines()
+    assert header.split() == ["t[s]", "avg[pkt]", "q[pkt]", "age[s]", "samples", "tx[pkt/s]",
+                              "marks[/s]", "edrops[/s]", "fdrops[/s]"]
+    first, *later = [r.split() for r in rows]
+    assert first[1:3] == ["6.50", "7"] and first[4] == "1"
+    assert later and all(r[1:3] == ["idle", "idle"] and r[4] == "0" for r in later)
+    assert [float(r[3]) for r in later] == sorted(float(r[3]) for r in later)   # the sample ages

@@ -90,10 +90,11 @@ def test_watch_prints_average_queue_and_rates(switch, pushed, wire):
     out, err = watch.communicate(timeout=30)
     assert watch.returncode == 0, err
     header, *lines = out.strip().splitlines()
-    assert header.split() == ["t[s]", "avg", "q", "samples", "tx/s", "marks/s", "edrop/s", "fdrop/s"]
+    assert header.split() == ["t[s]", "avg[pkt]", "q[pkt]", "age[s]", "samples", "tx[pkt/s]",
+                              "marks[/s]", "edrops[/s]", "fdrops[/s]"]
     assert len(lines) == 3
     rows = [line.split() for line in lines]
-    assert any(row[1] != "-" and int(row[3]) > 0 and float(row[4]) > 0 for row in rows)
+    assert any(row[1] not in ("-", "idle") and int(row[4]) > 0 and float(row[5]) > 0 for row in rows)
 
 
 @pytest.mark.parametrize("burst_size, expected_maxp", [

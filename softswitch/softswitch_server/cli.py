@@ -24,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("json", nargs="?", help="BMv2 JSON to load at start "
                    "(otherwise wait for SetForwardingPipelineConfig)")
     p.add_argument("--p4info", help="P4Info (text or binary) of JSON: serve it over "
-                   "P4Runtime at once, as if pushed with VERIFY_AND_COMMIT")
+                   "P4Runtime at once, as if pushed with VERIFY_AND_COMMIT (default: "
+                   "PROG.p4info.txtpb next to PROG.json, as softswitch-p4c writes it)")
     p.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
                    help="attach a network interface as a switch port (repeatable)")
     p.add_argument("--grpc-server-addr", default="127.0.0.1:9559", metavar="HOST:PORT")
@@ -61,6 +62,10 @@ def parse_args(argv=None):
     """Parse and check all flags; exit 2 with a message on any mistake."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.json and _looks_like_p4_source(args.json):
+        parser.exit(2, f"softswitch: {args.json} is P4 source, not BMv2 JSON: compile it first "
+                       f"(softswitch-p4c {args.json} -o build --p4runtime-files "
+                       f"build/{_stem(args.json)}.p4info.txtpb) and pass build/{_stem(args.json)}.json\n")
     try:
         args.ports = parse_interfaces(args.interface)
         if args.cpu_port is not None:
@@ -74,6 +79,29 @@ def parse_args(argv=None):
     return args
 
 
+def _stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def _looks_like_p4_source(path: str) -> bool:
+    """A .p4 file, or any file whose text does not start like a JSON object."""
+    if path.endswith(".p4"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64).lstrip()
+    except OSError:
+        return False   # reported by _check_files
+    return bool(head) and not head.startswith(b"{")
+
+
+def default_p4info(json_path: str):
+    """PROG.p4info.txtpb next to PROG.json (how softswitch-p4c and p4c name it), if present."""
+    base = json_path[:-len(".json")] if json_path.endswith(".json") else json_path
+    candidate = base + ".p4info.txtpb"
+    return candidate if os.path.isfile(candidate) else None
+
+
 def _check_files(args):
     if args.device_id < 0:
         raise ValueError("--device-id must be >= 0")
@@ -81,6 +109,8 @@ def _check_files(args):
         raise ValueError("--seed must be >= 0")
     if args.p4info and not args.json:
         raise ValueError("--p4info needs the JSON argument")
+    if args.json and not args.p4info:
+        args.p4info = default_p4info(args.json)
     for path in filter(None, (args.json, args.p4info)):
         if not os.path.isfile(path):
             raise ValueError(f"{path}: no such file")
@@ -137,12 +167,19 @@ def _load_initial(server, sw, args):
         json_text = f.read()
     if args.p4info:
         server.device.load_json(json_text, load_p4info(args.p4info))
+        print(f"softswitch: serving {args.json} with P4Info {args.p4info}", file=sys.stderr)
     else:
         ec.call(sw.load_pipeline, json_text)
+        print(f"softswitch: {args.json} forwards, but without a P4Info a controller cannot "
+              f"address it: give --p4info or push a pipeline", file=sys.stderr)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if not args.log_console:
+        # gRPC's C core would log its own multi-line account of, e.g., a port
+        # in use next to our one-line error (read when grpc is first imported).
+        os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     logging.basicConfig(level=logging.INFO if args.log_console else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:

@@ -122,16 +122,20 @@ class SoftswitchServer:
         self.device = Device(sw, device_id)
         self.arbitrator = Arbitrator(device_id)
         self.packet_io = PacketIO(sw, self.device, self.arbitrator)
+        # gRPC sets SO_REUSEPORT by default: a second switch on the same
+        # address would also listen and take a random half of the clients.
         self.grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=MAX_STREAMS + 8),
-                                maximum_concurrent_rpcs=MAX_STREAMS * 2)
+                                maximum_concurrent_rpcs=MAX_STREAMS * 2,
+                                options=[("grpc.so_reuseport", 0)])
         service = P4RuntimeService(self.device, self.arbitrator, self.packet_io)
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, self.grpc)
         try:
             self.port = self.grpc.add_insecure_port(address)
-        except RuntimeError as e:
-            raise OSError(f"cannot listen on {address}: {e}") from None
+        except RuntimeError:
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot listen on {address}")
+            raise OSError(f"cannot listen on {address}: the address is in use (another "
+                          "switch?) or not local")
         self.address = address
 
     def start(self) -> None:

@@ -64,3 +64,48 @@ def test_bad_flags_exit_2_with_a_message(argv):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "softswitch: error:" in proc.stderr
+
+
+def run_cli(*argv, timeout=60):
+    return subprocess.run([sys.executable, "-m", "softswitch_server.cli", *argv],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("name", ["red.p4", "red.json"])
+def test_p4_source_gets_a_one_line_hint_to_compile_it(tmp_path, name):
+    source = tmp_path / name
+    source.write_text("#include <v1model.p4>\nheader h_t { bit<8> f; }\n")
+    done = run_cli(str(source))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "P4 source" in done.stderr
+    assert f"softswitch-p4c {source}" in done.stderr and "JSON syntax" not in done.stderr
+
+
+def test_the_p4info_next_to_the_json_is_the_default(tmp_path):
+    (tmp_path / "prog.json").write_text("{}")
+    assert parse_args([str(tmp_path / "prog.json")]).p4info is None
+    (tmp_path / "prog.p4info.txtpb").write_text("")
+    assert parse_args([str(tmp_path / "prog.json")]).p4info == str(tmp_path / "prog.p4info.txtpb")
+    other = tmp_path / "other.txtpb"
+    other.write_text("")
+    assert parse_args([str(tmp_path / "prog.json"), "--p4info", str(other)]).p4info == str(other)
+
+
+def test_a_second_switch_on_a_used_address_fails_in_one_line():
+    """gRPC enables SO_REUSEPORT: both used to listen and share the clients."""
+    import grpc
+    from server_support import free_port
+    address = f"127.0.0.1:{free_port()}"
+    first = subprocess.Popen([sys.executable, "-m", "softswitch_server.cli",
+                              "--grpc-server-addr", address],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        grpc.channel_ready_future(grpc.insecure_channel(address)).result(timeout=30)
+        second = run_cli("--grpc-server-addr", address)
+        assert second.returncode == 1
+        assert second.stderr == (f"softswitch: cannot listen on {address}: the address is in use "
+                                 "(another switch?) or not local\n")
+        assert first.poll() is None
+    finally:
+        first.kill()
+        first.wait()
