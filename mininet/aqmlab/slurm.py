@@ -208,25 +208,25 @@ def submit(submission):
 
 
 def task_states(job_id):
-    """{array task: state} from squeue, or None when Slurm has forgotten the job
-    (finished longer than MinJobAge ago)."""
+    """{array task: (state, reason)} from squeue, or None when Slurm has
+    forgotten the job (finished longer than MinJobAge ago)."""
     done = subprocess.run(["squeue", "--noheader", "--array", "--states=all", f"--jobs={job_id}",
-                           "--format=%K %T"], capture_output=True, text=True)
+                           "--format=%K %T %r"], capture_output=True, text=True)
     if done.returncode != 0:
         if "Invalid job id" in done.stderr:
             return None
         raise RuntimeError(f"squeue: {last_line(done.stderr)}")
     states = {}
     for line in done.stdout.splitlines():
-        task, _, state = line.strip().partition(" ")
+        task, state, reason = (line.split(maxsplit=2) + ["", ""])[:3]
         if task.isdigit():
-            states[int(task)] = state.strip()
+            states[int(task)] = (state, reason)
     return states
 
 
 def wait(job_id, tasks, poll_seconds):
-    """Poll squeue until no task can run any more; print a line when counts change.
-    -> {task: last state seen} (tasks Slurm no longer lists are absent)."""
+    """Poll squeue until no task can run any more; print a line when the
+    picture changes. -> {task: last state seen} (forgotten tasks are absent)."""
     last, seen, errors = None, {}, 0
     while True:
         try:
@@ -239,24 +239,35 @@ def wait(job_id, tasks, poll_seconds):
             time.sleep(poll_seconds)
             continue
         if states is None:
-            return seen
+            return {task: state for task, (state, _) in seen.items()}
         seen.update(states)
-        counts = progress_counts(seen, tasks)
-        if counts != last:
-            print(f"aqmlab: Slurm job {job_id}: " + ", ".join(f"{n} {what}" for what, n in
-                                                             counts.items() if n),
-                  file=sys.stderr)
-            last = counts
-        if len(seen) >= tasks and all(s in FINISHED_STATES for s in seen.values()):
-            return seen
+        line = progress_line(seen, tasks)
+        if line != last:
+            print(f"aqmlab: Slurm job {job_id}: {line}", file=sys.stderr)
+            last = line
+        if len(seen) >= tasks and all(state in FINISHED_STATES for state, _ in seen.values()):
+            return {task: state for task, (state, _) in seen.items()}
         time.sleep(poll_seconds)
 
 
-def progress_counts(states, tasks):
-    finished = sum(s in FINISHED_STATES for s in states.values())
-    running = sum(s in ("RUNNING", "COMPLETING") for s in states.values())
-    return {"finished": finished, "running": running,
-            "waiting": tasks - finished - running}
+def progress_line(states, tasks):
+    """"2 completed, 1 failed, 1 running, 4 waiting (Resources)"."""
+    counts = {"completed": 0, "failed": 0, "running": 0}
+    reasons = set()
+    for state, reason in states.values():
+        if state == "COMPLETED":
+            counts["completed"] += 1
+        elif state in FINISHED_STATES:
+            counts["failed"] += 1
+        elif state in ("RUNNING", "COMPLETING"):
+            counts["running"] += 1
+        elif reason and reason != "None":
+            reasons.add(reason)
+    waiting = tasks - sum(counts.values())
+    parts = [f"{n} {what}" for what, n in counts.items() if n]
+    if waiting:
+        parts.append(f"{waiting} waiting" + (f" ({', '.join(sorted(reasons))})" if reasons else ""))
+    return ", ".join(parts)
 
 
 # ------------------------------------------------------------- outcomes

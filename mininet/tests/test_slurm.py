@@ -237,6 +237,7 @@ def aqmlab_run(env, *args):
                            "--executor", "slurm", "--no-progress"],
                           env=env, cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr + done.stdout
+    return done
 
 
 def test_study_through_slurm_is_merged_into_one_report_and_resumed(slurm_env, tmp_path):
@@ -246,7 +247,8 @@ def test_study_through_slurm_is_merged_into_one_report_and_resumed(slurm_env, tm
     source = tmp_path / "tiny.toml"
     source.write_text(TINY_STUDY)
     out = tmp_path / "study"
-    aqmlab_run(slurm_env, source, "--out", out, "--jobs", 2)
+    done = aqmlab_run(slurm_env, source, "--out", out, "--jobs", 2)
+    assert re.search(r"^aqmlab: Slurm job \d+: 3 completed$", done.stderr, re.M), done.stderr
     run_ids = [run.run_id for run in study.expand(load_experiment(source))]
     assert [study.run_state(out / run_id) for run_id in run_ids] == [study.COMPLETE] * 3
     (submission,) = (out / "slurm").iterdir()
@@ -340,6 +342,13 @@ def test_job_script_maps_array_tasks_to_run_ids_and_options(tmp_path):
                       "--account=net"):
         assert f"#SBATCH {directive}\n" in script
     assert f'--out {tmp_path} --only "$RUN_ID" --no-progress --quick' in script
+
+
+def test_progress_line_counts_tasks_and_says_why_they_wait():
+    states = {0: ("COMPLETED", "None"), 1: ("FAILED", "NonZeroExitCode"), 2: ("RUNNING", "None"),
+              3: ("PENDING", "Resources"), 4: ("PENDING", "JobArrayTaskLimit")}
+    assert slurm.progress_line(states, 6) == \
+        "1 completed, 1 failed, 1 running, 3 waiting (JobArrayTaskLimit, Resources)"
 
 
 @pytest.mark.parametrize("argv, error", [
