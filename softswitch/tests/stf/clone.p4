@@ -1,7 +1,8 @@
 // Mirroring: ingress-to-egress (I2E) and egress-to-egress (E2E) clones go to the
 // port of their clone session; egress tags each copy with its instance type
 // (v1model/BMv2: 0 normal, 1 ingress clone, 2 egress clone). An E2E copy is made
-// of the packet egress deparsed, and then runs through egress itself.
+// of the packet egress deparsed, and then runs through egress itself. An I2E
+// clone to the original's port leaves before it (BMv2 queues the clone first).
 #define HAS_EGRESS
 #include "include/data.p4"
 struct metadata { }
@@ -11,6 +12,7 @@ control DataIngress(inout headers hdr, inout metadata meta,
     apply {
         standard_metadata.egress_spec = 1;
         if (hdr.data.b1 == 1) { clone(CloneType.I2E, 5); }
+        if (hdr.data.b1 == 4) { clone(CloneType.I2E, 7); }   // session 7 sends to port 1 too
     }
 }
 
