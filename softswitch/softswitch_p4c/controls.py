@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import ast as A
+from .copyinout import params_needing_copies
 from .desugar import ConditionSplitter, calls_function, has_apply, is_hit_test
 from .errors import CompileError, unsupported
 from .exprs import Ctx
@@ -363,8 +364,19 @@ class ControlMixin:
         scope = Scope(self.globals)
         for p in d.ctor_params or []:
             scope.declare(p.name, self.readonly_view(sub.ctor_args[p.name]), p.loc)
+        # a control reaches the caller's storage only through its parameters: copies are
+        # needed when two arguments overlap (copy-in/copy-out, P4-16 6.8)
+        copies = params_needing_copies(d.params, bound, [], scope, set())
+        copy_in, copy_out = [], []
         for p in d.params:
             v = bound[p.name]
+            if p.name in copies:
+                tmp = self.temporary(p.name, v.type)
+                if p.direction != "out":
+                    copy_in.append((tmp, v, p.loc))
+                if p.direction in ("out", "inout"):
+                    copy_out.append((v, tmp, p.loc))
+                v = tmp
             scope.declare(p.name, self.readonly_view(v) if p.direction == "in" else v, p.loc)
         name = f"{outer.name}.{sub.name}" + (f"_{sub.applied - 1}" if sub.applied else "")
         sub.applied += 1
@@ -377,11 +389,24 @@ class ControlMixin:
             self.declare_control_local(local, info, Ctx(scope, None, "control", info))
             if isinstance(local, A.Instance):
                 sub.externs[local.name] = scope.lookup(local.name)
+        body = _Seq()
+        body.add(*self.copy_steps(copy_in, ctx, call.loc))
         seq = self.g_stmts(info.var_inits + d.body.stmts,
                            Ctx(Scope(scope), None, "control", info))
-        if seq.entry is info.return_to:                  # `return` first: nothing runs
+        if seq.entry is not info.return_to:              # `return` first: nothing runs
+            body.add(seq.entry, (seq.exits or []) + info.return_to.slots)
+        body.add(*self.copy_steps(copy_out, ctx, call.loc))
+        return body.entry, body.exits
+
+    def copy_steps(self, pairs, ctx, loc):
+        """A synthetic table assigning each (destination, source) pair, or nothing."""
+        if not pairs:
             return None, None
-        return seq.entry, (seq.exits or []) + info.return_to.slots
+        prims = []
+        actx = Ctx(ctx.scope, prims, "control", ctx.control)
+        for dst, src, ploc in pairs:
+            self.assign(actx, dst, src, ploc)
+        return self.synthetic_table(ctx.control, "act", prims, loc)
 
     def const_action_call(self, call, ctx):
         """An action called with constant arguments gets its own `tbl_<action>` (p4c style)."""

@@ -369,3 +369,12 @@ def test_conditional_expression_on_headers_and_function_calls_in_apply_condition
     p = only(sw.process_packet(0, packet(ident=0, ttl=64)))[1][IP]
     assert (p.id, p.proto) == (7, 1)
     assert ident(sw, ident=0, ttl=9) == 0
+
+
+def test_sub_control_arguments_are_copied_in_and_out(tmp_path):
+    # both parameters start from ttl; ttl ends with the last copy-out (64 -> 128)
+    sw = switch_for(tmp_path, controls="""
+        control Twice(inout bit<8> a, inout bit<8> b) { apply { a = a + 1; b = b + b; } }""",
+                    ingress="Twice() twice;",
+                    apply="sm.egress_spec = 1; twice.apply(hdr.ipv4.ttl, hdr.ipv4.ttl);")
+    assert only(sw.process_packet(0, packet(ttl=64)))[1][IP].ttl == 128
