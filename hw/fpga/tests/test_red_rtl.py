@@ -3,16 +3,15 @@ on Icarus Verilog through cocotb: randomised traffic and configurations,
 deliberately broken variants that must be caught."""
 import json
 import pickle
+import random
 import shutil
 from pathlib import Path
 
 import pytest
 from cocotb_tools.runner import get_results, get_runner
 
-import random
-
+from red_scenario import random_scenario, trace_phase
 from redctl.convert import PortSpec, RedConfig, to_constants
-from red_scenario import Draws, expected_decisions, random_scenario, trace_phase
 
 HERE = Path(__file__).resolve().parent
 RTL = HERE.parent / "rtl"
@@ -76,7 +75,7 @@ def test_recorded_trace_matches_model(tmp_path):
     assert result["mismatches"] == 0, result["first_mismatches"]
     pass_, mark, early_drop, _ = result["decision_counts"]
     assert mark > 10 and early_drop > 10 and pass_ > 1000, result["decision_counts"]
-    assert expected_decisions([phase], Draws(draws)) and result["failed"] == 0
+    assert result["failed"] == 0
 
 
 MUTANTS = {
