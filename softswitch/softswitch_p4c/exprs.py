@@ -68,11 +68,19 @@ class ExprMixin:
         if isinstance(e, A.Index):
             return f"{self.describe(e.expr)}[{self.describe(e.index)}]"
         if isinstance(e, A.IntLit):
-            return str(e.value)
+            return f"{e.width}{'s' if e.signed else 'w'}{e.value}" if e.width else str(e.value)
         if isinstance(e, A.Call):
             return f"{self.describe(e.func)}()"
         if isinstance(e, A.Slice):
             return f"{self.describe(e.expr)}[{self.describe(e.hi)}:{self.describe(e.lo)}]"
+        if isinstance(e, A.BoolLit):
+            return str(e.value).lower()
+        if isinstance(e, A.Binary):                 # p4c names such keys by their text
+            return f"{self.describe(e.left)} {e.op} {self.describe(e.right)}"
+        if isinstance(e, A.Unary):
+            return f"{e.op}{self.describe(e.expr)}"
+        if isinstance(e, A.Cast):
+            return f"({_type_text(e.type)}){self.describe(e.expr)}"
         return type(e).__name__.lower()
 
     # ------------------------------------------------------------ leaves
@@ -572,6 +580,12 @@ class ExprMixin:
             raise CompileError(loc, f"type mismatch in {what}: expected {t}, got "
                                     f"{src if src is not None else 'a non-value'}")
         return v
+
+
+def _type_text(tr):
+    if tr.width is not None and isinstance(tr.width, A.IntLit):
+        return f"{tr.name}<{tr.width.value}>"
+    return tr.name
 
 
 def name_loc(e):

@@ -419,3 +419,13 @@ def test_action_profiles_and_selectors_as_p4c_lowers_them(build):
     assert p4_tables["I.route"].implementation_id == sel.preamble.id
     assert list(sel.table_ids) == [p4_tables["I.route"].preamble.id]
     assert [m.name for m in p4_tables["I.route"].match_fields] == ["hdr.ipv4.dstAddr"]
+
+
+def test_expression_keys_are_named_by_their_text(build):
+    # frontend-gaps.md (SERVER): two unannotated expression keys were both "binary"
+    _, info = build(ingress="""
+        table t { key = { hdr.ipv4.ttl ^ 8w0xff: exact; hdr.ipv4.dstAddr + 1: lpm;
+                          (bit<8>) hdr.ipv4.protocol: exact; }
+                  actions = { NoAction; } }""", apply="t.apply();")
+    assert [m.name for m in info.tables[0].match_fields] == [
+        "hdr.ipv4.ttl ^ 8w255", "hdr.ipv4.dstAddr + 1", "(bit<8>)hdr.ipv4.protocol"]
