@@ -211,7 +211,7 @@ class ExprMixin:
         st, ref = base.type, base.ref
         if e.name == "next":
             return Val(st.elem, extra={"stack_next": ref, "loc": e.loc})
-        if ref.union and e.name != "size":
+        if ref.union and e.name not in ("size", "push_front", "pop_front"):
             raise unsupported(e.loc, f"'{e.name}' on a header union stack")
         if e.name == "last":
             return Val(st.elem, ref=StackLastRef(ref))

@@ -378,3 +378,21 @@ def test_sub_control_arguments_are_copied_in_and_out(tmp_path):
                     ingress="Twice() twice;",
                     apply="sm.egress_spec = 1; twice.apply(hdr.ipv4.ttl, hdr.ipv4.ttl);")
     assert only(sw.process_packet(0, packet(ttl=64)))[1][IP].ttl == 128
+
+
+def test_header_union_stack_push_front(tmp_path):
+    sw = switch_for(tmp_path, decls="""
+        header o1_t { bit<8> kind; }
+        header o2_t { bit<8> kind; bit<8> data; }
+        header_union opt_t { o1_t short; o2_t long; }""",
+                    headers="ethernet_t ethernet; opt_t[2] opts;", states="""
+        state start { pkt.extract(hdr.ethernet); pkt.extract(hdr.opts.next.short);
+                      transition accept; }""",
+                    deparse="pkt.emit(hdr.ethernet); pkt.emit(hdr.opts);", apply="""
+        sm.egress_spec = 1;
+        hdr.opts.push_front(1);
+        hdr.opts[0].long.setValid();
+        hdr.opts[0].long.kind = 2; hdr.opts[0].long.data = 9;""")
+    frame = bytes(12) + b"\x12\x34" + b"\x01" + b"x" * 40
+    (_, out), = sw.process_packet(0, frame)
+    assert out[14:18] == b"\x02\x09\x01x"
