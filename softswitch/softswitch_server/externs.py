@@ -68,13 +68,16 @@ class Counters:
         self.sw, self.index = sw, index
 
     def write(self, update_type, entry: p4runtime_pb2.CounterEntry):
+        """MODIFY sets one cell, or every cell when the index is omitted; without
+        `data` nothing changes (spec, CounterEntry)."""
         info = _lookup(self.index.counters, entry.counter_id, "counter")
         _require_modify(update_type, "counter")
-        if not entry.HasField("index"):
-            raise invalid(f"counter '{info.name}': writes need an index")
-        [index] = _indices(info, entry, "counter")
+        indices = _indices(info, entry, "counter")
+        if not entry.HasField("data"):
+            return
         d = entry.data
-        ec.call(self.sw.counter_write, info.name, index, d.packet_count, d.byte_count)
+        for index in indices:
+            ec.call(self.sw.counter_write, info.name, index, d.packet_count, d.byte_count)
 
     def read(self, request: p4runtime_pb2.CounterEntry, add):
         return self._read(_cells(self.index.counters, request, request.counter_id, "counter"), add)
@@ -97,20 +100,21 @@ class Meters:
         self.configs = {}  # (meter id, index) -> MeterConfig
 
     def write(self, update_type, entry: p4runtime_pb2.MeterEntry):
+        """MODIFY configures one meter, or every meter of the array when the
+        index is omitted; no config means the default (spec, MeterEntry)."""
         info = _lookup(self.index.meters, entry.meter_id, "meter")
         _require_modify(update_type, "meter")
-        if not entry.HasField("index"):
-            raise invalid(f"meter '{info.name}': writes need an index")
-        [index] = _indices(info, entry, "meter")
+        indices = _indices(info, entry, "meter")
         config = entry.config if entry.HasField("config") else RESET_METER
         validate_meter_config(config)
-        ec.call(self.sw.meter_set, info.name, index, config.cir, config.cburst,
-                config.pir, config.pburst)
-        if entry.HasField("config"):
-            self.configs[(info.id, index)] = p4runtime_pb2.MeterConfig()
-            self.configs[(info.id, index)].CopyFrom(config)
-        else:
-            self.configs.pop((info.id, index), None)
+        for index in indices:
+            ec.call(self.sw.meter_set, info.name, index, config.cir, config.cburst,
+                    config.pir, config.pburst)
+            if entry.HasField("config"):
+                self.configs[(info.id, index)] = p4runtime_pb2.MeterConfig()
+                self.configs[(info.id, index)].CopyFrom(config)
+            else:
+                self.configs.pop((info.id, index), None)
 
     def read(self, request: p4runtime_pb2.MeterEntry, add):
         return self._read(_cells(self.index.meters, request, request.meter_id, "meter"), add)

@@ -257,3 +257,26 @@ def test_new_primary_is_announced_to_the_old_one(server, client):
         assert update.election_id.high == 2**6
     finally:
         higher.close()
+
+
+def test_counter_and_meter_writes_without_index_set_the_whole_array(client):
+    """Spec, CounterEntry/MeterEntry MODIFY: no index = every cell; a counter
+    write without data changes nothing; a meter write without config resets."""
+    every = p4runtime_pb2.CounterEntry(counter_id=C_PORT)
+    every.data.packet_count, every.data.byte_count = 7, 70
+    client.modify(counter_entry=every)
+    cells = client.read(counter_entry=p4runtime_pb2.CounterEntry(counter_id=C_PORT))
+    assert [(c.data.packet_count, c.data.byte_count) for c in cells] == [(7, 70)] * 8
+    no_data = p4runtime_pb2.CounterEntry(counter_id=C_PORT)
+    no_data.index.index = 4
+    client.modify(counter_entry=no_data)
+    assert client.read(counter_entry=p4runtime_pb2.CounterEntry(counter_id=C_PORT)) == cells
+    client.modify(counter_entry=p4runtime_pb2.CounterEntry(counter_id=C_PORT, data={}))
+    meters = p4runtime_pb2.MeterEntry(meter_id=M_PORT)
+    meters.config.cir, meters.config.cburst, meters.config.pir, meters.config.pburst = 5, 1, 9, 2
+    client.modify(meter_entry=meters)
+    assert all(c.config == meters.config
+               for c in client.read(meter_entry=p4runtime_pb2.MeterEntry(meter_id=M_PORT)))
+    client.modify(meter_entry=p4runtime_pb2.MeterEntry(meter_id=M_PORT))
+    assert not any(c.HasField("config")
+                   for c in client.read(meter_entry=p4runtime_pb2.MeterEntry(meter_id=M_PORT)))
