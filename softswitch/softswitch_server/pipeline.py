@@ -46,6 +46,7 @@ class _JsonProgram:
             self.meters = {m["name"]: m for m in doc.get("meter_arrays", [])}
             self.registers = {r["name"]: r for r in doc.get("register_arrays", [])}
             self.learn_lists = {l["name"]: l for l in doc.get("learn_lists", [])}
+            self.value_sets = [v["name"] for v in doc.get("parse_vsets", [])]
         except (KeyError, TypeError, IndexError) as e:
             raise invalid(f"BMv2 JSON: malformed object list ({e!r})") from None
 
@@ -109,6 +110,8 @@ def _check_json_in_p4info(index, prog):
                 continue
             if name not in in_p4info:
                 raise _mismatch(f"{kind} '{name}' of the JSON is not in the P4Info")
+    if prog.value_sets:   # the P4Info would need value_sets, which this target does not serve
+        raise _mismatch(f"parser value set '{prog.value_sets[0]}' of the JSON is not in the P4Info")
 
 
 def _names(*groups) -> set:

@@ -140,6 +140,12 @@ def test_p4info_missing_any_json_object_is_refused(omit):
     assert name in refused(p4info, _doc())
 
 
+def test_json_parser_value_set_without_p4info_entry_is_refused():
+    doc = _doc()
+    doc["parse_vsets"] = [{"name": "MyParser.ports", "id": 0, "compressed_bitwidth": 16, "max_size": 4}]
+    assert "MyParser.ports" in refused(mini_p4info(), doc)
+
+
 def test_table_missing_a_json_action_is_refused():
     p4info = mini_p4info()
     table = p4info.tables[0]
