@@ -8,6 +8,9 @@
    ones, RESOURCE_EXHAUSTED only when full), and after each batch every entry
    read back must equal the model. About 2,000 updates in a few seconds.
 """
+import random
+
+import grpc
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from p4.v1 import p4runtime_pb2
@@ -15,7 +18,8 @@ from p4.v1 import p4runtime_pb2
 import softswitch_engine as se
 from server_support import (A_DROP, A_FORWARD, A_LEARN, A_NOACTION, A_SET_NHOP, A_TO_CPU,
                             C_PORT, D_LEARN, M_PORT, R_FLOW, T_ACL, T_CONST, T_DMAC, T_LPM,
-                            mini_json, mini_p4info)
+                            P4RTClient, mini_json, mini_p4info, start_server,
+                            wait_for_no_clients, write_error_codes)
 from softswitch_server.device import Device, SetAction
 from softswitch_server.errors import P4RuntimeError
 
@@ -148,12 +152,6 @@ def test_random_updates_are_applied_or_refused_cleanly(device, update_type, enti
 
 
 # ---- over gRPC: mutated valid batches, server state == a model after each ----
-import random  # noqa: E402
-
-import grpc  # noqa: E402
-
-from server_support import P4RTClient, start_server, wait_for_no_clients, write_error_codes  # noqa: E402
-
 FUZZ_SEED = 20261123
 FUZZ_BATCHES = 300
 TABLE_SIZES = {T_LPM: 1024, T_ACL: 16, T_DMAC: 4}
