@@ -1,7 +1,8 @@
 """Per-host TCP tuning: namespace sysctls, route options and socket options.
 
-Namespace-wide (sysctl): ECN, SACK, socket buffer
-limits, per-packet pacing (tcp_tso_rtt_log=0, tcp_min_tso_segs=1).
+Namespace-wide (sysctl): ECN, SACK, loss recovery (RACK: tcp_recovery,
+TLP: tcp_early_retrans), socket buffer limits, per-packet pacing
+(tcp_tso_rtt_log=0, tcp_min_tso_segs=1).
 Per route (`ip route`): initcwnd, initrwnd, advmss (MSS), and the maximum
 window as a locked `cwnd` (the sender's snd_cwnd_clamp; Linux applies it from
 the TCP metrics cache, so a priming connection seeds the cache first: see
@@ -38,6 +39,8 @@ class TcpTuning:
     pacing_rate: int = 0       # bit/s cap when pacing; 0 = kernel's own rate
     rmem: int = 0              # bytes, max receive buffer; 0 = kernel default
     wmem: int = 0              # bytes, max send buffer; 0 = kernel default
+    recovery: int = 1          # net.ipv4.tcp_recovery: 1 = RACK (default), 0 = dupack threshold
+    early_retrans: int = 3     # net.ipv4.tcp_early_retrans: 3 = TLP (default), 0 = off
 
     @property
     def effective_mss(self):
@@ -47,6 +50,8 @@ class TcpTuning:
         values = {
             "net.ipv4.tcp_ecn": ECN_ON if self.ecn else ECN_ACCEPT,
             "net.ipv4.tcp_sack": int(self.sack),
+            "net.ipv4.tcp_recovery": self.recovery,
+            "net.ipv4.tcp_early_retrans": self.early_retrans,
             # Cached metrics would carry ssthresh from one transfer to the next.
             "net.ipv4.tcp_no_metrics_save": 1,
             "net.ipv6.conf.all.disable_ipv6": 1,

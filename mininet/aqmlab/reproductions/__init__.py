@@ -1,0 +1,3 @@
+"""Reproductions of published studies, each one command: `aqmlab study NAME`."""
+
+STUDIES = {"rfc2884": "aqmlab.reproductions.rfc2884"}

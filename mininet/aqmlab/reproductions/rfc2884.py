@@ -1,0 +1,749 @@
+"""RFC 2884 (ECN vs non-ECN TCP through RED) reproduced in one command.
+
+    aqmlab study rfc2884 --out DIR [--parts bulk,crr] [--report FILE.md] [aqmlab run options]
+    aqmlab study rfc2884 --out DIR --quick      # the CI variant (< 5 min)
+    aqmlab study rfc2884 --out DIR --report-only
+
+Steps: (1) the calibration of RFC 2884 section 4.4 (experiments/rfc2884/
+calibration.toml): per congestion level, the candidate minth/maxth/wq whose
+RED average stays in [minth, maxth] the largest fraction of the time;
+(2) every part's file with those values written into its sweep, run with
+`aqmlab run FILE --out DIR/<part> --resume` (so a study resumes where it
+stopped, and `--jobs` / `--executor slurm` options pass straight through);
+(3) the report: each published statement of sections 5.1-5.3 and 6 next to
+aqmlab's number with its 95 % interval, whether the trend holds, and plots in
+the style of the RFC's figures.
+"""
+
+import argparse
+import csv
+import json
+import math
+import re
+import subprocess
+import sys
+import time
+import tomllib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aqmlab import metrics, stats, study
+from aqmlab.config import ConfigError
+from aqmlab.report import load_study
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments" / "rfc2884"
+CALIBRATION = "calibration"
+PARTS = ("fairness", "bulk", "crr", "bulk_modern", "crr_modern", "crr_ablation")
+QUICK = "quick"
+LEVELS = {2: "low", 5: "moderate", 10: "high"}
+LEVEL_KEY = "workload.background.pairs"
+RED_KEYS = ("aqm.minth", "aqm.maxth", "aqm.wq_log")
+REGION_MIN = 0.5          # "most of the time": a run below this left the RED region
+WALL_TIMES = "wall_times.json"
+CALIBRATION_FILE = "calibration.json"
+
+
+class StudyError(Exception):
+    """A bad option or study folder: one line for the user."""
+
+
+# ---------------------------------------------------------------- the RED region
+
+def read_queue(folder):
+    """[(t seconds after the epoch, RED average in packets)] of a run's telemetry."""
+    path = Path(folder) / "queue.csv"
+    if not path.exists():
+        return []
+    with path.open() as handle:
+        return [(float(row["t"]), float(row["avg"])) for row in csv.DictReader(handle)]
+
+
+def region_fractions(samples, minth, maxth, window):
+    """Fractions of the window's time the RED average spent below minth, in
+    [minth, maxth] and above maxth; each sample holds until the next (the
+    average changes only when a packet arrives). None without two samples."""
+    start, end = window
+    inside = [(t, avg) for t, avg in samples if start <= t <= end]
+    if len(inside) < 2:
+        return None
+    spent = {"below": 0.0, "region": 0.0, "above": 0.0}
+    for (t0, avg), (t1, _) in zip(inside, inside[1:]):
+        zone = "below" if avg < minth else "above" if avg > maxth else "region"
+        spent[zone] += t1 - t0
+    total = sum(spent.values())
+    return {zone: value / total for zone, value in spent.items()} if total > 0 else None
+
+
+def run_region(loaded, run):
+    """The RED-region fractions of one complete run over its measurement window."""
+    experiment = loaded.experiment
+    return region_fractions(read_queue(loaded.folder / run.run_id), run.scenario.aqm.minth,
+                            run.scenario.aqm.maxth, (experiment.warmup, experiment.duration))
+
+
+def choose_red(loaded):
+    """Per congestion level, the calibration candidate whose average spent the
+    largest mean fraction of time in the RED region (ties: the smaller maxth,
+    less queueing delay, then the smaller wq), as the RFC's authors tuned by hand ->
+    {level: {"minth", "maxth", "wq_log", "region", "n", "candidates"}}."""
+    by_level = defaultdict(lambda: defaultdict(list))
+    for run in loaded.runs:
+        if run.run_id not in loaded.results:
+            continue
+        fractions = run_region(loaded, run)
+        if fractions is None:
+            continue
+        aqm = run.scenario.aqm
+        key = (aqm.minth, aqm.maxth, aqm.wq_log)
+        by_level[background_flows(run.scenario)][key].append(fractions["region"])
+    choice = {}
+    for level, candidates in sorted(by_level.items()):
+        scored = {key: stats.estimate(values) for key, values in candidates.items()}
+        best = max(scored, key=lambda key: (scored[key].mean, -key[1], -key[0], key[2]))
+        choice[level] = {"minth": best[0], "maxth": best[1], "wq_log": best[2],
+                         "region": scored[best].mean, "n": scored[best].n,
+                         "candidates": [{"minth": k[0], "maxth": k[1], "wq_log": k[2],
+                                         "region": e.mean, "n": e.n}
+                                        for k, e in sorted(scored.items())]}
+    return choice
+
+
+def materialise(template_text, choice):
+    """The part's experiment text with each congestion level's RED values
+    (`choice` from choose_red) in its zipped sweep lists."""
+    sweep = tomllib.loads(template_text).get("sweep", {})
+    levels = sweep.get(LEVEL_KEY)
+    if not levels or not all(key in sweep for key in RED_KEYS):
+        raise StudyError(f"experiment has no zipped sweep of {LEVEL_KEY} and {', '.join(RED_KEYS)}")
+    missing = [level for level in levels if level not in choice]
+    if missing:
+        raise StudyError(f"calibration has no congestion level {missing[0]} "
+                         f"(background flows); it has {sorted(choice)}")
+    text = template_text
+    for key in RED_KEYS:
+        values = ", ".join(str(choice[level][key.split(".")[1]]) for level in levels)
+        text, count = re.subn(rf'^"{re.escape(key)}" = \[.*\]$', f'"{key}" = [{values}]', text,
+                              flags=re.MULTILINE)
+        if count != 1:
+            raise StudyError(f"experiment's sweep must set {key} on one line, found {count}")
+    return text
+
+
+# ---------------------------------------------------------------- per-run values
+
+def background_flows(scenario):
+    return next(w.pairs for w in scenario.workloads if w.name == "background")
+
+
+def variant(scenario):
+    return scenario.name.split(":")[0]
+
+
+def response_size(scenario):
+    return next((w.size for w in scenario.workloads if w.kind == "crr"), None)
+
+
+def point_key(scenario):
+    return (variant(scenario), background_flows(scenario), scenario.aqm.maxp,
+            response_size(scenario))
+
+
+@dataclass(frozen=True)
+class Transfer:
+    goodput_bps: float     # size (or, if it did not complete, its bytes) over its duration
+    complete: bool
+    bytes: int
+
+
+def bulk_transfer(folder, workload):
+    """The fixed-size transfer of a bulk workload: goodput = size / completion
+    time (what the user saw; retransmitted bytes are not counted). One that
+    did not complete keeps its partial bytes and is flagged."""
+    path = Path(folder) / "transfers.csv"
+    with path.open() as handle:
+        rows = [r for r in csv.DictReader(handle) if r["workload"] == workload
+                and r["kind"] == "bulk" and int(r["size"]) > 0]
+    if not rows:
+        return None
+    row = rows[0]
+    seconds = float(row["delay"])
+    complete = row["complete"] == "True"
+    done = int(row["size"]) if complete else int(row["bytes"])
+    return Transfer(8 * done / seconds if seconds > 0 else math.nan, complete, done)
+
+
+def retransmits(result, workload):
+    """(retransmitted segments, data segments) of a workload's senders."""
+    flows = [s for key, s in result.get("flow_stats", {}).items()
+             if key.split("/")[0] == workload]
+    return (sum(s["retransmits"] for s in flows), sum(s["data_segments"] for s in flows))
+
+
+def transactions(result, workload):
+    return result["workloads"][workload]["transactions_per_s"]
+
+
+def jain(result):
+    return metrics.jain_index(result["goodputs"].values())
+
+
+# ---------------------------------------------------------------- a loaded part
+
+@dataclass
+class Part:
+    """One part's study folder, indexed by (variant, level, maxp, response size)."""
+    name: str
+    loaded: object
+    points: dict = field(default_factory=dict)       # key -> point index
+
+    @classmethod
+    def load(cls, name, folder):
+        loaded = load_study(folder)
+        points = {point_key(s): i for i, s in enumerate(loaded.experiment.scenarios)}
+        return cls(name, loaded, points)
+
+    def runs(self, key):
+        point = self.points.get(key)
+        return [r for r in self.loaded.runs if r.point == point and r.run_id in self.loaded.results]
+
+    def by_seed(self, key, value_of):
+        """{seed: value_of(folder, result)} over the point's complete runs."""
+        return {r.seed: value_of(self.loaded.folder / r.run_id, self.loaded.results[r.run_id])
+                for r in self.runs(key)}
+
+    def keys(self):
+        return sorted(self.points, key=lambda k: (k[0], k[1], k[2], k[3] or 0))
+
+
+def ecn_metric(part_name):
+    """(ECN workload, non-ECN workload, value_of(folder, result), unit) of a part."""
+    if part_name.startswith("bulk"):
+        def goodput(workload):
+            def value_of(folder, result):
+                transfer = bulk_transfer(folder, workload)
+                return transfer.goodput_bps / 1e6 if transfer else math.nan
+            return value_of
+        return goodput("ecn-on"), goodput("ecn-off"), "Mb/s"
+    return (lambda f, r: transactions(r, "crr-ecn"), lambda f, r: transactions(r, "crr-noecn"),
+            "transactions/s")
+
+
+def advantage(part, key):
+    """ECN's relative advantage in % per seed pair ((ECN - non-ECN) / non-ECN,
+    both in the same run) -> ({seed: %}, Estimate)."""
+    ecn_of, non_of, _ = ecn_metric(part.name)
+    ecn, non = part.by_seed(key, ecn_of), part.by_seed(key, non_of)
+    per_seed = {s: 100 * (ecn[s] - non[s]) / non[s] for s in ecn
+                if s in non and non[s] and math.isfinite(ecn[s]) and math.isfinite(non[s])}
+    return per_seed, stats.estimate(per_seed.values())
+
+
+# ---------------------------------------------------------------- published statements
+
+@dataclass(frozen=True)
+class Statement:
+    section: str
+    text: str                 # what the RFC says
+    part: str
+    variant: str
+    a: tuple                  # (level, maxp, size) of the first point
+    b: tuple                  # ... and the second: the advantage moves from a to b
+    published: tuple          # (% at a, % at b)
+    why: str                  # why today's magnitude can differ
+
+
+RENO_WHY = ("Linux 6's Reno with SACK off is NewReno (RFC 6582) with proportional rate reduction "
+            "(RFC 6937), so several losses in one window cost one recovery, not the repeated "
+            "halvings or timeouts of the 2000 Reno that gave ECN its edge; F-RTO and a 200 ms "
+            "minimum RTO shorten the rest.")
+SACK_WHY = ("With SACK both flows recover every loss of a window in one round trip, so ECN "
+            "saves only the retransmitted bytes and the loss-detection delay, as in the RFC; "
+            "today's SACK adds DSACK and lost-retransmission detection.")
+CRR_WHY = ("A 5 KB response is 4 segments: without ECN a lost segment near its end cannot get "
+           "3 duplicate ACKs and waits for the retransmission timeout, and a lost SYN for the "
+           "initial RTO (1 s today, 3 s in 2000), so the gain depends on how often each happens "
+           "against a transaction's duration; magnitudes also move with the RED values the "
+           "calibration chose and today's NewReno/PRR recovery; the RFC ran about an hour per "
+           "test, 3 minutes here.")
+
+STATEMENTS = (
+    Statement("5.2 (1)", "Bulk, Reno, maxp 0.1: ECN's relative advantage grows from low to high "
+              "congestion", "bulk", "reno", (2, 0.1, None), (10, 0.1, None), (23, 50), RENO_WHY),
+    Statement("5.2 (2)", "Bulk, Reno, high congestion: the advantage grows with maxp 0.02 -> 0.5",
+              "bulk", "reno", (10, 0.02, None), (10, 0.5, None), (10, 60), RENO_WHY),
+    Statement("5.2 SACK", "Bulk, SACK, maxp 0.1: low -> high congestion", "bulk", "reno-sack",
+              (2, 0.1, None), (10, 0.1, None), (5, 15), SACK_WHY),
+    Statement("5.2 SACK", "Bulk, SACK, high congestion: maxp 0.02 -> 0.5", "bulk", "reno-sack",
+              (10, 0.02, None), (10, 0.5, None), (10, 40), SACK_WHY),
+    Statement("5.3", "Transactions, 5 KB, Reno, maxp 0.1: moderate -> high congestion", "crr",
+              "reno", (5, 0.1, 5000), (10, 0.1, 5000), (42, 62), CRR_WHY),
+    Statement("5.3", "Transactions, 5 KB, Reno, high congestion: maxp 0.02 -> 0.5 "
+              "(0.8 -> 2.2 transactions/s)", "crr", "reno", (10, 0.02, 5000), (10, 0.5, 5000),
+              (20, 140), CRR_WHY),
+    Statement("5.3 SACK", "Transactions, 5 KB, SACK, maxp 0.1: moderate -> high congestion",
+              "crr", "reno-sack", (5, 0.1, 5000), (10, 0.1, 5000), (47, 80), CRR_WHY),
+    Statement("5.3 SACK", "Transactions, 5 KB, SACK, high congestion: maxp 0.02 -> 0.5", "crr",
+              "reno-sack", (10, 0.02, 5000), (10, 0.5, 5000), (15, 120), CRR_WHY),
+    Statement("5.3 / 6", "Transactions, Reno, high congestion, maxp 0.1: the gain shrinks as "
+              "the response grows (5 KB vs 20 KB)", "crr", "reno", (10, 0.1, 5000),
+              (10, 0.1, 20000), (None, None), CRR_WHY),
+)
+FAIRNESS_PUBLISHED = {0.02: (0.996888, 0.991946), 0.05: (0.995987, 0.988286),
+                      0.1: (0.985403, 0.989726), 0.2: (0.979368, 0.983342)}
+
+
+def trend_verdict(first, second, difference, expect_rise):
+    """Does the sign (ECN ahead at both points) and the ordering hold?"""
+    if first.n == 0 or second.n == 0:
+        return "no data"
+    ahead = first.mean > 0 and second.mean > 0
+    rises = difference.mean > 0 if expect_rise else difference.mean < 0
+    if ahead and rises:
+        strong = first.low > 0 and second.low > 0 and difference.excludes_zero()
+        return "holds" if strong else "holds in the means (interval includes 0)"
+    if not ahead:
+        return "does not hold: ECN not ahead at both points"
+    return "sign holds, ordering does not"
+
+
+def evaluate(statement, parts):
+    part = parts.get(statement.part)
+    if part is None:
+        return None
+    keys = [(statement.variant, level, maxp, size) for level, maxp, size in (statement.a,
+                                                                             statement.b)]
+    (seeds_a, first), (seeds_b, second) = advantage(part, keys[0]), advantage(part, keys[1])
+    difference = stats.paired_difference(seeds_b, seeds_a)
+    low, high = statement.published
+    expect_rise = low is not None and high > low      # None: the gain shrinks from a to b
+    return {"first": first, "second": second, "difference": difference,
+            "verdict": trend_verdict(first, second, difference, expect_rise)}
+
+
+# ---------------------------------------------------------------- wall time
+
+def overhead_estimate(wall):
+    """Mean seconds a run took beyond its traffic duration (lab set-up and
+    teardown, and any queueing behind other runs), from the measured wall
+    times -> (seconds, runs measured) or (nan, 0)."""
+    runs = sum(w["runs"] for w in wall.values())
+    if not runs:
+        return math.nan, 0
+    extra = sum(w["seconds"] - w["runs"] * w["duration"] for w in wall.values())
+    return extra / runs, runs
+
+
+def grid_estimate(overhead):
+    """[(part, runs, hours on one machine)] of the full grid (not quick)."""
+    from aqmlab.config import load_experiment
+
+    rows = []
+    for part in (CALIBRATION,) + PARTS:
+        experiment = load_experiment(EXPERIMENTS / f"{part}.toml")
+        runs = len(study.expand(experiment))
+        rows.append((part, runs, runs * (experiment.duration + overhead) / 3600))
+    return rows
+
+
+# ---------------------------------------------------------------- the report
+
+def fmt(estimate, digits=3, unit=""):
+    if estimate.n == 0:
+        return "—"
+    if estimate.n == 1:
+        return f"{estimate.mean:.{digits}g}{unit} (n = 1)"
+    return (f"{estimate.mean:.{digits}g}{unit} [{estimate.low:.{digits}g}, "
+            f"{estimate.high:.{digits}g}] (n = {estimate.n})")
+
+
+def load_parts(root):
+    parts = {}
+    for name in PARTS + (QUICK,):
+        folder = Path(root) / name
+        if folder.is_dir() and any(folder.glob("*/complete")):
+            parts[name] = Part.load(name, folder)
+    return parts
+
+
+def statement_rows(parts):
+    lines = ["| RFC | statement | published | aqmlab (first point) | aqmlab (second point) | "
+             "change (paired) | trend | why the magnitude differs |", "|---" * 8 + "|"]
+    for s in STATEMENTS:
+        found = evaluate(s, parts)
+        published = "—" if s.published[0] is None else f"{s.published[0]} % -> {s.published[1]} %"
+        if found is None:
+            lines.append(f"| {s.section} | {s.text} | {published} | not run | not run | — | "
+                         f"— | {s.why} |")
+            continue
+        lines.append(f"| {s.section} | {s.text} | {published} | {fmt(found['first'], unit=' %')} "
+                     f"| {fmt(found['second'], unit=' %')} | "
+                     f"{fmt(found['difference'], unit=' pts')} | {found['verdict']} | {s.why} |")
+    return lines
+
+
+def fairness_lines(parts):
+    part = parts.get("fairness")
+    lines = ["| maxp | published, BG ECN / BG non-ECN | aqmlab, BG non-ECN | aqmlab, BG ECN |",
+             "|---|---|---|---|"]
+    for maxp in (0.02, 0.05, 0.1, 0.2, 0.3, 0.5):
+        published = FAIRNESS_PUBLISHED.get(maxp)
+        cells = []
+        for bg in ("bg-nonecn", "bg-ecn"):
+            values = part.by_seed((bg, 2, maxp, None), lambda f, r: jain(r)) if part else {}
+            cells.append(fmt(stats.estimate(values.values()), 4))
+        text = f"{published[0]} / {published[1]}" if published else "—"
+        lines.append(f"| {maxp} | {text} | {cells[0]} | {cells[1]} |")
+    return lines
+
+
+def retransmission_lines(parts):
+    lines = ["| part | TCP | ECN flow retransmits per 20 MB | non-ECN | difference (paired) |",
+             "|---|---|---|---|---|"]
+    for name in ("bulk", "bulk_modern"):
+        part = parts.get(name)
+        if not part:
+            continue
+        for tcp in sorted({k[0] for k in part.points}):
+            ecn, non = {}, {}
+            for key in (k for k in part.points if k[0] == tcp):
+                for run in part.runs(key):
+                    result = part.loaded.results[run.run_id]
+                    ecn[(key, run.seed)] = retransmits(result, "ecn-on")[0]
+                    non[(key, run.seed)] = retransmits(result, "ecn-off")[0]
+            lines.append(f"| {name} | {tcp} | {fmt(stats.estimate(ecn.values()))} | "
+                         f"{fmt(stats.estimate(non.values()))} | "
+                         f"{fmt(stats.paired_difference(ecn, non))} |")
+    return lines
+
+
+def region_lines(parts):
+    lines = ["| part | runs | mean time in the RED region | runs below "
+             f"{REGION_MIN:.0%} (flagged) |", "|---|---|---|---|"]
+    flagged = []
+    for name, part in parts.items():
+        fractions = {}
+        for run in part.loaded.runs:
+            if run.run_id in part.loaded.results:
+                found = run_region(part.loaded, run)
+                fractions[run.run_id] = found["region"] if found else math.nan
+        bad = sorted(r for r, f in fractions.items() if not f >= REGION_MIN)
+        flagged += [f"{name}/{r} ({fractions[r]:.0%} in region)" if fractions[r] >= 0 else
+                    f"{name}/{r} (no queue telemetry)" for r in bad]
+        lines.append(f"| {name} | {len(fractions)} | {fmt(stats.estimate(fractions.values()))} "
+                     f"| {len(bad)} |")
+    if flagged:
+        lines += ["", "Flagged runs (not left out of the figures above; read them with this in "
+                  "mind): " + ", ".join(flagged) + "."]
+    return lines
+
+
+def incomplete_lines(parts):
+    flagged = []
+    for name in ("bulk", "bulk_modern"):
+        part = parts.get(name)
+        for run in part.loaded.runs if part else ():
+            if run.run_id not in part.loaded.results:
+                continue
+            for workload in ("ecn-on", "ecn-off"):
+                transfer = bulk_transfer(part.loaded.folder / run.run_id, workload)
+                if transfer and not transfer.complete:
+                    flagged.append(f"{name}/{run.run_id} {workload}: {transfer.bytes} bytes of "
+                                   f"20 MB")
+    if not flagged:
+        return ["Every measured 20 MB transfer completed."] if any(
+            n in parts for n in ("bulk", "bulk_modern")) else []
+    return ["Transfers that did not complete within the run's cap (goodput = their bytes over "
+            "their time, flagged): " + "; ".join(flagged) + "."]
+
+
+def quick_lines(parts):
+    part = parts.get(QUICK)
+    if not part:
+        return []
+    key = part.keys()[0]
+    verdict = main_effect(part)
+    ecn_of, non_of, unit = ecn_metric(QUICK)
+    ecn, non = part.by_seed(key, ecn_of), part.by_seed(key, non_of)
+    return [f"Point: {LEVELS.get(key[1], key[1])} congestion ({key[1]} background flows), "
+            f"maxp {key[2]}, {key[3]} B responses, Reno SACK off, "
+            f"{part.loaded.experiment.duration:g} s runs.", "",
+            "| | transactions/s |", "|---|---|",
+            f"| ECN | {fmt(stats.estimate(ecn.values()))} |",
+            f"| non-ECN | {fmt(stats.estimate(non.values()))} |",
+            f"| ECN - non-ECN (paired per seed) | {fmt(verdict['difference'])} |",
+            f"| ECN's relative advantage | {fmt(advantage(part, key)[1], unit=' %')} |", "",
+            "Published at this point (section 5.3, 5 KB, high congestion, maxp 0.5, Reno): "
+            "ECN ahead by about 140 % (about 2.2 transactions/s); 3-minute runs there, "
+            f"{part.loaded.experiment.duration - part.loaded.experiment.warmup:g} s of "
+            "transactions here, so only the direction is checked.", "",
+            f"Direction check: {verdict['text']}"]
+
+
+def main_effect(part):
+    """The CI check: ECN's transactions/s (or goodput) must not be below
+    non-ECN's: fails only if the 95 % interval of the paired difference lies
+    below 0 (a false failure when ECN truly equals non-ECN: 2.5 %)."""
+    key = part.keys()[0]
+    ecn_of, non_of, _ = ecn_metric(part.name)
+    difference = stats.paired_difference(part.by_seed(key, ecn_of), part.by_seed(key, non_of))
+    ok = difference.n >= 2 and not difference.high < 0
+    text = (f"{'passed' if ok else 'FAILED'}: ECN - non-ECN = {fmt(difference)} over "
+            f"{difference.n} seed pairs; {stats.verdict(difference)}. The check fails only if "
+            f"the 95 % interval lies below zero (one-sided 97.5 % confidence that ECN is worse).")
+    return {"ok": ok, "difference": difference, "text": text}
+
+
+def plot_part(part, folder):
+    """RFC-style figures: the metric against maxp, one panel per congestion
+    level, ECN and non-ECN with 95 % intervals -> [(file, caption)]."""
+    ecn_of, non_of, unit = ecn_metric(part.name)
+    plots = []
+    for tcp, size in sorted({(k[0], k[3]) for k in part.points}, key=lambda v: (v[0], v[1] or 0)):
+        levels = sorted({k[1] for k in part.points if k[0] == tcp and k[3] == size})
+        fig, axes = plt.subplots(1, len(levels), figsize=(4 * len(levels), 3.4), squeeze=False)
+        for ax, level in zip(axes[0], levels):
+            keys = sorted(k for k in part.points if k[:2] == (tcp, level) and k[3] == size)
+            for label, value_of, marker in (("ECN", ecn_of, "o"), ("non-ECN", non_of, "s")):
+                found = [(k[2], stats.estimate(part.by_seed(k, value_of).values())) for k in keys]
+                found = [(x, e) for x, e in found if e.n]
+                if not found:
+                    continue
+                ax.errorbar([x for x, _ in found], [e.mean for _, e in found],
+                            yerr=[[e.mean - e.low if e.n > 1 else 0 for _, e in found],
+                                  [e.high - e.mean if e.n > 1 else 0 for _, e in found]],
+                            marker=marker, capsize=3, label=label)
+            ax.set_title(f"{LEVELS.get(level, level)} congestion ({level} background)", fontsize=9)
+            ax.set_xlabel("maxp")
+            ax.set_ylabel(unit)
+            ax.legend(fontsize=7)
+        name = f"{part.name}-{tcp}" + (f"-{size // 1000}KB" if size else "") + ".png"
+        fig.suptitle(f"{part.name}, {tcp}" + (f", {size // 1000} KB responses" if size else "")
+                     + ": means with 95 % intervals", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(Path(folder) / name, dpi=110)
+        plt.close(fig)
+        plots.append((name, f"{part.name}, {tcp}" + (f", {size // 1000} KB" if size else "")))
+    return plots
+
+
+def write_report(root, path):
+    """The side-by-side report of the study folder `root` into `path` (plots
+    next to it in <stem>/) -> the markdown text."""
+    root, path = Path(root), Path(path)
+    parts = load_parts(root)
+    figures = path.parent / path.stem
+    figures.mkdir(parents=True, exist_ok=True)
+    plots = [p for name, part in parts.items() if name != QUICK
+             for p in plot_part(part, figures)]
+    wall = json.loads((root / WALL_TIMES).read_text()) if (root / WALL_TIMES).exists() else {}
+    full = [n for n in PARTS if n in parts and not parts[n].loaded.quick]
+    lines = [
+        "# RFC 2884 reproduced: ECN vs non-ECN TCP through RED",
+        "",
+        f"Generated by `aqmlab study rfc2884 --out {root} --report-only --report {path}` "
+        f"(aqmlab/reproductions/rfc2884.py) from the study folder `{root}`.",
+        "",
+        "**Results in this report: " + (", ".join(full) + " (full grid)" if full else
+                                        "the quick CI variant only, NOT the full grid: "
+                                        "published statements below read \"not run\"")
+        + ".** Parts present: " + (", ".join(
+            f"{n}{' (--quick)' if p.loaded.quick else ''}: {len(p.loaded.results)} of "
+            f"{len(p.loaded.runs)} runs complete" for n, p in parts.items()) or "none") + ".",
+        "",
+        "Intervals are 95 % Student-t intervals over repetitions (seeds); ECN's relative "
+        "advantage is (ECN - non-ECN) / non-ECN per run (both clients share the run), then "
+        "averaged over seeds; a change between two points is the per-seed paired difference.",
+        "",
+        "## Published statements (sections 5.1-5.3 and 6) side by side",
+        "",
+        *statement_rows(parts),
+        "",
+        "### 5.1 Fairness: Jain's index of 2 background + 2 competing flows",
+        "",
+        *fairness_lines(parts),
+        "",
+        "### 5.2 \"ECN flows had almost no retransmissions\"",
+        "",
+        *retransmission_lines(parts),
+        "",
+        *incomplete_lines(parts),
+        "",
+        "## The CI variant (`aqmlab study rfc2884 --quick`)",
+        "",
+        *quick_lines(parts),
+        "",
+        "## Calibration and the RED region (RFC 2884 section 4.4)",
+        "",
+        *calibration_lines(root),
+        "",
+        *region_lines(parts),
+        "",
+        "## Wall time",
+        "",
+        *wall_lines(wall),
+        "",
+    ]
+    if plots:
+        lines += ["## Figures (RFC style: metric against maxp per congestion level)", ""]
+        lines += [f"![{caption}]({figures.name}/{name})" for name, caption in plots] + [""]
+    text = "\n".join(lines)
+    path.write_text(text)
+    return text
+
+
+def calibration_lines(root):
+    path = Path(root) / CALIBRATION_FILE
+    if not path.exists():
+        return ["No calibration in this study folder: the runs used the files' RED values "
+                "(minth 5, maxth 15, wq 2^-9); the RED region of each run is measured below."]
+    choice = json.loads(path.read_text())
+    lines = ["| congestion | chosen minth / maxth / wq | time in region (mean, runs) | "
+             "candidates (minth/maxth/wq_log: fraction) |", "|---|---|---|---|"]
+    for level, c in sorted(choice.items(), key=lambda item: int(item[0])):
+        others = "; ".join(f"{k['minth']}/{k['maxth']}/{k['wq_log']}: {k['region']:.2f}"
+                           for k in c["candidates"])
+        lines.append(f"| {LEVELS.get(int(level), level)} ({level} flows) | {c['minth']} / "
+                     f"{c['maxth']} / 2^-{c['wq_log']} | {c['region']:.2f} ({c['n']}) | "
+                     f"{others} |")
+    return lines
+
+
+def wall_lines(wall):
+    lines = []
+    if wall:
+        lines.append("Measured (wall clock of each part's `aqmlab run` as started by this command, "
+                     "this machine): " + ", ".join(
+                         f"{part} {w['seconds'] / 60:.1f} min for {w['runs']} runs of "
+                         f"{w['duration']:g} s traffic" for part, w in wall.items()) + ".")
+    overhead, runs = overhead_estimate(wall)
+    if not runs:
+        return lines + ["No runs measured: no per-run time."]
+    rows = grid_estimate(overhead)
+    total = sum(hours for _, _, hours in rows)
+    longest = max(hours * 3600 / count for _, count, hours in rows)
+    lines += [
+        "",
+        f"A run took its traffic duration plus {overhead:.1f} s (lab set-up and teardown; mean "
+        f"over the {runs} runs measured). Full grid estimate, runs x (duration + "
+        f"{overhead:.1f} s), bulk runs at their 1500 s cap:",
+        "",
+        "| part | runs | hours, one machine |", "|---|---|---|",
+        *[f"| {part} | {count} | {hours:.1f} |" for part, count, hours in rows],
+        f"| total | {sum(count for _, count, _ in rows)} | {total:.1f} |",
+        "",
+        f"On N machines (`--executor slurm`, one run per machine at a time): about "
+        f"{total:.0f} / N hours ({total / 10:.1f} h on 10, {total / 50:.1f} h on 50), never "
+        f"below the longest run ({longest / 60:.0f} min) plus the calibration "
+        f"({rows[0][2]:.1f} h / N), which runs first. `--jobs 2` on this 2-core machine "
+        f"halves the one-machine time (1.5 Mb/s runs meet the --jobs rule of "
+        f"mininet/README.md).",
+    ]
+    return lines
+
+
+# ---------------------------------------------------------------- the command
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="aqmlab study rfc2884", description="RFC 2884 reproduced: calibration, the "
+        "fairness / bulk / transactional grids (RFC TCP and today's), the report. Other options "
+        "(--jobs, --executor slurm, --slurm-*, --build-dir, --no-progress) go to every "
+        "`aqmlab run`.")
+    parser.add_argument("--out", required=True, help="study folder (created, or resumed)")
+    parser.add_argument("--quick", action="store_true", help="the CI variant only (< 5 min)")
+    parser.add_argument("--parts", default=None, help=f"comma list of {', '.join(PARTS)} "
+                        "(default: all)")
+    parser.add_argument("--report", default=None, help="report file (default OUT/report.md)")
+    parser.add_argument("--report-only", action="store_true", help="rebuild the report only")
+    return parser.parse_known_args(argv)
+
+
+def select_parts(args):
+    if args.quick:
+        return [QUICK]
+    if not args.parts:
+        return list(PARTS)
+    chosen = args.parts.split(",")
+    unknown = [p for p in chosen if p not in PARTS]
+    if unknown:
+        raise StudyError(f"--parts: unknown part {unknown[0]!r} (parts: {', '.join(PARTS)})")
+    return chosen
+
+
+def run_part(root, part, source, extra):
+    """`aqmlab run` of one file into root/part (resumed); its wall time and the
+    runs it completed are added to root/wall_times.json -> exit code."""
+    out_dir = Path(root) / part
+    command = [sys.executable, "-m", "aqmlab", "run", str(source), "--out", str(out_dir),
+               "--resume"] + extra
+    before = len(list(out_dir.glob(f"*/{study.COMPLETE}")))
+    started = time.monotonic()
+    code = subprocess.call(command)
+    seconds = time.monotonic() - started
+    runs = len(list(out_dir.glob(f"*/{study.COMPLETE}"))) - before
+    path = Path(root) / WALL_TIMES
+    wall = json.loads(path.read_text()) if path.exists() else {}
+    entry = wall.setdefault(part, {"seconds": 0.0, "runs": 0})
+    entry.update(seconds=entry["seconds"] + seconds, runs=entry["runs"] + runs,
+                 duration=tomllib.loads(Path(source).read_text())["duration"])
+    path.write_text(json.dumps(wall, indent=2))
+    return code
+
+
+def calibrate(root, extra):
+    """Run (or resume) the calibration and keep its choice in root."""
+    path = root / CALIBRATION_FILE
+    if path.exists():
+        return {int(k): v for k, v in json.loads(path.read_text()).items()}
+    print("[calibration] RED region per congestion level", flush=True)
+    code = run_part(root, CALIBRATION, EXPERIMENTS / f"{CALIBRATION}.toml", extra)
+    choice = choose_red(load_study(root / CALIBRATION))
+    if code != 0 or set(choice) != set(LEVELS):
+        raise StudyError(f"calibration incomplete (exit {code}, levels {sorted(choice)}); "
+                         f"rerun the same command to resume it")
+    path.write_text(json.dumps(choice, indent=2))
+    return choice
+
+
+def main(argv):
+    args, extra = parse_args(argv)
+    root = Path(args.out)
+    report = Path(args.report) if args.report else root / "report.md"
+    try:
+        parts = select_parts(args)
+        failed = []
+        if not args.report_only:
+            root.mkdir(parents=True, exist_ok=True)
+            choice = None if args.quick else calibrate(root, extra)
+            for i, part in enumerate(parts, 1):
+                template = (EXPERIMENTS / f"{part}.toml").read_text()
+                source = root / f"{part}.toml"
+                text = template if choice is None else materialise(template, choice)
+                if not source.exists() or source.read_text() != text:
+                    source.write_text(text)
+                print(f"[{i}/{len(parts)}] {part}", flush=True)
+                if run_part(root, part, source, extra) != 0:
+                    failed.append(part)
+        write_report(root, report)
+        print(f"report: {report}")
+        if args.quick:
+            verdict = main_effect(Part.load(QUICK, root / QUICK))
+            print(verdict["text"])
+            return 0 if verdict["ok"] and not failed else 1
+        if failed:
+            print(f"aqmlab study rfc2884: error: runs failed in {', '.join(failed)}; rerun the "
+                  f"same command to resume", file=sys.stderr)
+            return 1
+        return 0
+    except (StudyError, ConfigError, OSError) as error:
+        print(f"aqmlab study rfc2884: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

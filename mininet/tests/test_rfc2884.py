@@ -1,0 +1,275 @@
+"""The RFC 2884 reproduction without a lab: its experiment files (the RFC's
+grid and TCP), the RED-region measure and calibration choice, the calibrated
+files, goodput of fixed-size transfers (partial ones flagged), ECN's advantage
+with intervals, the CI direction check and the report, on study folders
+written here with known values. The lab tests are at the end (root)."""
+
+import csv
+import json
+import random
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from aqmlab import study
+from aqmlab.config import load_experiment
+from aqmlab.reproductions import rfc2884
+from aqmlab.tuning import TcpTuning, read_sysctl
+from labhelpers import REPO, direct_link
+
+FILES = REPO / "mininet" / "experiments" / "rfc2884"
+MAXP = [0.02, 0.05, 0.1, 0.2, 0.3, 0.5]
+
+
+# ---------------------------------------------------------------- the experiment files
+
+@pytest.mark.parametrize("name", rfc2884.PARTS)
+def test_every_part_sweeps_the_rfc_maxp_with_five_or_more_repetitions(name):
+    e = load_experiment(FILES / f"{name}.toml")
+    assert e.repeat >= 5
+    assert sorted({s.aqm.maxp for s in e.scenarios}) == MAXP
+    assert all(s.topology.kind == "rfc2884" and s.aqm.mode == "red" and s.aqm.ecn
+               for s in e.scenarios)
+    assert all(s.topology.bottleneck.rate_bps == 1_500_000 for s in e.scenarios)
+
+
+@pytest.mark.parametrize("name", ["bulk", "crr"])
+def test_rfc_parts_use_the_rfcs_tcp_sack_off_and_on_at_three_congestion_levels(name):
+    e = load_experiment(FILES / f"{name}.toml")
+    tcp = {(rfc2884.variant(s), w.tcp) for s in e.scenarios for w in s.workloads}
+    assert {t.cc for _, t in tcp} == {"reno"} and {t.initcwnd for _, t in tcp} == {2}
+    assert {(v, t.sack) for v, t in tcp} == {("reno", False), ("reno-sack", True)}
+    assert {(t.recovery, t.early_retrans) for _, t in tcp} == {(0, 0)}
+    assert {rfc2884.background_flows(s) for s in e.scenarios} == {2, 5, 10}
+    ecn = {w.name: w.tcp.ecn for s in e.scenarios for w in s.workloads}
+    assert sorted(ecn.values()) == [False, False, True]   # background and one client non-ECN
+
+
+def test_transactional_grid_has_5_10_20_kb_responses_for_3_minutes():
+    e = load_experiment(FILES / "crr.toml")
+    assert {rfc2884.response_size(s) for s in e.scenarios} == {5000, 10000, 20000}
+    assert e.duration - e.warmup == 180
+
+
+def test_bulk_transfers_are_20_mb_started_20_s_after_the_background():
+    e = load_experiment(FILES / "bulk.toml")
+    measured = [w for w in e.scenarios[0].workloads if w.name != "background"]
+    assert [(w.size, w.start) for w in measured] == [(20_000_000, 20), (20_000_000, 20)]
+
+
+def test_modern_parts_and_ablation_use_todays_defaults_and_switch_rack_tlp():
+    for name in ("bulk_modern", "crr_modern"):
+        tcp = {w.tcp for s in load_experiment(FILES / f"{name}.toml").scenarios
+               for w in s.workloads}
+        assert {(t.cc, t.sack, t.initcwnd, t.recovery, t.early_retrans) for t in tcp} == \
+            {("cubic", True, 10, 1, 3)}
+    ablation = load_experiment(FILES / "crr_ablation.toml")
+    assert {(rfc2884.variant(s), s.workloads[0].tcp.recovery, s.workloads[0].tcp.early_retrans)
+            for s in ablation.scenarios} == {("rack-tlp", 1, 3), ("rack-only", 1, 0),
+                                              ("tlp-only", 0, 3), ("neither", 0, 0)}
+
+
+def test_quick_variant_fits_ci_budget():
+    e = load_experiment(FILES / "quick.toml")
+    runs = study.expand(e)
+    assert len(runs) >= 5 and study.estimated_seconds(e, runs) < 5 * 60
+
+
+def test_recovery_and_tlp_are_namespace_sysctls():
+    values = TcpTuning(recovery=0, early_retrans=0).sysctls()
+    assert values["net.ipv4.tcp_recovery"] == 0 and values["net.ipv4.tcp_early_retrans"] == 0
+    defaults = TcpTuning().sysctls()
+    assert defaults["net.ipv4.tcp_recovery"] == 1 and defaults["net.ipv4.tcp_early_retrans"] == 3
+
+
+# ---------------------------------------------------------------- RED region and calibration
+
+def test_region_fractions_weight_each_average_by_the_time_it_held():
+    samples = [(10.0, 2.0), (11.0, 8.0), (14.0, 20.0), (15.0, 9.0), (16.0, 9.0), (99.0, 1.0)]
+    got = rfc2884.region_fractions(samples, 5, 15, (10, 20))
+    assert got == pytest.approx({"below": 1 / 6, "region": 4 / 6, "above": 1 / 6})
+    assert rfc2884.region_fractions([(1.0, 3.0)], 5, 15, (0, 10)) is None
+
+
+def write_study(folder, toml_text, result_of, queue_of=None, transfers_of=None):
+    """A study folder of complete runs: result_of(run) -> result.json, and
+    optional queue.csv / transfers.csv rows per run."""
+    path = folder.parent / f"{folder.name}.toml"
+    path.write_text(toml_text)
+    e = load_experiment(path)
+    study.prepare_study_folder(folder, toml_text, quick=False, owner=True)
+    for run in study.expand(e):
+        run_folder = study.start_run_folder(folder, run, e, toml_text, quick=False)
+        (run_folder / "result.json").write_text(json.dumps(result_of(run)))
+        for name, rows_of in (("queue.csv", queue_of), ("transfers.csv", transfers_of)):
+            if rows_of:
+                rows = rows_of(run)
+                with (run_folder / name).open("w", newline="") as handle:
+                    writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+                    writer.writeheader()
+                    writer.writerows(rows)
+        study.mark_complete(run_folder)
+    return folder
+
+
+def result(**workloads):
+    """A result.json with the workloads' transactions/s (what load_study reads)."""
+    return {"scenario": "x", "seed": 1, "goodputs": {f"{w}/f": 1e5 for w in workloads},
+            "flow_stats": {}, "bottleneck": {"utilisation": 0.9, "drop_rate": 0.1,
+                                             "mark_rate": 0.1}, "queue": {"samples": 0},
+            "workloads": {w: {"flows": 1, "goodput_bps": 1e5, "goodput_per_flow_bps": 1e5,
+                              "jain_index": 1.0, "delay_kind": None, "delay_s": {},
+                              "transactions_per_s": tps, "network_power": None}
+                          for w, tps in workloads.items()}}
+
+
+def test_calibration_picks_per_level_the_candidate_longest_in_the_region(tmp_path):
+    text = (FILES / "calibration.toml").read_text()
+
+    def queue(run):
+        # level 2 sits at avg 12 (in the region of 5/15 and 10/30); level 10 at
+        # avg 25 (only 10/30 holds it); level 5 at 40 (only 15/45)
+        avg = {2: 12, 5: 40, 10: 25}[rfc2884.background_flows(run.scenario)]
+        return [{"t": t, "avg": avg} for t in range(20, 81)]
+    folder = write_study(tmp_path / "cal", text, lambda run: result(), queue)
+    choice = rfc2884.choose_red(rfc2884.load_study(folder))
+    assert {level: (c["minth"], c["maxth"], c["region"]) for level, c in choice.items()} == {
+        2: (5, 15, 1.0), 5: (15, 45, 1.0), 10: (10, 30, 1.0)}     # ties: the smaller maxth
+    assert all(c["wq_log"] == 9 and c["n"] == 2 for c in choice.values())  # ... the smaller wq
+    assert len(choice[2]["candidates"]) == 6
+
+
+def test_materialise_writes_each_levels_values_into_the_zipped_sweep():
+    choice = {2: {"minth": 5, "maxth": 15, "wq_log": 9}, 5: {"minth": 10, "maxth": 30,
+                                                            "wq_log": 8},
+              10: {"minth": 15, "maxth": 45, "wq_log": 7}}
+    text = rfc2884.materialise((FILES / "bulk.toml").read_text(), choice)
+    sweep = tomllib.loads(text)["sweep"]
+    assert sweep["aqm.minth"] == [5, 10, 15] and sweep["aqm.maxth"] == [15, 30, 45]
+    assert sweep["aqm.wq_log"] == [9, 8, 7]
+    with pytest.raises(rfc2884.StudyError, match="no congestion level 10"):
+        rfc2884.materialise((FILES / "bulk.toml").read_text(), {2: choice[2], 5: choice[5]})
+
+
+# ---------------------------------------------------------------- values, advantage, check
+
+def test_goodput_of_a_fixed_size_transfer_is_size_over_completion_time(tmp_path):
+    rows = [{"workload": "ecn-on", "kind": "bulk", "size": 20_000_000, "bytes": 20_000_000,
+             "delay": 400.0, "complete": True},
+            {"workload": "ecn-off", "kind": "bulk", "size": 20_000_000, "bytes": 5_000_000,
+             "delay": 1480.0, "complete": False},
+            {"workload": "background", "kind": "bulk", "size": -1, "bytes": 9, "delay": 1.0,
+             "complete": True}]
+    with (tmp_path / "transfers.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    done = rfc2884.bulk_transfer(tmp_path, "ecn-on")
+    assert done == rfc2884.Transfer(8 * 20_000_000 / 400.0, True, 20_000_000)
+    partial = rfc2884.bulk_transfer(tmp_path, "ecn-off")
+    assert not partial.complete and partial.bytes == 5_000_000
+    assert partial.goodput_bps == pytest.approx(8 * 5_000_000 / 1480.0)   # never 0
+    assert rfc2884.bulk_transfer(tmp_path, "background") is None
+
+
+def quick_study(folder, ecn_tps, plain_tps):
+    text = (FILES / "quick.toml").read_text()
+    return write_study(folder, text, lambda run: result(**{
+        "crr-ecn": ecn_tps(run.seed), "crr-noecn": plain_tps(run.seed)}))
+
+
+def test_advantage_is_per_seed_relative_with_an_interval(tmp_path):
+    folder = quick_study(tmp_path / "q", lambda s: 3.0 + s, lambda s: 2.0 + s)
+    part = rfc2884.Part.load(rfc2884.QUICK, folder)
+    per_seed, estimate = rfc2884.advantage(part, part.keys()[0])
+    assert per_seed == {s: pytest.approx(100 / (2.0 + s)) for s in range(1, 7)}
+    assert estimate.n == 6 and estimate.low < estimate.mean < estimate.high
+
+
+def test_direction_check_fails_only_when_ecn_is_significantly_below(tmp_path):
+    noise = random.Random(4)
+    jitter = {s: noise.gauss(0, 0.05) for s in range(1, 7)}
+    cases = {"ahead": (lambda s: 2.5 + jitter[s], True),
+             "equal": (lambda s: 2.0 + jitter[s], True),
+             "below": (lambda s: 1.5 + jitter[s], False)}
+    for name, (ecn, ok) in cases.items():
+        folder = quick_study(tmp_path / name, ecn, lambda s: 2.0)
+        verdict = rfc2884.main_effect(rfc2884.Part.load(rfc2884.QUICK, folder))
+        assert verdict["ok"] is ok, name
+
+
+def test_direction_check_false_alarm_rate_is_at_most_its_stated_level():
+    """With ECN truly equal to non-ECN the check fails in at most 2.5 % of
+    studies (one-sided 97.5 %): 2000 simulated 6-seed studies; the count's
+    4-sigma bound for p = 0.025 is 50 + 28."""
+    from aqmlab import stats
+    rng = random.Random(11)
+    failures = sum(stats.estimate([rng.gauss(0, 1) for _ in range(6)]).high < 0
+                   for _ in range(2000))
+    assert failures <= 78
+
+
+def test_trend_verdict_needs_sign_and_ordering():
+    from aqmlab.stats import Estimate
+    up = Estimate(30, 5, 5, 20, 40)
+    low, high = Estimate(10, 5, 5, 4, 16), Estimate(50, 5, 5, 44, 56)
+    assert rfc2884.trend_verdict(low, high, up, expect_rise=True) == "holds"
+    assert rfc2884.trend_verdict(low, high, up, expect_rise=False).startswith("sign holds")
+    behind = Estimate(-10, 5, 5, -16, -4)
+    assert rfc2884.trend_verdict(behind, high, up, True).startswith("does not hold")
+    assert rfc2884.trend_verdict(Estimate(0, 0, 0, 0, 0), high, up, True) == "no data"
+
+
+def test_report_labels_quick_results_and_lists_every_published_statement(tmp_path):
+    root = tmp_path / "study"
+    root.mkdir()
+    quick_study(root / "quick", lambda s: 2.5 + s / 10, lambda s: 2.0)
+    (root / rfc2884.WALL_TIMES).write_text(json.dumps(
+        {"quick": {"seconds": 195.0, "runs": 6, "duration": 25}}))
+    text = rfc2884.write_report(root, tmp_path / "rfc2884.md")
+    assert "quick CI variant only, NOT the full grid" in text
+    for statement in rfc2884.STATEMENTS:
+        assert statement.text in text
+    assert "Direction check: passed" in text
+    assert "quick/p00-r0 (no queue telemetry)" in text      # flagged, not dropped
+    # the full grid's wall time from the measured 7.5 s per run beyond its traffic
+    runs = sum(len(study.expand(load_experiment(FILES / f"{p}.toml")))
+               for p in (rfc2884.CALIBRATION,) + rfc2884.PARTS)
+    hours = sum(h for _, _, h in rfc2884.grid_estimate(7.5))
+    assert f"| total | {runs} | {hours:.1f} |" in text
+    assert "plus 7.5 s" in text
+
+
+def test_study_command_refuses_an_unknown_part(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "aqmlab.reproductions.rfc2884", "--out",
+                          str(tmp_path / "s"), "--parts", "bulk,nope"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.strip() == ("aqmlab study rfc2884: error: --parts: unknown part 'nope' "
+                                  "(parts: fairness, bulk, crr, bulk_modern, crr_modern, "
+                                  "crr_ablation)")
+    assert not (tmp_path / "s").exists()
+
+
+# ---------------------------------------------------------------- in the lab (root)
+
+def test_rack_and_tlp_settings_reach_each_namespace(lab):
+    server, client = direct_link(lab, tuning=TcpTuning(recovery=0, early_retrans=0))
+    for endpoint in (server, client):
+        assert read_sysctl(endpoint.host, "net.ipv4.tcp_recovery") == "0"
+        assert read_sysctl(endpoint.host, "net.ipv4.tcp_early_retrans") == "0"
+
+
+def test_quick_variant_runs_and_checks_the_direction_of_the_main_effect(tmp_path):
+    """`aqmlab study rfc2884 --quick` (~4 min): 6 runs of 5 KB transactions at
+    high congestion; exit 0 means ECN's transactions/s is not below non-ECN's
+    at 95 % confidence."""
+    out = subprocess.run([sys.executable, "-m", "aqmlab.reproductions.rfc2884", "--quick",
+                          "--out", str(tmp_path / "s"), "--no-progress"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "passed: ECN - non-ECN" in out.stdout
+    report = (tmp_path / "s" / "report.md").read_text()
+    assert "quick CI variant only" in report and "Direction check: passed" in report
