@@ -173,7 +173,7 @@ class Cluster:
     def leftovers(self):
         """Processes still running with this cluster's config or files: the
         daemons, slurmstepd and job processes (they inherit SLURM_CONF)."""
-        marks = (str(self.root).encode(),)
+        mark = f"{self.root}/".encode()
         found = []
         for proc in Path("/proc").iterdir():
             if not proc.name.isdigit() or int(proc.name) == os.getpid():
@@ -182,7 +182,7 @@ class Cluster:
                 text = (proc / "cmdline").read_bytes() + (proc / "environ").read_bytes()
             except OSError:
                 continue
-            if any(mark in text for mark in marks):
+            if mark in text:
                 found.append(proc.name)
         return found
 
