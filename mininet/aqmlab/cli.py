@@ -1,4 +1,4 @@
-"""The `aqmlab` command: run, validate, report, compare, cleanup."""
+"""The `aqmlab` command: run, validate, report, compare, cleanup, study."""
 
 import argparse
 import os
@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from aqmlab.config import ConfigError, load_experiment
+from aqmlab.reproductions import STUDIES
 
 EXECUTORS = ("local", "slurm")
 
@@ -55,6 +56,10 @@ def parse_args(argv):
     compare.add_argument("folder_b")
     sub.add_parser("cleanup", help="remove what crashed runs left behind (labs whose aqmlab "
                    "process is gone)")
+    reproduce = sub.add_parser("study", add_help=False, help="reproduce a published study in "
+                               "one command (aqmlab/reproductions/; `aqmlab study NAME --help`)")
+    reproduce.add_argument("name", choices=sorted(STUDIES))
+    reproduce.add_argument("options", nargs=argparse.REMAINDER)
     return parser.parse_args(argv)
 
 
@@ -89,8 +94,7 @@ def cmd_run(args):
         if rows:
             print(summary_table(rows))
         if found:
-            print("\n" + "\n".join(line for line in comparison_lines(found)
-                                   if "goodput" in line or "delay" in line))
+            print("\n" + "\n".join(comparison_lines(found)))
         print(f"\nresults: {out_dir}/ (report.md, summary.csv, plots)")
     else:
         for run in runs:
@@ -186,10 +190,16 @@ def cmd_cleanup(args):
     return 0
 
 
+def cmd_study(args):
+    from importlib import import_module
+
+    return import_module(STUDIES[args.name]).main(args.options)
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     handler = {"run": cmd_run, "validate": cmd_validate, "report": cmd_report,
-               "compare": cmd_compare, "cleanup": cmd_cleanup}[args.command]
+               "compare": cmd_compare, "cleanup": cmd_cleanup, "study": cmd_study}[args.command]
     try:
         return handler(args)
     except ConfigError as error:
