@@ -2,7 +2,8 @@
 
 Used by the tests and available to tools: `problems(j)` returns a list of
 human-readable problems, empty when the JSON is well formed per
-behavioral-model's docs/JSON_format.md.
+behavioral-model's docs/JSON_format.md and its loader (P4Objects.cpp):
+`loader_problems(j)` names the JSON path BMv2 would refuse.
 """
 import jsonschema
 
