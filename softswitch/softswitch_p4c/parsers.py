@@ -20,6 +20,13 @@ from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, Uni
 _FINAL_STATES = ("accept", "reject")
 
 
+def _flatten(stmts):
+    out = []
+    for s in stmts:
+        out += _flatten(s.stmts) if isinstance(s, A.Block) else [s]
+    return out
+
+
 class ParserMixin:
     # ------------------------------------------------------------ parser
     def lower_parser(self, decl):
@@ -89,6 +96,8 @@ class ParserMixin:
 
     def lower_state(self, st, ctx, states):
         """One P4 state -> BMv2 states (more than one when an `if` splits it)."""
+        if any(isinstance(s, A.Block) for s in st.stmts):     # so an `if` in a block splits
+            st = A.ParserState(st.loc, st.annos, st.name, _flatten(st.stmts), st.transition)
         for i, s in enumerate(st.stmts):
             if isinstance(s, A.If) and self.eval_value(s.cond, Ctx(ctx.scope)).const is None:
                 return self.split_state(st, i, ctx, states)

@@ -396,3 +396,19 @@ def test_header_union_stack_push_front(tmp_path):
     frame = bytes(12) + b"\x12\x34" + b"\x01" + b"x" * 40
     (_, out), = sw.process_packet(0, frame)
     assert out[14:18] == b"\x02\x09\x01x"
+
+
+def test_if_inside_a_block_of_a_parser_state(tmp_path):
+    sw = switch_for(tmp_path, states="""
+        state start {
+            pkt.extract(hdr.ethernet);
+            transition select(hdr.ethernet.etherType) { 0x0800: parse_ipv4; default: accept; }
+        }
+        state parse_ipv4 {
+            pkt.extract(hdr.ipv4);
+            {
+                if (hdr.ipv4.ttl == 64) { hdr.ipv4.identification = 1; }
+            }
+            transition accept;
+        }""", apply="sm.egress_spec = 1;")
+    assert ident(sw, ident=0, ttl=64) == 1 and ident(sw, ident=0, ttl=63) == 0
