@@ -261,6 +261,7 @@ def run_workers(source_path, out_dir, runs, quick, build_dir, show_progress, job
         (["--build-dir", str(build_dir)] if build_dir else [])
     progress = Progress(duration * len(runs), show_progress)
     pending, running, outcome = list(runs), {}, {}
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         while pending or running:
             while pending and len(running) < jobs:
@@ -282,13 +283,18 @@ def run_workers(source_path, out_dir, runs, quick, build_dir, show_progress, job
                 progress.done_scenario(duration)
     except KeyboardInterrupt:
         for proc, _ in running.values():      # they got the terminal's SIGINT too, or not
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.SIGTERM)  # each marks its run failed and removes its lab
         for proc, _ in running.values():
             proc.wait()
         raise
     finally:
+        signal.signal(signal.SIGTERM, previous)
         progress.close()
     return outcome
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _tail(output):
