@@ -6,6 +6,7 @@ V1Switch blocks (mixins in exprs/stmts/controls/parsers) into BMv2 JSON.
 """
 from . import ast as A
 from .controls import ControlMixin
+from .desugar import ConditionSplitter
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .exprs import ExprMixin
@@ -51,6 +52,9 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.action_meta = {}            # JSON action name -> {decl, annos, params}
         self.new_types = {}              # `type bit<W> Name` declarations, for the P4Info
         self.typedefs = {}               # `typedef T Name`: Name -> T
+        self.action_bindings = {}        # (action decl, control) -> args bound in a table
+        self.action_profiles = []        # JSON action_profiles of the pipeline being lowered
+        self.splitter = ConditionSplitter()
 
     # ------------------------------------------------------------ entry point
     def compile(self):

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import ast as A
 from .copyinout import params_needing_copies
-from .desugar import ConditionSplitter, calls_function, has_apply, is_hit_test
+from .desugar import calls_function, has_apply, is_hit_test
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
@@ -199,8 +199,13 @@ class ControlMixin:
         self.json["pipelines"].append({
             "name": name, "id": len(self.json["pipelines"]),
             "source_info": source_info(decl.loc), "init_table": init,
-            "tables": info.tables, "action_profiles": self.__dict__.pop("action_profiles", []),
+            "tables": info.tables, "action_profiles": self.take_action_profiles(),
             "conditionals": info.conditionals})
+
+    def take_action_profiles(self):
+        """The action profiles of the pipeline just lowered (each pipeline has its own)."""
+        profiles, self.action_profiles = self.action_profiles, []
+        return profiles
 
     def g_stmts(self, stmts, ctx):
         seq, run = _Seq(), []
@@ -224,7 +229,7 @@ class ControlMixin:
         """Statements whose conditions or values apply tables inside &&, ||, ! become
         explicit steps (desugar.ConditionSplitter); a condition that calls a function is
         computed into a bool first (the call is inlined into a synthetic action)."""
-        splitter = self.__dict__.setdefault("splitter", ConditionSplitter())
+        splitter = self.splitter
         out = []
         for s in stmts:
             if isinstance(s, A.If) and has_apply(s.cond) and not is_hit_test(s.cond):
@@ -839,7 +844,7 @@ class ControlMixin:
         table.pop("default_entry", None)           # BMv2 sets defaults of simple tables only
         inst.info["tables"].append(table["name"])
         p4["implementation"] = inst
-        profiles = self.__dict__.setdefault("action_profiles", [])
+        profiles = self.action_profiles
         if any(ap["name"] == inst.name for ap in profiles):
             return
         ap = {"name": inst.name, "id": len(profiles), "source_info": source_info(inst.loc),
@@ -1044,13 +1049,13 @@ class ControlMixin:
                                         f"{len(directional)} directional arguments")
         key = (id(d), sym.control.name if sym.control else None)
         # the table's default action, entries and switch labels (lowered next) use it
-        self.__dict__.setdefault("action_bindings", {})[key] = (ref.args, tsym.scope)
+        self.action_bindings[key] = (ref.args, tsym.scope)
 
     def action_json(self, sym):
         """The BMv2 action for `sym` (one per binding of its directional parameters in an
         actions list, all with the action's name, as p4c emits them)."""
         key = (id(sym.decl), sym.control.name if sym.control else None)
-        binding = getattr(self, "action_bindings", {}).get(key)
+        binding = self.action_bindings.get(key)
         key += (id(binding[0]) if binding else None,)
         if key in self.action_cache:
             return self.action_cache[key]
