@@ -222,6 +222,51 @@ def test_trend_verdict_needs_sign_and_ordering():
     assert rfc2884.trend_verdict(Estimate(0, 0, 0, 0, 0), high, up, True) == "no data"
 
 
+def gain(scenario, seed):
+    """A known ECN advantage: grows with congestion and maxp, shrinks with the
+    response size, a little noise per seed (so intervals exist)."""
+    size = rfc2884.response_size(scenario) or 5000
+    return (rfc2884.background_flows(scenario) / 10 + scenario.aqm.maxp) * 5000 / size + \
+        0.01 * (seed % 3)
+
+
+def test_statements_on_a_transactional_grid_with_known_gains(tmp_path):
+    root = tmp_path / "study"
+    root.mkdir()
+    write_study(root / "crr", (FILES / "crr.toml").read_text(), lambda run: result(**{
+        "crr-ecn": 1 + gain(run.scenario, run.seed), "crr-noecn": 1.0}))
+    parts = rfc2884.load_parts(root)
+    found = {s.text: rfc2884.evaluate(s, parts) for s in rfc2884.STATEMENTS if s.part == "crr"}
+    assert {f["verdict"] for f in found.values()} == {"holds"}
+    moderate_to_high = found["Transactions, 5 KB, Reno, maxp 0.1: moderate -> high congestion"]
+    assert moderate_to_high["first"].mean == pytest.approx(100 * (0.6 + 0.01), abs=1)
+    assert moderate_to_high["second"].mean == pytest.approx(100 * (1.1 + 0.01), abs=1)
+    assert moderate_to_high["first"].n == 5
+    bulk = [s for s in rfc2884.STATEMENTS if s.part == "bulk"]
+    assert all(rfc2884.evaluate(s, parts) is None for s in bulk)      # not run: said so
+    text = rfc2884.write_report(root, tmp_path / "r.md")
+    assert text.count("| holds |") == len(found) and "crr, reno, 5 KB" in text
+    assert (tmp_path / "r" / "crr-reno-5KB.png").exists()
+
+
+def test_bulk_statements_use_size_over_completion_time(tmp_path):
+    root = tmp_path / "study"
+    root.mkdir()
+
+    def transfers(run):
+        ecn_seconds = 400 / (1 + gain(run.scenario, run.seed))
+        return [{"workload": w, "kind": "bulk", "size": 20_000_000, "bytes": 20_000_000,
+                 "delay": seconds, "complete": True}
+                for w, seconds in (("ecn-on", ecn_seconds), ("ecn-off", 400.0))]
+    write_study(root / "bulk", (FILES / "bulk.toml").read_text(), lambda run: result(),
+                transfers_of=transfers)
+    parts = rfc2884.load_parts(root)
+    for s in (s for s in rfc2884.STATEMENTS if s.part == "bulk"):
+        assert rfc2884.evaluate(s, parts)["verdict"] == "holds", s.text
+    text = rfc2884.write_report(root, tmp_path / "r.md")
+    assert "Every measured 20 MB transfer completed." in text
+
+
 def test_report_labels_quick_results_and_lists_every_published_statement(tmp_path):
     root = tmp_path / "study"
     root.mkdir()

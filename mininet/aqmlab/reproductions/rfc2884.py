@@ -478,7 +478,8 @@ def quick_lines(parts):
             f"| ECN - non-ECN (paired per seed) | {fmt(verdict['difference'])} |",
             f"| ECN's relative advantage | {fmt(advantage(part, key)[1], unit=' %')} |", "",
             "Published at this point (section 5.3, 5 KB, high congestion, maxp 0.5, Reno): "
-            "ECN ahead by about 140 % (about 2.2 transactions/s); 3-minute runs there, "
+            "ECN ahead by about 140 % (the RFC's figure: 0.8 -> 2.2 transactions/s as maxp goes "
+            "0.02 -> 0.5); 3-minute runs there, "
             f"{part.loaded.experiment.duration - part.loaded.experiment.warmup:g} s of "
             "transactions here, so only the direction is checked.", "",
             f"Direction check: {verdict['text']}"]
@@ -538,8 +539,7 @@ def write_report(root, path):
     parts = load_parts(root)
     figures = path.parent / path.stem
     figures.mkdir(parents=True, exist_ok=True)
-    plots = [p for name, part in parts.items() if name != QUICK
-             for p in plot_part(part, figures)]
+    plots = [p for part in parts.values() for p in plot_part(part, figures)]
     wall = json.loads((root / WALL_TIMES).read_text()) if (root / WALL_TIMES).exists() else {}
     full = [n for n in PARTS if n in parts and not parts[n].loaded.quick]
     lines = [
@@ -586,6 +586,7 @@ def write_report(root, path):
         "## Wall time",
         "",
         *wall_lines(wall),
+        *load_lines(parts),
         "",
     ]
     if plots:
@@ -613,6 +614,17 @@ def calibration_lines(root):
     return lines
 
 
+def load_lines(parts):
+    """The machine's 1-minute load average when each run started (run.json)."""
+    loads = [json.loads((p.loaded.folder / r / "run.json").read_text())
+             ["load_average_at_start"][0] for p in parts.values() for r in p.loaded.results]
+    if not loads:
+        return []
+    return ["", f"1-minute load average when the runs started: {min(loads):.1f} - "
+                f"{max(loads):.1f} (2 cores shared with other work; each run's is in its "
+                f"run.json)."]
+
+
 def wall_lines(wall):
     lines = []
     if wall:
@@ -638,8 +650,9 @@ def wall_lines(wall):
         "",
         f"On N machines (`--executor slurm`, one run per machine at a time): about "
         f"{total:.0f} / N hours ({total / 10:.1f} h on 10, {total / 50:.1f} h on 50), never "
-        f"below the longest run ({longest / 60:.0f} min) plus the calibration "
-        f"({rows[0][2]:.1f} h / N), which runs first. `--jobs 2` on this 2-core machine "
+        f"below the longest run ({longest / 60:.0f} min) plus one calibration run, since the "
+        f"calibration ({rows[0][2]:.1f} h on one machine) runs first. `--jobs 2` on this "
+        f"2-core machine "
         f"halves the one-machine time (1.5 Mb/s runs meet the --jobs rule of "
         f"mininet/README.md).",
     ]
