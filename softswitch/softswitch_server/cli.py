@@ -62,8 +62,9 @@ def parse_args(argv=None):
     """Parse and check all flags; exit 2 with a message on any mistake."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.json and _looks_like_p4_source(args.json):
-        parser.exit(2, f"softswitch: {args.json} is P4 source, not BMv2 JSON: compile it first "
+    if args.json and not _looks_like_json(args.json):
+        what = "is P4 source" if args.json.endswith(".p4") else "is not BMv2 JSON (P4 source?)"
+        parser.exit(2, f"softswitch: {args.json} {what}: compile it first "
                        f"(softswitch-p4c {args.json} -o build --p4runtime-files "
                        f"build/{_stem(args.json)}.p4info.txtpb) and pass build/{_stem(args.json)}.json\n")
     try:
@@ -83,16 +84,17 @@ def _stem(path: str) -> str:
     return os.path.splitext(os.path.basename(path))[0]
 
 
-def _looks_like_p4_source(path: str) -> bool:
-    """A .p4 file, or any file whose text does not start like a JSON object."""
+def _looks_like_json(path: str) -> bool:
+    """False for a .p4 file or a file whose text does not start like JSON;
+    True also for a file that cannot be read (_check_files reports it)."""
     if path.endswith(".p4"):
-        return True
+        return False
     try:
         with open(path, "rb") as f:
-            head = f.read(64).lstrip()
+            head = f.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
     except OSError:
-        return False   # reported by _check_files
-    return bool(head) and not head.startswith(b"{")
+        return True
+    return not head or head[:1] in (b"{", b"[")
 
 
 def default_p4info(json_path: str):

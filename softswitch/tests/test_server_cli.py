@@ -77,7 +77,7 @@ def test_p4_source_gets_a_one_line_hint_to_compile_it(tmp_path, name):
     source.write_text("#include <v1model.p4>\nheader h_t { bit<8> f; }\n")
     done = run_cli(str(source))
     assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and "P4 source" in done.stderr
+    assert done.stderr.count("\n") == 1 and "P4 source" in done.stderr and "compile it first" in done.stderr
     assert f"softswitch-p4c {source}" in done.stderr and "JSON syntax" not in done.stderr
 
 
