@@ -100,7 +100,9 @@ def build(name, synth, ports, pb_bits, pnr, out: Path, run_tools: bool = True) -
             result["fmax_mhz"] = float(fmax[-1])
         else:                  # e.g. the design does not fit the device
             errors = [line for line in text.splitlines() if "ERROR" in line]
-            result["pnr_error"] = errors[-1] if errors else "nextpnr gave no Fmax"
+            full = re.search(r"no BELs remaining to implement cell type '(\w+)'", text)
+            result["pnr_error"] = (f"does not fit: out of {full[1]}" if full
+                                   else errors[-1] if errors else "nextpnr gave no Fmax")
     return result
 
 
@@ -129,7 +131,7 @@ def write_results(results: list[dict]) -> None:
     for r in results:
         f = r.get("fmax_mhz")
         timing = (f"{f:.1f} | {f:.1f} | {line_rate_gbps(f, 64):.1f} | {line_rate_gbps(f, 1500):.0f}"
-                  if f else f"not placed: {r['pnr_error']} | — | — | —" if "pnr_error" in r
+                  if f else f"{r['pnr_error']} | — | — | —" if "pnr_error" in r
                   else "— (synthesis only) | — | — | —")
         lines.append(f"| {r['name']} | {r['ports']} | {r['pb_bits']} | {r['LUT']} | {r['LUTRAM']} | "
                      f"{r['FF']} | {r['BRAM']:g} | {r['DSP']} | {timing} |")
