@@ -272,6 +272,10 @@ def parse_tcp(table, path, base=TcpTuning()):
                             f"(this kernel), got {values['cc']!r}")
     if values["initcwnd"] < 1:
         _fail(f"{path}.initcwnd", "must be >= 1")
+    for name, high in (("recovery", 7), ("early_retrans", 4)):   # the sysctls' ranges
+        if values[name] > high:
+            _fail(f"{path}.{name}", f"must be within 0..{high} (net.ipv4.tcp_{name}), "
+                                    f"got {values[name]}")
     if values["mss"] and not 88 <= values["mss"] <= 1460:
         _fail(f"{path}.mss", f"must be 0 (default) or within 88..1460, got {values['mss']}")
     return TcpTuning(**values)

@@ -77,6 +77,18 @@ def test_quick_variant_fits_ci_budget():
     assert len(runs) >= 5 and study.estimated_seconds(e, runs) < 5 * 60
 
 
+@pytest.mark.parametrize("tcp, message", [
+    ({"recovery": 8}, "tcp.recovery: must be within 0..7 (net.ipv4.tcp_recovery), got 8"),
+    ({"early_retrans": 5},
+     "tcp.early_retrans: must be within 0..4 (net.ipv4.tcp_early_retrans), got 5"),
+    ({"recovery": -1}, "tcp.recovery: must be >= 0, got -1")])
+def test_bad_recovery_settings_name_the_field(tcp, message):
+    from aqmlab.config import ConfigError, parse_experiment
+    with pytest.raises(ConfigError) as error:
+        parse_experiment({"name": "x", "tcp": tcp, "workload": [{"name": "w", "kind": "crr"}]})
+    assert str(error.value) == message
+
+
 def test_recovery_and_tlp_are_namespace_sysctls():
     values = TcpTuning(recovery=0, early_retrans=0).sysctls()
     assert values["net.ipv4.tcp_recovery"] == 0 and values["net.ipv4.tcp_early_retrans"] == 0
@@ -288,7 +300,7 @@ def test_report_labels_quick_results_and_lists_every_published_statement(tmp_pat
 
 
 def test_study_command_refuses_an_unknown_part(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "aqmlab.reproductions.rfc2884", "--out",
+    out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "rfc2884", "--out",
                           str(tmp_path / "s"), "--parts", "bulk,nope"],
                          capture_output=True, text=True)
     assert out.returncode == 2
@@ -311,7 +323,7 @@ def test_quick_variant_runs_and_checks_the_direction_of_the_main_effect(tmp_path
     """`aqmlab study rfc2884 --quick` (~4 min): 6 runs of 5 KB transactions at
     high congestion; exit 0 means ECN's transactions/s is not below non-ECN's
     at 95 % confidence."""
-    out = subprocess.run([sys.executable, "-m", "aqmlab.reproductions.rfc2884", "--quick",
+    out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "rfc2884", "--quick",
                           "--out", str(tmp_path / "s"), "--no-progress"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
