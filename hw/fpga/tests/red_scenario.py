@@ -97,7 +97,7 @@ def random_config(rng: random.Random) -> RedConstants | None:
             minth=rng.getrandbits(rng.choice([16, 20, 24, 32])),
             maxth=rng.getrandbits(rng.choice([18, 21, 24, 32])),
             maxp=rng.getrandbits(32), slope=rng.getrandbits(48),
-            gentle_slope=rng.getrandbits(48), idle_log=rng.choice([0, 4, 10, 11, 22, 31]),
+            gentle_slope=rng.getrandbits(48), idle_log=rng.choice([0, 4, 10, 11, 22, 31, 32, 40]),
             decay_factors={b: rng.getrandbits(32) for b in rng.sample(range(2048), 60)})
     minth = rng.choice([0, 0.5, 1, 2, 5, 7.25, 20])
     cfg = RedConfig(minth=minth, maxth=minth + rng.choice([0.25, 1, 3, 10, 30]),
