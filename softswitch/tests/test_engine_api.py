@@ -200,3 +200,104 @@ def test_varbit_fields_compare_by_value(tmp_path, a, b, status):
     sw.load_pipeline(json.dumps(bmv2_json))
     [(port, out)] = sw.process_packet(0, bytes.fromhex("1000" + a + b + "ff"))
     assert (port, out) == (1, bytes.fromhex(f"10{status:02x}" + a + b + "ff"))
+
+
+#: Two action-profile tables: `route` through a selector (hash of the source MAC), `by_type` through members.
+ACTION_PROFILES_P4 = r"""
+#include <core.p4>
+#include <v1model.p4>
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> ether_type; }
+struct headers_t { ethernet_t eth; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(h.eth); transition accept; }
+}
+control NoCk(inout headers_t h, inout meta_t m) { apply { } }
+control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    action fwd(bit<9> port) { sm.egress_spec = port; }
+    action_selector(HashAlgorithm.crc16, 32w16, 32w14) sel;
+    action_profile(32w2) prof;
+    table route { key = { h.eth.dst: exact; h.eth.src: selector; } actions = { fwd; } implementation = sel; }
+    table by_type { key = { h.eth.ether_type: exact; } actions = { fwd; } implementation = prof; }
+    apply { if (h.eth.ether_type == 0x0800) { route.apply(); } else { by_type.apply(); } }
+}
+control E(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control D(packet_out pkt, in headers_t h) { apply { pkt.emit(h.eth); } }
+V1Switch(P(), NoCk(), I(), E(), NoCk(), D()) main;
+"""
+
+
+def crc16_arc(data: bytes) -> int:
+    """BMv2's crc16 (CRC-16/ARC), computed independently of the engine."""
+    crc = 0
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
+
+
+@pytest.fixture
+def profiles_sw(tmp_path):
+    bmv2_json, _ = compile_source(ACTION_PROFILES_P4, tmp_path)
+    switch = se.Switch(ports={})
+    switch.load_pipeline(json.dumps(bmv2_json))
+    return switch
+
+
+def eth_frame(dst: bytes, src: bytes, ether_type: int) -> bytes:
+    return dst + src + ether_type.to_bytes(2, "big") + bytes(46)
+
+
+def test_action_profile_members_run_their_action(profiles_sw):
+    sw = profiles_sw
+    sw.act_prof_member_set("I.prof", 1, "I.fwd", [b"\x00\x03"])
+    sw.table_add("I.by_type", [("exact", b"\x88\xb5")], ("member", 1), [])
+    [(port, _)] = sw.process_packet(0, eth_frame(bytes(6), bytes(6), 0x88b5))
+    assert port == 3
+    sw.act_prof_member_set("I.prof", 1, "I.fwd", [b"\x00\x04"])  # a member changed in place
+    assert [p for p, _ in sw.process_packet(0, eth_frame(bytes(6), bytes(6), 0x88b5))] == [4]
+    sw.act_prof_member_set("I.prof", 2, "I.fwd", [b"\x00\x05"])
+    with pytest.raises(se.TableFullError):
+        sw.act_prof_member_set("I.prof", 3, "I.fwd", [b"\x00\x06"])  # profile size 2
+    sw.table_set_default("I.by_type", ("member", 2), [])
+    assert [p for p, _ in sw.process_packet(0, eth_frame(bytes(6), bytes(6), 0x1234))] == [5]
+
+
+def test_selector_picks_a_group_member_by_the_hash_of_its_fields(profiles_sw):
+    sw = profiles_sw
+    for member, port in ((10, 1), (11, 2), (12, 3)):
+        sw.act_prof_member_set("I.sel", member, "I.fwd", [port.to_bytes(2, "big")])
+    sw.act_prof_group_set("I.sel", 7, [12, 10, 11])
+    dst = bytes.fromhex("020000000001")
+    sw.table_add("I.route", [("exact", dst)], ("group", 7), [])
+    seen = set()
+    for i in range(64):
+        src = bytes.fromhex("0200000000") + bytes([i])
+        [(port, _)] = sw.process_packet(0, eth_frame(dst, src, 0x0800))
+        # BMv2: hash % group size picks among the members in ascending id order (ports 1, 2, 3)
+        assert port == 1 + crc16_arc(src) % 3
+        seen.add(port)
+    assert seen == {1, 2, 3}
+
+
+def test_action_profile_refusals_change_nothing(profiles_sw):
+    sw = profiles_sw
+    sw.act_prof_member_set("I.sel", 10, "I.fwd", [b"\x00\x01"])
+    sw.act_prof_group_set("I.sel", 7, [10])
+    dst = bytes.fromhex("020000000001")
+    sw.table_add("I.route", [("exact", dst)], ("group", 7), [])
+    with pytest.raises(ValueError, match="in group 7"):
+        sw.act_prof_member_delete("I.sel", 10)
+    with pytest.raises(ValueError, match="used by table 'I.route'"):
+        sw.act_prof_group_delete("I.sel", 7)
+    with pytest.raises(ValueError, match="give a member or a group"):
+        sw.table_add("I.route", [("exact", bytes(6))], "I.fwd", [b"\x00\x01"])
+    with pytest.raises(KeyError):
+        sw.table_add("I.route", [("exact", bytes(6))], ("member", 99), [])
+    with pytest.raises(KeyError):
+        sw.act_prof_group_set("I.sel", 8, [10, 99])
+    with pytest.raises(ValueError, match="no selector"):
+        sw.act_prof_group_set("I.prof", 1, [])
+    src = bytes.fromhex("020000000009")
+    assert [p for p, _ in sw.process_packet(0, eth_frame(dst, src, 0x0800))] == [1]

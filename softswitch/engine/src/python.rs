@@ -6,7 +6,7 @@ use crate::clock::Clock;
 use crate::dataplane::PacketLoop;
 use crate::shared::{Pipeline, Shared};
 use crate::tm::PortConfig;
-use p4core::{Executor, MatchKey, MeterConfig, Program, QueueMeta, RuntimeError, State};
+use p4core::{Indirect, Executor, MatchKey, MeterConfig, Program, QueueMeta, RuntimeError, State};
 use parking_lot::Mutex;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyKeyError, PyOSError, PyRuntimeError, PyValueError};
@@ -58,6 +58,30 @@ fn match_key(t: &Bound<'_, PyAny>) -> PyResult<MatchKey> {
         "optional" if t.len() == 2 && t.get_item(1)?.is_none() => Ok(MatchKey::Optional(None)),
         "optional" => want(2).and_then(|_| Ok(MatchKey::Optional(Some(bytes(1)?)))),
         other => Err(PyValueError::new_err(format!("unknown match kind '{other}' (exact, lpm, ternary, range, optional)"))),
+    }
+}
+
+/// What a table entry runs, from its Python form.
+enum EntryAction {
+    Call(String),
+    Indirect(Indirect),
+}
+
+/// An action name, or ("member", id) / ("group", id) (which take no arguments).
+fn entry_action(action: &Bound<'_, PyAny>, args: &[Vec<u8>]) -> PyResult<EntryAction> {
+    if let Ok(name) = action.extract::<String>() {
+        return Ok(EntryAction::Call(name));
+    }
+    let (kind, id): (String, u32) = action
+        .extract()
+        .map_err(|_| PyValueError::new_err("action must be a name or ('member', id) / ('group', id)"))?;
+    if !args.is_empty() {
+        return Err(PyValueError::new_err("a member or group takes no action arguments"));
+    }
+    match kind.as_str() {
+        "member" => Ok(EntryAction::Indirect(Indirect::Member(id))),
+        "group" => Ok(EntryAction::Indirect(Indirect::Group(id))),
+        other => Err(PyValueError::new_err(format!("unknown action reference '{other}' (member, group)"))),
     }
 }
 
@@ -174,22 +198,55 @@ impl Switch {
         py.allow_threads(|| self.stop_thread());
     }
 
+    /// `action`: an action name, or ("member", id) / ("group", id) of the
+    /// table's action profile (then `args` must be empty).
     #[pyo3(signature = (table, keys, action, args, priority=0))]
-    fn table_add(&self, table: &str, keys: Vec<Bound<'_, PyAny>>, action: &str, args: Vec<Vec<u8>>, priority: i32) -> PyResult<u64> {
+    fn table_add(&self, table: &str, keys: Vec<Bound<'_, PyAny>>, action: &Bound<'_, PyAny>, args: Vec<Vec<u8>>, priority: i32) -> PyResult<u64> {
         let keys = keys.iter().map(match_key).collect::<PyResult<Vec<_>>>()?;
-        self.state()?.table_add(table, &keys, action, &args, priority).map_err(core_err)
+        let st = self.state()?;
+        match entry_action(action, &args)? {
+            EntryAction::Call(name) => st.table_add(table, &keys, &name, &args, priority),
+            EntryAction::Indirect(target) => st.table_add_indirect(table, &keys, target, priority),
+        }
+        .map_err(core_err)
     }
 
-    fn table_modify(&self, table: &str, handle: u64, action: &str, args: Vec<Vec<u8>>) -> PyResult<()> {
-        self.state()?.table_modify(table, handle, action, &args).map_err(core_err)
+    fn table_modify(&self, table: &str, handle: u64, action: &Bound<'_, PyAny>, args: Vec<Vec<u8>>) -> PyResult<()> {
+        let st = self.state()?;
+        match entry_action(action, &args)? {
+            EntryAction::Call(name) => st.table_modify(table, handle, &name, &args),
+            EntryAction::Indirect(target) => st.table_modify_indirect(table, handle, target),
+        }
+        .map_err(core_err)
     }
 
     fn table_delete(&self, table: &str, handle: u64) -> PyResult<()> {
         self.state()?.table_delete(table, handle).map_err(core_err)
     }
 
-    fn table_set_default(&self, table: &str, action: &str, args: Vec<Vec<u8>>) -> PyResult<()> {
-        self.state()?.table_set_default(table, action, &args).map_err(core_err)
+    fn table_set_default(&self, table: &str, action: &Bound<'_, PyAny>, args: Vec<Vec<u8>>) -> PyResult<()> {
+        let st = self.state()?;
+        match entry_action(action, &args)? {
+            EntryAction::Call(name) => st.table_set_default(table, &name, &args),
+            EntryAction::Indirect(target) => st.table_set_default_indirect(table, target),
+        }
+        .map_err(core_err)
+    }
+
+    fn act_prof_member_set(&self, profile: &str, member: u32, action: &str, args: Vec<Vec<u8>>) -> PyResult<()> {
+        self.state()?.profile_member_set(profile, member, action, &args).map_err(core_err)
+    }
+
+    fn act_prof_member_delete(&self, profile: &str, member: u32) -> PyResult<()> {
+        self.state()?.profile_member_delete(profile, member).map_err(core_err)
+    }
+
+    fn act_prof_group_set(&self, profile: &str, group: u32, members: Vec<u32>) -> PyResult<()> {
+        self.state()?.profile_group_set(profile, group, &members).map_err(core_err)
+    }
+
+    fn act_prof_group_delete(&self, profile: &str, group: u32) -> PyResult<()> {
+        self.state()?.profile_group_delete(profile, group).map_err(core_err)
     }
 
     /// (action, args), or None for a table whose program gives no default entry.

@@ -5,7 +5,7 @@ use crate::bits::{read_bits, BitWriter};
 use crate::hash;
 use crate::load::mask_of;
 use crate::program::*;
-use crate::state::State;
+use crate::state::{EntryAction, State};
 use rand_core::{RngCore, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::sync::atomic::Ordering;
@@ -799,20 +799,45 @@ impl Executor {
                         self.set_field(pkt, f, color);
                     }
                 }
-                self.run_action(prog, st, pkt, e.call.action, &e.call.args);
-                t.next_hit.unwrap_or_else(|| t.next_after(e.call.action))
+                let action = self.run_entry(prog, st, pkt, t, &e.act);
+                t.next_hit.unwrap_or_else(|| action.map_or(t.base_default_next, |a| t.next_after(a)))
             }
             None => {
-                let action = ts.default.as_ref().map(|d| d.action);
-                if let Some(d) = &ts.default {
-                    self.run_action(prog, st, pkt, d.action, &d.args);
-                }
+                let action = ts.default.as_ref().and_then(|d| self.run_entry(prog, st, pkt, t, d));
                 t.next_miss.unwrap_or_else(|| action.map_or(t.base_default_next, |a| t.next_after(a)))
             }
         };
         drop(ts);
         self.key = key;
         next
+    }
+
+    /// Runs what an entry or default names; returns the action run (None: an
+    /// empty group or a member that is gone, which runs nothing).
+    fn run_entry(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, t: &Table, act: &EntryAction) -> Option<usize> {
+        let target = match act {
+            EntryAction::Call(c) => {
+                self.run_action(prog, st, pkt, c.action, &c.args);
+                return Some(c.action);
+            }
+            EntryAction::Indirect(target) => *target,
+        };
+        let p = t.profile?;
+        let ps = st.profiles[p].read();
+        let member = match target {
+            Indirect::Member(m) => m,
+            Indirect::Group(g) => {
+                // As BMv2's selector: the hash of the selector fields modulo the group's size
+                // picks a member (members in ascending id order).
+                let members = ps.groups.get(&g).filter(|m| !m.is_empty())?;
+                let sel = prog.action_profiles[p].selector?;
+                let h = self.calculate(prog, pkt, sel);
+                members[(h % members.len() as u64) as usize]
+            }
+        };
+        let call = ps.members.get(&member)?;
+        self.run_action(prog, st, pkt, call.action, &call.args);
+        Some(call.action)
     }
 
     fn meter_amount(&self, pkt: &PacketState, m: usize) -> u64 {

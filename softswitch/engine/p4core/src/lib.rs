@@ -11,8 +11,8 @@ mod strict;
 
 pub use exec::{Digest, EgressOutcome, Executor, IngressOutcome, PacketState, QueueMeta, QueuedPacket, Recirculation};
 pub use load::LoadError;
-pub use program::{instance_type, MatchKind, Program, DROP_PORT};
+pub use program::{instance_type, Indirect, MatchKind, Program, DROP_PORT};
 pub use state::{
-    bytes_to_value, value_to_bytes, CloneSession, EntryInfo, MatchKey, MeterConfig, RuntimeError, State, COLOR_GREEN,
+    bytes_to_value, value_to_bytes, CloneSession, EntryInfo, MatchKey, MeterConfig, ProfileContents, RuntimeError, State, COLOR_GREEN,
     COLOR_RED, COLOR_YELLOW,
 };

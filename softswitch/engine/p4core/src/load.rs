@@ -594,46 +594,52 @@ impl Loader {
         for (i, c) in opt_arr(root, "calculations", "(root)")?.iter().enumerate() {
             let path = format!("calculations[{i}]");
             let name = get_str(c, "name", &path)?.to_string();
-            let algo = match get_str(c, "algo", &path)? {
-                "crc16" => HashAlgo::Crc16,
-                "crc32" => HashAlgo::Crc32,
-                "crc16_custom" => HashAlgo::Crc16Custom,
-                "crc32_custom" => HashAlgo::Crc32Custom,
-                "csum16" | "cksum16" => HashAlgo::Csum16,
-                "identity" => HashAlgo::Identity,
-                "xor16" => HashAlgo::Xor16,
-                "random" => HashAlgo::Random,
-                a => return err(&path, format!("unsupported hash algorithm '{a}'")),
-            };
-            let mut inputs = Vec::new();
-            for (j, inp) in get_arr(c, "input", &path)?.iter().enumerate() {
-                let ipath = format!("{path}.input[{j}]");
-                let value = get(inp, "value", &ipath);
-                inputs.push(match get_str(inp, "type", &ipath)? {
-                    "field" => {
-                        let f = self.field_ref(value?, &ipath)?;
-                        if self.is_varbit(f) {
-                            CalcInput::Varbit(self.p.field_locs[f].header)
-                        } else {
-                            CalcInput::Field(f)
-                        }
-                    }
-                    "hexstr" => {
-                        let w = get_u64(inp, "bitwidth", &ipath)? as u32;
-                        if w == 0 || w > 128 {
-                            return err(&ipath, "hexstr bitwidth must be in 1..=128");
-                        }
-                        CalcInput::Const(hex_value(value?, &ipath)?, w)
-                    }
-                    "header" => CalcInput::Header(self.header_name(value?, &ipath)?),
-                    "payload" => CalcInput::Payload,
-                    t => return err(&ipath, format!("unsupported calculation input type '{t}'")),
-                });
-            }
-            self.calc_names.insert(name.clone(), i);
-            self.p.calculations.push(Calculation { name, algo, inputs });
+            let calc = self.calculation(c, name.clone(), &path)?;
+            self.calc_names.insert(name, i);
+            self.p.calculations.push(calc);
         }
         Ok(())
+    }
+
+    /// A hash over fields (a calculation, or an action selector's `{algo, input}`).
+    fn calculation(&self, c: &Value, name: String, path: &str) -> R<Calculation> {
+        let algo = match get_str(c, "algo", path)? {
+            "crc16" => HashAlgo::Crc16,
+            "crc32" => HashAlgo::Crc32,
+            "crc16_custom" => HashAlgo::Crc16Custom,
+            "crc32_custom" => HashAlgo::Crc32Custom,
+            "csum16" | "cksum16" => HashAlgo::Csum16,
+            "identity" => HashAlgo::Identity,
+            "xor16" => HashAlgo::Xor16,
+            "random" => HashAlgo::Random,
+            a => return err(path, format!("unsupported hash algorithm '{a}'")),
+        };
+        let mut inputs = Vec::new();
+        for (j, inp) in get_arr(c, "input", path)?.iter().enumerate() {
+            let ipath = format!("{path}.input[{j}]");
+            let value = get(inp, "value", &ipath);
+            inputs.push(match get_str(inp, "type", &ipath)? {
+                "field" => {
+                    let f = self.field_ref(value?, &ipath)?;
+                    if self.is_varbit(f) {
+                        CalcInput::Varbit(self.p.field_locs[f].header)
+                    } else {
+                        CalcInput::Field(f)
+                    }
+                }
+                "hexstr" => {
+                    let w = get_u64(inp, "bitwidth", &ipath)? as u32;
+                    if w == 0 || w > 128 {
+                        return err(&ipath, "hexstr bitwidth must be in 1..=128");
+                    }
+                    CalcInput::Const(hex_value(value?, &ipath)?, w)
+                }
+                "header" => CalcInput::Header(self.header_name(value?, &ipath)?),
+                "payload" => CalcInput::Payload,
+                t => return err(&ipath, format!("unsupported calculation input type '{t}'")),
+            });
+        }
+        Ok(Calculation { name, algo, inputs })
     }
 
     fn header_name(&self, v: &Value, path: &str) -> R<usize> {
@@ -1248,6 +1254,7 @@ impl Loader {
 
     /// Loads one pipeline's tables, conditionals and action calls; returns its first node.
     fn load_pipeline(&mut self, pj: &Value, path: &str) -> R<Option<Node>> {
+        self.load_action_profiles(pj, path)?;
         let tables = opt_arr(pj, "tables", path)?;
         let conds = opt_arr(pj, "conditionals", path)?;
         let calls = opt_arr(pj, "action_calls", path)?;
@@ -1291,10 +1298,7 @@ impl Loader {
 
     fn load_table(&self, t: &Value, path: &str, names: &PipelineNames) -> R<Table> {
         let name = get_str(t, "name", path)?.to_string();
-        match opt_str(t, "type", path)?.unwrap_or("simple") {
-            "simple" => {}
-            ty => return err(path, format!("table type '{ty}' (action profiles/selectors) is not supported")),
-        }
+        let profile = self.table_profile(t, path)?;
         let mut keys = Vec::new();
         for (j, k) in opt_arr(t, "key", path)?.iter().enumerate() {
             keys.push(self.key_field(k, &format!("{path}.key[{j}]"))?);
@@ -1350,13 +1354,55 @@ impl Loader {
             const_entries: Vec::new(),
             direct_counter: None,
             direct_meter: None,
+            profile,
         };
+        if profile.is_some() && (table.default_entry.is_some() || !opt_arr(t, "entries", path)?.is_empty()) {
+            return err(path, "an indirect table (action profile) cannot have a default_entry or const entries");
+        }
         for (j, e) in opt_arr(t, "entries", path)?.iter().enumerate() {
             let entry = self.const_entry(&table, e, &format!("{path}.entries[{j}]"))?;
             table.const_entries.push(entry);
         }
         table.default_fixed = table.keys.is_empty() && table.default_const && entry_const && table.default_entry.is_some();
         Ok(table)
+    }
+
+    /// The action profile of an `indirect` (`indirect_ws`: with a selector) table; None for `simple`.
+    fn table_profile(&self, t: &Value, path: &str) -> R<Option<usize>> {
+        let ty = opt_str(t, "type", path)?.unwrap_or("simple");
+        if ty == "simple" {
+            return Ok(None);
+        }
+        if ty != "indirect" && ty != "indirect_ws" {
+            return err(path, format!("Invalid table type '{ty}'"));
+        }
+        let name = get_str(t, "action_profile", path)?;
+        let p = *self.p.names.action_profiles.get(name).map_or_else(|| err(path, format!("unknown action profile '{name}'")), Ok)?;
+        if (ty == "indirect_ws") != self.p.action_profiles[p].selector.is_some() {
+            return err(path, format!("table type '{ty}' does not match action profile '{name}' (selector: indirect_ws)"));
+        }
+        Ok(Some(p))
+    }
+
+    fn load_action_profiles(&mut self, pj: &Value, path: &str) -> R<()> {
+        for (i, a) in opt_arr(pj, "action_profiles", path)?.iter().enumerate() {
+            let apath = format!("{path}.action_profiles[{i}]");
+            let name = get_str(a, "name", &apath)?.to_string();
+            let selector = match obj(a, &apath)?.get("selector") {
+                None | Some(Value::Null) => None,
+                Some(s) => {
+                    let calc = self.calculation(s, format!("{name}$selector"), &format!("{apath}.selector"))?;
+                    self.p.calculations.push(calc);
+                    Some(self.p.calculations.len() - 1)
+                }
+            };
+            let max_size = get_u64(a, "max_size", &apath)? as usize;
+            if self.p.names.action_profiles.insert(name.clone(), self.p.action_profiles.len()).is_some() {
+                return err(&apath, format!("duplicate action profile '{name}'"));
+            }
+            self.p.action_profiles.push(ActionProfile { name, max_size, selector });
+        }
+        Ok(())
     }
 
     fn table_action(&self, t: &Value, aname: &str, j: usize, apath: &str) -> R<usize> {

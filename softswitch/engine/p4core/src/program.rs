@@ -287,6 +287,26 @@ pub struct Table {
     pub const_entries: Vec<ConstEntry>,
     pub direct_counter: Option<usize>,
     pub direct_meter: Option<usize>,
+    /// Action profile of an `indirect`/`indirect_ws` table: its entries name a
+    /// member or a group of the profile instead of an action.
+    pub profile: Option<usize>,
+}
+
+/// An action profile (`action_profiles` of a pipeline): members are action
+/// calls; with a selector, groups of members chosen per packet by a hash.
+#[derive(Debug, Clone)]
+pub struct ActionProfile {
+    pub name: String,
+    pub max_size: usize,
+    /// Index in `Program::calculations` of the selector's hash.
+    pub selector: Option<usize>,
+}
+
+/// What an entry (or default) of an action-profile table refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Indirect {
+    Member(u32),
+    Group(u32),
 }
 
 #[derive(Debug, Clone)]
@@ -498,6 +518,7 @@ pub struct Program {
     pub parser: Parser,
     pub deparser: Vec<usize>,
     pub value_sets: Vec<ValueSet>,
+    pub action_profiles: Vec<ActionProfile>,
     pub calculations: Vec<Calculation>,
     pub checksums: Vec<Checksum>,
     pub counters: Vec<CounterArray>,
@@ -523,6 +544,7 @@ pub(crate) struct Names {
     pub meters: HashMap<String, usize>,
     pub registers: HashMap<String, usize>,
     pub value_sets: HashMap<String, usize>,
+    pub action_profiles: HashMap<String, usize>,
 }
 
 impl Table {

@@ -58,8 +58,28 @@ pub struct EntryInfo {
     pub handle: u64,
     pub keys: Vec<MatchKey>,
     pub priority: i32,
+    /// The action and arguments (empty for an action-profile table's entry, which has `indirect`).
     pub action: String,
     pub args: Vec<Vec<u8>>,
+    pub indirect: Option<Indirect>,
+}
+
+/// An action profile's members `(id, action, args)` and groups `(id, member ids)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileContents {
+    pub members: Vec<(u32, String, Vec<Vec<u8>>)>,
+    pub groups: Vec<(u32, Vec<u32>)>,
+}
+
+/// Refuses to delete a member or group an entry or a default of these tables still runs.
+fn refuse_if_used(tables: &[(&Table, parking_lot::RwLockReadGuard<'_, TableState>)], target: Indirect, profile: &str) -> R<()> {
+    for (t, ts) in tables {
+        let used = |a: &EntryAction| matches!(a, EntryAction::Indirect(i) if *i == target);
+        if ts.default.as_ref().is_some_and(used) || ts.entries.values().any(|e| used(&e.act)) {
+            return Err(RuntimeError::BadValue(format!("action profile '{profile}': {target:?} is used by table '{}'", t.name)));
+        }
+    }
+    Ok(())
 }
 
 /// Two-rate three-color meter configuration (RFC 2698), as in P4Runtime:
@@ -115,6 +135,21 @@ impl Meter {
     }
 }
 
+/// What an entry or a table's default runs: an action call, or in an
+/// action-profile table a member or a group of the profile.
+#[derive(Debug, Clone)]
+pub(crate) enum EntryAction {
+    Call(ActionCall),
+    Indirect(Indirect),
+}
+
+/// An action profile's members (action calls) and groups (member ids, ascending).
+#[derive(Debug, Default)]
+pub(crate) struct ProfileState {
+    pub members: FxHashMap<u32, ActionCall>,
+    pub groups: FxHashMap<u32, Vec<u32>>,
+}
+
 #[derive(Debug)]
 pub(crate) struct Entry {
     pub key: Vec<KeyElem>,
@@ -124,7 +159,7 @@ pub(crate) struct Entry {
     pub rank: i64,
     pub priority: i32,
     pub seq: u64,
-    pub call: ActionCall,
+    pub act: EntryAction,
     pub pkts: AtomicU64,
     pub bytes: AtomicU64,
     pub meter: Mutex<Meter>,
@@ -139,7 +174,7 @@ pub(crate) struct TableState {
     pub order: Vec<u64>,
     /// lpm tables (exact + one lpm key): per prefix length, longest first, key values -> handle.
     pub by_prefix: Vec<(u32, FxHashMap<Box<[u128]>, u64>)>,
-    pub default: Option<ActionCall>,
+    pub default: Option<EntryAction>,
     next_handle: u64,
 }
 
@@ -149,7 +184,7 @@ impl TableState {
         (-e.rank, e.seq)
     }
 
-    fn insert(&mut self, t: &Table, key: Vec<KeyElem>, rank: i64, priority: i32, call: ActionCall) -> u64 {
+    fn insert(&mut self, t: &Table, key: Vec<KeyElem>, rank: i64, priority: i32, act: EntryAction) -> u64 {
         let h = self.next_handle;
         self.next_handle += 1;
         if t.all_exact {
@@ -160,7 +195,7 @@ impl TableState {
             rank,
             priority,
             seq: h,
-            call,
+            act,
             pkts: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             meter: Mutex::new(Meter::default()),
@@ -319,6 +354,8 @@ pub struct State {
     pub(crate) mc_groups: RwLock<HashMap<u32, Vec<(u32, u32)>>>,
     pub(crate) clone_sessions: RwLock<HashMap<u32, CloneSession>>,
     pub(crate) value_sets: Vec<RwLock<Vec<Vec<u8>>>>,
+    /// Locked after a table's lock, never before (the packet path's order).
+    pub(crate) profiles: Vec<RwLock<ProfileState>>,
 }
 
 fn atomics(n: usize) -> Vec<AtomicU64> {
@@ -350,12 +387,12 @@ impl State {
             .tables
             .iter()
             .map(|t| {
-                let mut ts = TableState { default: t.default_entry.clone(), ..Default::default() };
+                let mut ts = TableState { default: t.default_entry.clone().map(EntryAction::Call), ..Default::default() };
                 let lpm = t.keys.iter().position(|k| k.kind == MatchKind::Lpm).filter(|_| !t.needs_priority);
                 for e in &t.const_entries {
                     // BMv2 JSON priorities: lower numbers win; lpm tables: longest prefix wins.
                     let rank = lpm.map_or(-(e.priority as i64), |i| e.key[i].plen as i64);
-                    ts.insert(t, e.key.clone(), rank, e.priority, e.call.clone());
+                    ts.insert(t, e.key.clone(), rank, e.priority, EntryAction::Call(e.call.clone()));
                 }
                 RwLock::new(ts)
             })
@@ -369,6 +406,7 @@ impl State {
             mc_groups: RwLock::new(HashMap::new()),
             clone_sessions: RwLock::new(HashMap::new()),
             value_sets: prog.value_sets.iter().map(|_| RwLock::new(Vec::new())).collect(),
+            profiles: prog.action_profiles.iter().map(|_| RwLock::new(ProfileState::default())).collect(),
         }
     }
 
@@ -418,6 +456,17 @@ impl State {
     /// Adds an entry; returns its handle. Priority: larger wins (P4Runtime);
     /// it is ignored (0) for tables without ternary/range/optional keys.
     pub fn table_add(&self, table: &str, keys: &[MatchKey], action: &str, args: &[Vec<u8>], priority: i32) -> R<u64> {
+        let (_, t) = self.table(table)?;
+        let call = self.direct_call(t, action, args)?;
+        self.add_entry(table, keys, call, priority)
+    }
+
+    /// Adds an entry of an action-profile table that runs a member or a group of the profile.
+    pub fn table_add_indirect(&self, table: &str, keys: &[MatchKey], target: Indirect, priority: i32) -> R<u64> {
+        self.add_entry(table, keys, EntryAction::Indirect(target), priority)
+    }
+
+    fn add_entry(&self, table: &str, keys: &[MatchKey], act: EntryAction, priority: i32) -> R<u64> {
         let (ti, t) = self.table(table)?;
         if !t.const_entries.is_empty() {
             return Err(RuntimeError::Immutable(format!("table '{table}' has const entries")));
@@ -426,7 +475,6 @@ impl State {
             return Err(RuntimeError::BadValue(format!("table '{table}' has no key: set its default action instead")));
         }
         let key = self.key_elems(t, keys)?;
-        let call = self.action_call(t, action, args)?;
         let priority = if t.needs_priority { priority } else { 0 };
         let rank = match t.keys.iter().position(|k| k.kind == MatchKind::Lpm) {
             Some(i) if !t.needs_priority => key[i].plen as i64,
@@ -439,18 +487,60 @@ impl State {
         if ts.entries.len() >= t.max_size {
             return Err(RuntimeError::Full(format!("table '{table}' holds its maximum of {} entries", t.max_size)));
         }
-        Ok(ts.insert(t, key, rank, priority, call))
+        self.check_target(t, &act)?;
+        Ok(ts.insert(t, key, rank, priority, act))
     }
 
     pub fn table_modify(&self, table: &str, handle: u64, action: &str, args: &[Vec<u8>]) -> R<()> {
+        let (_, t) = self.table(table)?;
+        let call = self.direct_call(t, action, args)?;
+        self.modify_entry(table, handle, call)
+    }
+
+    pub fn table_modify_indirect(&self, table: &str, handle: u64, target: Indirect) -> R<()> {
+        self.modify_entry(table, handle, EntryAction::Indirect(target))
+    }
+
+    fn modify_entry(&self, table: &str, handle: u64, act: EntryAction) -> R<()> {
         let (ti, t) = self.table(table)?;
         if !t.const_entries.is_empty() {
             return Err(RuntimeError::Immutable(format!("table '{table}' has const entries")));
         }
-        let call = self.action_call(t, action, args)?;
         let mut ts = self.tables[ti].write();
+        self.check_target(t, &act)?;
         let e = ts.entries.get_mut(&handle).ok_or_else(|| RuntimeError::UnknownHandle(format!("table '{table}': no entry {handle}")))?;
-        e.call = call;
+        e.act = act;
+        Ok(())
+    }
+
+    /// An action call for a table that is not an action-profile table.
+    fn direct_call(&self, t: &Table, action: &str, args: &[Vec<u8>]) -> R<EntryAction> {
+        if let Some(p) = t.profile {
+            let profile = &self.prog.action_profiles[p].name;
+            return Err(RuntimeError::BadValue(format!(
+                "table '{}' takes its actions from action profile '{profile}': give a member or a group",
+                t.name
+            )));
+        }
+        Ok(EntryAction::Call(self.action_call(t, action, args)?))
+    }
+
+    /// An indirect target must be a member or (with a selector) a group of the table's profile.
+    /// Called with the table's lock held (profile locks come after table locks).
+    fn check_target(&self, t: &Table, act: &EntryAction) -> R<()> {
+        let EntryAction::Indirect(target) = act else { return Ok(()) };
+        let Some(p) = t.profile else {
+            return Err(RuntimeError::BadValue(format!("table '{}' has no action profile: give an action", t.name)));
+        };
+        let ps = self.profiles[p].read();
+        let profile = &self.prog.action_profiles[p].name;
+        let known = match target {
+            Indirect::Member(m) => ps.members.contains_key(m),
+            Indirect::Group(g) => ps.groups.contains_key(g),
+        };
+        if !known {
+            return Err(RuntimeError::UnknownHandle(format!("action profile '{profile}' has no {target:?}")));
+        }
         Ok(())
     }
 
@@ -477,11 +567,22 @@ impl State {
 
     pub fn table_set_default(&self, table: &str, action: &str, args: &[Vec<u8>]) -> R<()> {
         let (ti, t) = self.table(table)?;
-        let call = self.action_call(t, action, args)?;
-        if t.default_fixed || (t.default_const && t.default_entry.as_ref().map(|d| d.action) != Some(call.action)) {
+        let call = self.direct_call(t, action, args)?;
+        let EntryAction::Call(c) = &call else { unreachable!() };
+        if t.default_fixed || (t.default_const && t.default_entry.as_ref().map(|d| d.action) != Some(c.action)) {
             return Err(RuntimeError::Immutable(format!("table '{table}' has a const default action")));
         }
         self.tables[ti].write().default = Some(call);
+        Ok(())
+    }
+
+    /// Sets the default of an action-profile table to a member or a group.
+    pub fn table_set_default_indirect(&self, table: &str, target: Indirect) -> R<()> {
+        let (ti, t) = self.table(table)?;
+        let act = EntryAction::Indirect(target);
+        let mut ts = self.tables[ti].write();
+        self.check_target(t, &act)?;
+        ts.default = Some(act);
         Ok(())
     }
 
@@ -491,14 +592,27 @@ impl State {
         if t.default_fixed {
             return Ok(());
         }
-        self.tables[ti].write().default = t.default_entry.clone();
+        self.tables[ti].write().default = t.default_entry.clone().map(EntryAction::Call);
         Ok(())
     }
 
-    /// The default action and its arguments, if one is set.
+    /// The default action and its arguments, if one is set (None too for an
+    /// action-profile table: see `table_get_default_indirect`).
     pub fn table_get_default(&self, table: &str) -> R<Option<(String, Vec<Vec<u8>>)>> {
         let (ti, _) = self.table(table)?;
-        Ok(self.tables[ti].read().default.as_ref().map(|c| self.call_info(c)))
+        Ok(match &self.tables[ti].read().default {
+            Some(EntryAction::Call(c)) => Some(self.call_info(c)),
+            _ => None,
+        })
+    }
+
+    /// The member or group an action-profile table's default runs, if set.
+    pub fn table_get_default_indirect(&self, table: &str) -> R<Option<Indirect>> {
+        let (ti, _) = self.table(table)?;
+        Ok(match &self.tables[ti].read().default {
+            Some(EntryAction::Indirect(i)) => Some(*i),
+            _ => None,
+        })
     }
 
     fn call_info(&self, c: &ActionCall) -> (String, Vec<Vec<u8>>) {
@@ -531,16 +645,105 @@ impl State {
             .into_iter()
             .map(|h| {
                 let e = &ts.entries[&h];
-                let (action, args) = self.call_info(&e.call);
+                let ((action, args), indirect) = match &e.act {
+                    EntryAction::Call(c) => (self.call_info(c), None),
+                    EntryAction::Indirect(i) => ((String::new(), Vec::new()), Some(*i)),
+                };
                 EntryInfo {
                     handle: h,
                     keys: e.key.iter().zip(&t.keys).map(|(k, kf)| match_key_of(kf, k)).collect(),
                     priority: e.priority,
                     action,
                     args,
+                    indirect,
                 }
             })
             .collect())
+    }
+
+    fn profile(&self, name: &str) -> R<(usize, &ActionProfile)> {
+        let i = *self.prog.names.action_profiles.get(name).ok_or_else(|| RuntimeError::UnknownName(format!("action profile '{name}'")))?;
+        Ok((i, &self.prog.action_profiles[i]))
+    }
+
+    /// Read locks on the tables that use profile `p` (taken before the profile's own lock).
+    fn profile_tables(&self, p: usize) -> Vec<(&Table, parking_lot::RwLockReadGuard<'_, TableState>)> {
+        let tables = self.prog.tables.iter().enumerate().filter(|(_, t)| t.profile == Some(p));
+        tables.map(|(i, t)| (t, self.tables[i].read())).collect()
+    }
+
+    /// Adds or replaces member `member` of an action profile: an action of its
+    /// tables with its arguments.
+    pub fn profile_member_set(&self, profile: &str, member: u32, action: &str, args: &[Vec<u8>]) -> R<()> {
+        let (p, ap) = self.profile(profile)?;
+        let tables = self.profile_tables(p);
+        let t = tables.first().map(|(t, _)| *t).ok_or_else(|| RuntimeError::BadValue(format!("action profile '{profile}' has no table")))?;
+        let call = self.action_call(t, action, args)?;
+        let mut ps = self.profiles[p].write();
+        if !ps.members.contains_key(&member) && ps.members.len() >= ap.max_size {
+            return Err(RuntimeError::Full(format!("action profile '{profile}' holds its maximum of {} members", ap.max_size)));
+        }
+        ps.members.insert(member, call);
+        Ok(())
+    }
+
+    /// Deletes a member no group, entry or default refers to.
+    pub fn profile_member_delete(&self, profile: &str, member: u32) -> R<()> {
+        let (p, _) = self.profile(profile)?;
+        let tables = self.profile_tables(p);
+        let mut ps = self.profiles[p].write();
+        if !ps.members.contains_key(&member) {
+            return Err(RuntimeError::UnknownHandle(format!("action profile '{profile}' has no member {member}")));
+        }
+        let in_group = ps.groups.iter().find(|(_, ms)| ms.contains(&member)).map(|(g, _)| *g);
+        if let Some(g) = in_group {
+            return Err(RuntimeError::BadValue(format!("action profile '{profile}': member {member} is in group {g}")));
+        }
+        refuse_if_used(&tables, Indirect::Member(member), profile)?;
+        ps.members.remove(&member);
+        Ok(())
+    }
+
+    /// Creates or replaces group `group` of an action selector with these members.
+    pub fn profile_group_set(&self, profile: &str, group: u32, members: &[u32]) -> R<()> {
+        let (p, ap) = self.profile(profile)?;
+        if ap.selector.is_none() {
+            return Err(RuntimeError::BadValue(format!("action profile '{profile}' has no selector: it has no groups")));
+        }
+        let _tables = self.profile_tables(p);
+        let mut ps = self.profiles[p].write();
+        if let Some(m) = members.iter().find(|m| !ps.members.contains_key(m)) {
+            return Err(RuntimeError::UnknownHandle(format!("action profile '{profile}' has no member {m}")));
+        }
+        let mut sorted = members.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        ps.groups.insert(group, sorted);
+        Ok(())
+    }
+
+    /// Deletes a group no entry or default refers to.
+    pub fn profile_group_delete(&self, profile: &str, group: u32) -> R<()> {
+        let (p, _) = self.profile(profile)?;
+        let tables = self.profile_tables(p);
+        let mut ps = self.profiles[p].write();
+        if !ps.groups.contains_key(&group) {
+            return Err(RuntimeError::UnknownHandle(format!("action profile '{profile}' has no group {group}")));
+        }
+        refuse_if_used(&tables, Indirect::Group(group), profile)?;
+        ps.groups.remove(&group);
+        Ok(())
+    }
+
+    /// A profile's members (id, action, arguments) and groups (id, member ids), ascending.
+    pub fn profile_contents(&self, profile: &str) -> R<ProfileContents> {
+        let (p, _) = self.profile(profile)?;
+        let ps = self.profiles[p].read();
+        let mut members: Vec<_> = ps.members.iter().map(|(m, c)| (*m, self.call_info(c))).collect();
+        members.sort_unstable_by_key(|(m, _)| *m);
+        let mut groups: Vec<_> = ps.groups.iter().map(|(g, ms)| (*g, ms.clone())).collect();
+        groups.sort_unstable();
+        Ok(ProfileContents { members: members.into_iter().map(|(m, (a, args))| (m, a, args)).collect(), groups })
     }
 
     pub fn table_len(&self, table: &str) -> R<usize> {

@@ -79,7 +79,9 @@ fn table_errors() {
     assert_err(|v| v["pipelines"][0]["tables"][0]["next_tables"]["ingress.drop"] = json!("ghost"), &["pipelines[0].tables[0].next_tables", "unknown control node 'ghost'"]);
     assert_err(|v| v["pipelines"][0]["tables"][0]["default_entry"]["action_id"] = json!(77), &["pipelines[0].tables[0].default_entry", "unknown action id 77"]);
     assert_err(|v| v["pipelines"][0]["tables"][0]["default_entry"]["action_id"] = json!(8), &["default_entry", "not an action of the table"]);
-    assert_err(|v| v["pipelines"][0]["tables"][0]["type"] = json!("indirect"), &["pipelines[0].tables[0]", "'indirect'", "not supported"]);
+    assert_err(|v| v["pipelines"][0]["tables"][0]["type"] = json!("indirect"), &["pipelines[0].tables[0]", "missing attribute 'action_profile'"]);
+    assert_err(|v| { v["pipelines"][0]["tables"][0]["type"] = json!("indirect"); v["pipelines"][0]["tables"][0]["action_profile"] = json!("nope"); },
+               &["pipelines[0].tables[0]", "unknown action profile 'nope'"]);
     assert_err(|v| v["pipelines"][0]["tables"][0]["actions"][0] = json!("ghost_action"), &["pipelines[0].tables[0].actions[0]", "unknown action 'ghost_action'"]);
     assert_err(|v| v["pipelines"][0]["conditionals"][0]["expression"]["value"]["op"] = json!("**"), &["conditionals[0].expression", "unknown expression op '**'"]);
     assert_err(|v| v["pipelines"][1]["name"] = json!("egress2"), &["pipelines[1]", "unknown pipeline 'egress2'"]);
