@@ -85,7 +85,13 @@ def cmd_run(args):
     if args.resume:
         runs = [r for r in runs if study.run_state(out_dir / r.run_id) != study.COMPLETE]
         print(f"aqmlab: resuming {out_dir}: {len(runs)} run(s) to do")
-    outcome = execute(args, experiment, out_dir, runs)
+    try:
+        outcome = execute(args, experiment, out_dir, runs)
+    except KeyboardInterrupt:
+        print(f"aqmlab: the study in {out_dir} is unfinished; complete it with `aqmlab run "
+              f"{args.file} --out {out_dir} --resume{' --quick' if args.quick else ''}`",
+              file=sys.stderr)
+        raise
     failed = {run_id: reason for run_id, reason in outcome.items() if reason}
     if not args.only:
         from aqmlab.report import build_report, comparison_lines, summary_table
