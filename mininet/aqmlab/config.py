@@ -132,6 +132,7 @@ class Experiment:
     sweep: tuple = ({},)        # {dotted path: value} of each sweep point
     quick_repeat: int = 1       # repeat under --quick
     capture: bool = False       # pcap on R1 -> per-workload drops and CE marks (capture.py)
+    until_complete: bool = False  # end once every fixed-size bulk transfer is done; duration caps
 
     def for_quick(self):
         """The same experiment shortened to quick_duration (CI, `--quick`);
@@ -360,8 +361,8 @@ def parse_scenario(table, name, prefix):
 
 
 TOP_FIELDS = ("name", "description", "seed", "duration", "quick_duration", "warmup", "target",
-              "repeat", "quick_repeat", "capture", "topology", "aqm", "tcp", "workload",
-              "scenario", "sweep")
+              "repeat", "quick_repeat", "capture", "until_complete", "topology", "aqm", "tcp",
+              "workload", "scenario", "sweep")
 SCENARIO_FIELDS = ("name", "topology", "aqm", "tcp", "workload")
 SWEEP_SECTIONS = ("topology", "aqm", "tcp", "workload")
 
@@ -507,7 +508,19 @@ def parse_experiment(data):
         _choice(data, "target", "", TARGETS, "softswitch"), tuple(scenarios), data,
         repeat, tuple(sweep),
         _number(data, "quick_repeat", "", repeat, low=1, high=repeat, integer=True),
-        _capture(data))
+        _capture(data), _until_complete(data, scenarios))
+
+
+def _until_complete(data, scenarios):
+    until = _boolean(data, "until_complete", "", False)
+    if until and not any(measured_transfer(w) for s in scenarios for w in s.workloads):
+        _fail("until_complete", "needs a bulk workload with a fixed size and repeat = false")
+    return until
+
+
+def measured_transfer(workload):
+    """A workload whose clients each make one fixed-size transfer and exit."""
+    return workload.kind == "bulk" and workload.size != UNLIMITED and not workload.repeat
 
 
 def _capture(data):

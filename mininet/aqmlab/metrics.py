@@ -52,12 +52,16 @@ def window_bytes(flow_records, window):
     """Bytes a flow received inside the window.
 
     Unlimited bulk flows log cumulative samples: interpolate at the window
-    edges. Finite transfers count the bytes of transfers ending inside."""
+    edges (a client stopped before its deadline, see until_complete, has
+    no final record: its samples alone). Finite transfers count the bytes
+    of transfers ending inside."""
     start, end = window
     samples = sorted((r["t"], r["bytes"]) for r in flow_records if r["kind"] == "sample")
     finals = [r for r in flow_records if r["kind"] == "bulk" and r.get("size") == -1]
-    if finals:
-        points = [(finals[0]["start"], 0)] + samples + [(finals[0]["end"], finals[0]["bytes"])]
+    if finals or samples:
+        points = samples
+        if finals:
+            points = [(finals[0]["start"], 0)] + samples + [(finals[0]["end"], finals[0]["bytes"])]
         return _cumulative_at(points, end) - _cumulative_at(points, start)
     return sum(r["bytes"] for r in flow_records
                if r["kind"] in DELAY_KINDS and r["kind"] != "object" and start <= r["end"] <= end)

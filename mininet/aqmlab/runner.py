@@ -132,7 +132,7 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
                     progress.tick(elapsed)
                     if elapsed >= experiment.warmup and "start" not in snapshots:
                         snapshots["start"] = snapshot(network)
-                run.wait_until_end(on_tick)
+                run.wait_until_end(on_tick, experiment.until_complete)
                 lab.check_alive()
                 snapshots.setdefault("start", snapshot(network))
                 snapshots["end"] = snapshot(network)
@@ -149,7 +149,7 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
                 raise LabProcessDied(f"{'; '.join(dead)} (then: {_one_line(error)})") from error
             raise
     progress.done_scenario(experiment.duration)
-    window = (run.epoch + experiment.warmup, run.epoch + experiment.duration)
+    window = (run.epoch + experiment.warmup, run.ended)
     workloads = metrics.workload_summary(records, window, [w.name for w in scenario.workloads])
     if capture_dir:         # R1 has stopped: its pcaps are complete
         for name, counts in per_workload_packets(network, capture_dir, window).items():

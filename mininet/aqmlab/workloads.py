@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from aqmlab import iperf
+from aqmlab.config import measured_transfer
 
 AGENT = [sys.executable, "-m", "aqmlab.agent"]
 READY_TIMEOUT = 15.0
@@ -131,12 +132,19 @@ class Run:
         self.wait_until_end(on_tick)
         self.finish()
 
-    def wait_until_end(self, on_tick=None):
-        """Block until epoch + duration, calling on_tick(seconds elapsed) ~ every 0.5 s."""
+    def wait_until_end(self, on_tick=None, until_complete=False):
+        """Block until epoch + duration, calling on_tick(seconds elapsed) ~ every 0.5 s;
+        with until_complete, only until every client of a fixed-size bulk
+        workload has exited (its transfer done). `ended` is when it stopped."""
+        measured = [proc for (pair, _), proc in zip(self.logs, self.clients)
+                    if measured_transfer(pair.workload)] if until_complete else []
         while time.time() < self.end:
             time.sleep(min(0.5, max(0.0, self.end - time.time())))
             if on_tick:
                 on_tick(min(self.duration, max(0.0, time.time() - self.epoch)))
+            if measured and all(proc.poll() is not None for proc in measured):
+                break
+        self.ended = min(time.time(), self.end)
 
     def finish(self):
         """Give clients a moment to log their last transfer and senders their
