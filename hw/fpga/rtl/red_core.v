@@ -1,12 +1,13 @@
 // RED/ECN decision pipeline: the egress RED of p4src/red_ecn.p4 (specified in
 // p4src/README.md, "RED as implemented" and "Fixed point and quantisation"),
 // bit for bit, for PORTS ports. One packet per clock in; its decision is
-// on the outputs after the 6th clock edge from the one that took it (latency
-// 6, hw/fpga/README.md "Timing"); no back-pressure.
+// on the outputs after the 7th clock edge from the one that took it (latency
+// 7, hw/fpga/README.md "Timing"); no back-pressure.
 //
 // Stages (a packet spends one clock in each; RAMs read synchronously):
 //   s1  inputs registered; cfg and last_departure read; idle bucket
-//   s2  decay table read; avg read -> idle decay (multiplier 0) -> EWMA -> avg written
+//   sd  decay table read
+//   s2  avg read -> idle decay (multiplier 0) -> EWMA -> avg written
 //   s3  thresholds: region, avg - threshold, slope to use
 //   s4  (avg - threshold) * slope                      (multiplier 1)
 //   s5  p_b = offset + product >> 16
@@ -95,9 +96,9 @@ module red_core #(
         s1_dep_ram <= dep_mem[in_port & PORT_MASK];
     end
 
-    reg s2_valid; reg [PORT_BITS-1:0] s2_port; reg [15:0] s2_q; reg [1:0] s2_ecn;
-    reg [`RED_CFG_BITS-1:0] s2_cfg; reg [31:0] s2_dep; reg s2_idle;
-    wire [31:0] s1_departed = (s2_valid && s2_port == s1_port) ? s2_dep : s1_dep_ram;
+    reg sd_valid; reg [PORT_BITS-1:0] sd_port; reg [15:0] sd_q; reg [1:0] sd_ecn;
+    reg [`RED_CFG_BITS-1:0] sd_cfg; reg [31:0] sd_dep; reg sd_idle;
+    wire [31:0] s1_departed = (sd_valid && sd_port == s1_port) ? sd_dep : s1_dep_ram;
     wire s1_idle_decays = (s1_q == 16'd0) && (s1_now > s1_departed);
     // red_idle_decay key: idle times below one coarse bucket (2^idle_log us)
     // use 1024 fine buckets 2^(idle_log - 10) us wide; longer ones the coarse
@@ -113,26 +114,41 @@ module red_core #(
         : {1'b1, (s1_coarse > 32'd1023) ? 10'd1023 : s1_coarse[9:0]};
     always @(posedge clk) if (s1_valid) dep_mem[s1_port] <= s1_now + s1_deq;
 
-    // ------------------------------------------------------------------ s2
-    reg [32:0] s2_decay_ram; reg [31:0] s2_avg_ram;
+    // ------------------------------------------------------------------ sd
+    // The decay factor gets a clock of its own after the table's block RAM, so
+    // the RAM's output multiplexer is not in the avg recurrence of s2.
+    reg [32:0] sd_decay_ram;
     always @(posedge clk) begin
-        s2_valid <= s1_valid & ~rst;
-        s2_port <= s1_port;
-        s2_q <= s1_q;
-        s2_ecn <= s1_ecn;
-        s2_cfg <= s1_cfg;
-        s2_dep <= s1_now + s1_deq;
-        s2_idle <= s1_idle_decays;
-        s2_decay_ram <= decay_mem[{s1_port, s1_bucket}];
-        s2_avg_ram <= avg_mem[s1_port];
+        sd_valid <= s1_valid & ~rst;
+        sd_port <= s1_port;
+        sd_q <= s1_q;
+        sd_ecn <= s1_ecn;
+        sd_cfg <= s1_cfg;
+        sd_dep <= s1_now + s1_deq;
+        sd_idle <= s1_idle_decays;
+        sd_decay_ram <= decay_mem[{s1_port, s1_bucket}];
+    end
+
+    // ------------------------------------------------------------------ s2
+    reg s2_valid; reg [PORT_BITS-1:0] s2_port; reg [15:0] s2_q; reg [1:0] s2_ecn;
+    reg [`RED_CFG_BITS-1:0] s2_cfg; reg s2_idle; reg [32:0] s2_decay; reg [31:0] s2_avg_ram;
+    always @(posedge clk) begin
+        s2_valid <= sd_valid & ~rst;
+        s2_port <= sd_port;
+        s2_q <= sd_q;
+        s2_ecn <= sd_ecn;
+        s2_cfg <= sd_cfg;
+        s2_idle <= sd_idle;
+        s2_decay <= sd_decay_ram;
+        s2_avg_ram <= avg_mem[sd_port];
     end
 
     reg s3_valid; reg [PORT_BITS-1:0] s3_port; reg [31:0] s3_avg; reg [1:0] s3_ecn;
     reg [`RED_CFG_BITS-1:0] s3_cfg;
     wire [31:0] s2_avg_old = (s3_valid && s3_port == s2_port) ? s3_avg : s2_avg_ram;
     // idle decay: avg * factor >> 32 when the table has an entry for the bucket
-    wire [63:0] s2_avg_scaled = s2_avg_old * s2_decay_ram[31:0];
-    wire [31:0] s2_avg_decayed = (s2_idle && s2_decay_ram[32]) ? s2_avg_scaled[63:32] : s2_avg_old;
+    wire [63:0] s2_avg_scaled = s2_avg_old * s2_decay[31:0];
+    wire [31:0] s2_avg_decayed = (s2_idle && s2_decay[32]) ? s2_avg_scaled[63:32] : s2_avg_old;
     wire [31:0] s2_q_fixed = {s2_q, 16'd0};
     wire [7:0] s2_wq_log = s2_cfg[`CFG_WQ_LOG];
     wire [31:0] s2_avg_new = (s2_q_fixed >= s2_avg_decayed)

@@ -15,7 +15,7 @@ from cocotb.utils import get_sim_time
 
 from red_scenario import Draws, Lfsr, expected_decisions
 
-LATENCY = 6                     # clock edges from taking a packet to out_valid (red_core.v)
+LATENCY = 7                     # clock edges from taking a packet to out_valid (red_core.v)
 CLOCK_NS = 10
 REG = {"seed": 0x08, "mode": 0x10, "ecn": 0x14, "gentle": 0x18, "wq_log": 0x1C,
        "minth": 0x20, "maxth": 0x24, "maxp": 0x28, "slope_lo": 0x2C, "slope_hi": 0x30,
