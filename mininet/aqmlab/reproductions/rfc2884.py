@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aqmlab import metrics, stats, study
-from aqmlab.config import ConfigError
+from aqmlab.config import ConfigError, load_experiment, measured_transfer
 from aqmlab.report import load_study
 
 import matplotlib
@@ -338,15 +338,27 @@ def overhead_estimate(wall):
     return extra / runs, runs
 
 
+def traffic_seconds(experiment, scenario):
+    """How long a run's traffic lasts: its duration, or with until_complete
+    until its fixed-size transfers are done, estimated at a fair share of the
+    bottleneck among all flows (at most the duration)."""
+    if not experiment.until_complete:
+        return experiment.duration
+    flows = sum(w.pairs * w.connections for w in scenario.workloads)
+    rate = scenario.topology.bottleneck.rate_bps
+    done = max(w.start + 8 * w.size * flows / rate for w in scenario.workloads
+               if measured_transfer(w))
+    return min(experiment.duration, done)
+
+
 def grid_estimate(overhead):
     """[(part, runs, hours on one machine)] of the full grid (not quick)."""
-    from aqmlab.config import load_experiment
-
     rows = []
     for part in (CALIBRATION,) + PARTS:
         experiment = load_experiment(EXPERIMENTS / f"{part}.toml")
-        runs = len(study.expand(experiment))
-        rows.append((part, runs, runs * (experiment.duration + overhead) / 3600))
+        runs = study.expand(experiment)
+        seconds = sum(traffic_seconds(experiment, r.scenario) + overhead for r in runs)
+        rows.append((part, len(runs), seconds / 3600))
     return rows
 
 
@@ -637,12 +649,15 @@ def wall_lines(wall):
         return lines + ["No runs measured: no per-run time."]
     rows = grid_estimate(overhead)
     total = sum(hours for _, _, hours in rows)
-    longest = max(hours * 3600 / count for _, count, hours in rows)
+    longest = max(max(traffic_seconds(e, s.scenario) for s in study.expand(e)) for e in
+                  (load_experiment(EXPERIMENTS / f"{part}.toml") for part, _, _ in rows))
     lines += [
         "",
         f"A run took its traffic duration plus {overhead:.1f} s (lab set-up and teardown; mean "
-        f"over the {runs} runs measured). Full grid estimate, runs x (duration + "
-        f"{overhead:.1f} s), bulk runs at their 1500 s cap:",
+        f"over the {runs} runs measured). Full grid estimate, runs x (traffic + "
+        f"{overhead:.1f} s), a bulk run's traffic lasting until both 20 MB transfers are done "
+        f"at a fair share of 1.5 Mb/s among all its flows (`until_complete`; the 1500 s cap "
+        f"bounds it):",
         "",
         "| part | runs | hours, one machine |", "|---|---|---|",
         *[f"| {part} | {count} | {hours:.1f} |" for part, count, hours in rows],
@@ -650,7 +665,8 @@ def wall_lines(wall):
         "",
         f"On N machines (`--executor slurm`, one run per machine at a time): about "
         f"{total:.0f} / N hours ({total / 10:.1f} h on 10, {total / 50:.1f} h on 50), never "
-        f"below the longest run ({longest / 60:.0f} min) plus one calibration run, since the "
+        f"below the longest run ({(longest + overhead) / 60:.0f} min) plus one calibration run, "
+        f"since the "
         f"calibration ({rows[0][2]:.1f} h on one machine) runs first. `--jobs 2` on this "
         f"2-core machine "
         f"halves the one-machine time (1.5 Mb/s runs meet the --jobs rule of "
