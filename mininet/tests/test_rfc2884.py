@@ -299,6 +299,39 @@ def test_report_labels_quick_results_and_lists_every_published_statement(tmp_pat
     assert "plus 7.5 s" in text
 
 
+def test_one_command_calibrates_then_runs_each_part_with_the_chosen_red(tmp_path, monkeypatch):
+    """main() with `aqmlab run` replaced by writing known study folders: the
+    calibration's choice lands in every part's file, options pass through."""
+    commands = []
+
+    def fake_call(command):
+        commands.append(command)
+        source, out_dir = command[4], tmp_path / "s" / command[6].split("/")[-1]
+        if out_dir.name == rfc2884.CALIBRATION:
+            write_study(out_dir, (FILES / "calibration.toml").read_text(), lambda run: result(),
+                        lambda run: [{"t": t, "avg": 12 + 4 * (rfc2884.background_flows(
+                            run.scenario) == 10) * 5} for t in range(20, 81)])
+        else:
+            assert source == str(tmp_path / "s" / f"{out_dir.name}.toml")
+        return 0
+    monkeypatch.setattr(rfc2884.subprocess, "call", fake_call)
+    assert rfc2884.main(["--out", str(tmp_path / "s"), "--parts", "bulk,crr",
+                         "--jobs", "2", "--executor", "slurm"]) == 0
+    assert [c[6].split("/")[-1] for c in commands] == ["calibration", "bulk", "crr"]
+    assert all(c[2:4] == ["aqmlab", "run"] and c[7:] == ["--resume", "--jobs", "2",
+                                                          "--executor", "slurm"]
+               for c in commands)
+    sweep = tomllib.loads((tmp_path / "s" / "bulk.toml").read_text())["sweep"]
+    # avg 12 at 2 and 5 flows -> 5/15; avg 32 at 10 flows -> 15/45 (the only region holding it)
+    assert (sweep["aqm.minth"], sweep["aqm.maxth"]) == ([5, 5, 15], [15, 15, 45])
+    chosen = json.loads((tmp_path / "s" / rfc2884.CALIBRATION_FILE).read_text())
+    assert chosen["10"]["region"] == 1.0 and set(chosen) == {"2", "5", "10"}
+    report = (tmp_path / "s" / "report.md").read_text()
+    assert "| high (10 flows) | 15 / 45 / 2^-9 | 1.00 (2) |" in report
+    wall = json.loads((tmp_path / "s" / rfc2884.WALL_TIMES).read_text())
+    assert wall["calibration"]["runs"] == 36 and wall["bulk"]["runs"] == 0
+
+
 def test_study_command_refuses_an_unknown_part(tmp_path):
     out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "rfc2884", "--out",
                           str(tmp_path / "s"), "--parts", "bulk,nope"],
