@@ -113,6 +113,7 @@ const MATCH_TYPES: &[&str] = &["exact", "lpm", "ternary", "valid", "range"];
 pub(crate) fn check_root(root: &Value) -> R<()> {
     check_version(root)?;
     check_unique_ids(root)?;
+    check_errors_and_enums(root)?;
     for (i, a) in items(root, "actions").iter().enumerate() {
         let n_params = items(a, "runtime_data").len();
         for (j, p) in items(a, "primitives").iter().enumerate() {
@@ -120,8 +121,14 @@ pub(crate) fn check_root(root: &Value) -> R<()> {
         }
     }
     for (i, p) in items(root, "parsers").iter().enumerate() {
+        let mut names = HashSet::new();
         for (j, s) in items(p, "parse_states").iter().enumerate() {
-            check_parse_state(s, &format!("parsers[{i}].parse_states[{j}]"))?;
+            let path = format!("parsers[{i}].parse_states[{j}]");
+            let name = s.get("name").and_then(Value::as_str).unwrap_or("");
+            if !names.insert(name) {
+                return err(&path, format!("Duplicate objects of type 'parse state' with name '{name}'"));
+            }
+            check_parse_state(s, &path)?;
         }
     }
     for (i, p) in items(root, "pipelines").iter().enumerate() {
@@ -208,6 +215,31 @@ fn unique_ids(list: &[Value], path: &str, kind: &str) -> R<()> {
         if !seen.insert(id) {
             return err(&format!("{path}[{i}]"), format!("Several objects of type '{kind}' have the same id {id}"));
         }
+    }
+    Ok(())
+}
+
+/// `ErrorCodeMap::add` / `EnumMap::add_entry`: names and values unique (within an enum for enums).
+fn check_errors_and_enums(root: &Value) -> R<()> {
+    let pair = |e: &Value| (e.get(0).and_then(Value::as_str).map(str::to_string), e.get(1).and_then(Value::as_i64));
+    let unique = |entries: &[Value], path: &str, what: &str| -> R<()> {
+        let (mut names, mut values) = (HashSet::new(), HashSet::new());
+        for (i, e) in entries.iter().enumerate() {
+            let (name, value) = pair(e);
+            if !names.insert(name) || !values.insert(value) {
+                return err(&format!("{path}[{i}]"), format!("Invalid {what} specification in json: name or value repeated"));
+            }
+        }
+        Ok(())
+    };
+    unique(items(root, "errors"), "errors", "errors")?;
+    let mut enum_names = HashSet::new();
+    for (i, e) in items(root, "enums").iter().enumerate() {
+        let path = format!("enums[{i}]");
+        if !enum_names.insert(e.get("name").and_then(Value::as_str)) {
+            return err(&path, "Invalid enums specification in json: enum name repeated");
+        }
+        unique(items(e, "entries"), &format!("{path}.entries"), "enums")?;
     }
     Ok(())
 }
