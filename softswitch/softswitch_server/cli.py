@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="log server events and a per-packet trace to stderr")
     p.add_argument("--pcap", metavar="DIR", help="write a pcap file per port into DIR")
     p.add_argument("--seed", type=int, default=None, help="seed of the random extern")
+    p.add_argument("--lenient", action="store_true",
+                   help="debugging: also load BMv2 JSON that BMv2 itself refuses but the engine can run")
     p.add_argument("--tm", action="append", default=[], metavar="PORT:OPTS",
                    help="traffic manager of a port: rate=10mbit,buffer=100,"
                         "buffer-bytes=150000,delay=20ms,ingress-delay=0ms,prio-queues=1")
@@ -140,7 +142,9 @@ def run(args) -> int:
     if args.pcap:
         os.makedirs(args.pcap, exist_ok=True)
     sw = se.Switch(ports=args.ports, cpu_port=args.cpu_port, seed=args.seed,
-                   pcap_dir=args.pcap, trace=args.log_console)
+                   pcap_dir=args.pcap, trace=args.log_console, lenient=args.lenient)
+    if args.lenient:
+        print("softswitch: --lenient: loading JSON that BMv2 would refuse", file=sys.stderr)
     for port, config in args.port_configs.items():
         sw.configure_port(port, **config.engine_kwargs())
     server = SoftswitchServer(sw, args.grpc_server_addr, args.device_id)

@@ -74,3 +74,15 @@ def test_lenient_accepts_what_only_bmv2_refuses():
     sw.load_pipeline(one_level_expression_program(), lenient=True)
     with pytest.raises(se.PipelineError):
         sw.load_pipeline('{"header_types": 5}', lenient=True)
+
+
+def test_a_lenient_switch_loads_it_by_default():
+    sw = se.Switch(ports={}, lenient=True)
+    sw.load_pipeline(one_level_expression_program())
+    with pytest.raises(se.PipelineError):
+        sw.verify_pipeline(one_level_expression_program(), lenient=False)
+
+
+def test_softswitch_has_a_lenient_flag_off_by_default():
+    from softswitch_server.cli import parse_args
+    assert parse_args(["--lenient"]).lenient and not parse_args([]).lenient

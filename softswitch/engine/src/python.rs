@@ -98,6 +98,8 @@ pub struct Switch {
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Executor for `process_packet`, rebuilt when the pipeline changes.
     sync_exec: Mutex<Option<(u64, Executor)>>,
+    /// Default of `verify_pipeline`/`load_pipeline`: also accept JSON only BMv2 refuses.
+    lenient: bool,
 }
 
 impl Switch {
@@ -126,8 +128,8 @@ impl Switch {
 #[pymethods]
 impl Switch {
     #[new]
-    #[pyo3(signature = (ports, cpu_port=None, seed=None, pcap_dir=None, trace=false))]
-    fn new(ports: BTreeMap<u32, String>, cpu_port: Option<u32>, seed: Option<u64>, pcap_dir: Option<PathBuf>, trace: bool) -> PyResult<Switch> {
+    #[pyo3(signature = (ports, cpu_port=None, seed=None, pcap_dir=None, trace=false, lenient=false))]
+    fn new(ports: BTreeMap<u32, String>, cpu_port: Option<u32>, seed: Option<u64>, pcap_dir: Option<PathBuf>, trace: bool, lenient: bool) -> PyResult<Switch> {
         if let Some(cpu) = cpu_port {
             if ports.contains_key(&cpu) {
                 return Err(PyValueError::new_err(format!("cpu_port {cpu} is also an interface port")));
@@ -151,6 +153,7 @@ impl Switch {
             pcap_dir,
             thread: Mutex::new(None),
             sync_exec: Mutex::new(None),
+            lenient,
         })
     }
 
@@ -165,14 +168,14 @@ impl Switch {
         Ok(())
     }
 
-    #[pyo3(signature = (json_text, lenient=false))]
-    fn verify_pipeline(&self, py: Python<'_>, json_text: &str, lenient: bool) -> PyResult<()> {
-        parse_program(py, json_text, lenient).map(|_| ())
+    #[pyo3(signature = (json_text, lenient=None))]
+    fn verify_pipeline(&self, py: Python<'_>, json_text: &str, lenient: Option<bool>) -> PyResult<()> {
+        parse_program(py, json_text, lenient.unwrap_or(self.lenient)).map(|_| ())
     }
 
-    #[pyo3(signature = (json_text, lenient=false))]
-    fn load_pipeline(&self, py: Python<'_>, json_text: &str, lenient: bool) -> PyResult<()> {
-        let program = parse_program(py, json_text, lenient)?;
+    #[pyo3(signature = (json_text, lenient=None))]
+    fn load_pipeline(&self, py: Python<'_>, json_text: &str, lenient: Option<bool>) -> PyResult<()> {
+        let program = parse_program(py, json_text, lenient.unwrap_or(self.lenient))?;
         let program = Arc::new(program);
         let state = Arc::new(State::new(&program));
         *self.shared.pipeline.write() = Some(Arc::new(Pipeline { program, state }));
