@@ -279,6 +279,23 @@ def test_bulk_statements_use_size_over_completion_time(tmp_path):
     assert "Every measured 20 MB transfer completed." in text
 
 
+def test_fairness_is_jain_over_all_four_flows_per_maxp(tmp_path):
+    root = tmp_path / "study"
+    root.mkdir()
+
+    def four_flows(run):
+        unfair = 3.0 if run.scenario.aqm.maxp == 0.2 else 1.0      # one flow 3x the others
+        found = result()
+        found["goodputs"] = {"background/b.0": 1e5, "background/b.1": 1e5,
+                             "ecn-on/e.0": 1e5, "ecn-off/o.0": unfair * 1e5}
+        return found
+    write_study(root / "fairness", (FILES / "fairness.toml").read_text(), four_flows)
+    text = rfc2884.write_report(root, tmp_path / "r.md")
+    assert "| 0.1 | 0.985403 / 0.989726 | 1 [1, 1] (n = 10) | 1 [1, 1] (n = 10) |" in text
+    assert "| 0.2 | 0.979368 / 0.983342 | 0.75 [0.75, 0.75] (n = 10) |" in text  # 36 / (4 * 12)
+    assert "reaches the published range (>= 0.979) at 6 of 8 points" in text
+
+
 def test_report_labels_quick_results_and_lists_every_published_statement(tmp_path):
     root = tmp_path / "study"
     root.mkdir()

@@ -1,3 +1,4 @@
 """Reproductions of published studies, each one command: `aqmlab study NAME`."""
 
-STUDIES = {"rfc2884": "aqmlab.reproductions.rfc2884"}
+STUDIES = {"rfc2884": "aqmlab.reproductions.rfc2884",
+           "rfc2415": "aqmlab.reproductions.rfc2415"}
