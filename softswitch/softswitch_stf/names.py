@@ -25,6 +25,7 @@ class Table:
     name: str
     keys: list
     actions: list
+    profile: str = None     # the action profile/selector an indirect table takes its actions from
 
 
 def parse_number(text, where):
@@ -57,7 +58,13 @@ class Program:
         for pipeline in bmv2_json["pipelines"]:
             for t in pipeline["tables"]:
                 self.tables[t["name"]] = Table(t["name"], [self._key(k) for k in t["key"]],
-                                               list(t["actions"]))
+                                               list(t["actions"]), t.get("action_profile"))
+        # a profile offers the actions of the tables that use it
+        self.profiles = {}
+        for t in self.tables.values():
+            if t.profile:
+                self.profiles.setdefault(t.profile, Table(t.profile, [], [], t.profile)).actions += \
+                    [a for a in t.actions if a not in self.profiles[t.profile].actions]
         self.counters = {c["name"]: c for c in bmv2_json.get("counter_arrays", [])}
         self.registers = {r["name"]: r for r in bmv2_json.get("register_arrays", [])}
 
@@ -83,6 +90,10 @@ class Program:
     def action(self, table, name, where):
         found = _by_suffix(name, table.actions, f"action of table {table.name}", where)
         return found, self.actions[found]
+
+    def profile(self, name, where):
+        """An action profile or selector, as a Table whose actions are its tables' actions."""
+        return self.profiles[_by_suffix(name, self.profiles, "action profile", where)]
 
     def counter(self, name, where):
         return self.counters[_by_suffix(name, self.counters, "counter", where)]

@@ -17,6 +17,7 @@ from .stf import StfError
 
 _COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
             ">": operator.gt, ">=": operator.ge}
+IMPLICIT_MEMBERS = 1 << 30
 _ENGINE_ERRORS = (KeyError, ValueError, OverflowError, RuntimeError, se.DuplicateEntryError,
                   se.TableFullError)
 
@@ -52,6 +53,7 @@ class _Run:
         self.handles = {}
         self.mc_nodes = []
         self.mc_groups = {}
+        self.implicit_members = {}   # profile -> {(action, args): member id}
         self.result = Result()
         self.found = []       # (where, failure), reported in file order
 
@@ -66,14 +68,43 @@ class _Run:
 
     # --- control plane -------------------------------------------------------
 
-    def do_add(self, where, table, priority, keys, action, args, handle):
+    def do_add(self, where, table, priority, keys, action, args, ref, handle):
         t = self.program.table(table, where)
-        action, params = self.program.action(t, action, where)
-        h = self.switch.table_add(t.name, self.program.key_tuples(t, keys, where), action,
-                                  self.program.action_args(action, params, args, where),
-                                  priority=priority or 0)
+        key_tuples = self.program.key_tuples(t, keys, where)
+        if ref and not t.profile:
+            raise StfError(where, f"{t.name} has no action profile: give ACTION(...), not {ref[0]}=N")
+        if ref is None and t.profile:
+            ref = ("member", self._implicit_member(t, action, args, where))
+        if ref:
+            h = self.switch.table_add(t.name, key_tuples, ref, [], priority=priority or 0)
+        else:
+            action, params = self.program.action(t, action, where)
+            h = self.switch.table_add(t.name, key_tuples, action,
+                                      self.program.action_args(action, params, args, where),
+                                      priority=priority or 0)
         if handle:
             self.handles[handle] = (t.name, h)
+
+    def _implicit_member(self, table, action, args, where):
+        """`add` with ACTION(...) on a profile's table: one member per distinct action call,
+        numbered from IMPLICIT_MEMBERS so they never meet the file's own `member` ids."""
+        name, params = self.program.action(table, action, where)
+        values = self.program.action_args(name, params, args, where)
+        members = self.implicit_members.setdefault(table.profile, {})
+        key = (name, tuple(values))
+        if key not in members:
+            members[key] = IMPLICIT_MEMBERS + len(members)
+            self.switch.act_prof_member_set(table.profile, members[key], name, values)
+        return members[key]
+
+    def do_member(self, where, profile, member, action, args):
+        p = self.program.profile(profile, where)
+        name, params = self.program.action(p, action, where)
+        self.switch.act_prof_member_set(p.name, member, name,
+                                        self.program.action_args(name, params, args, where))
+
+    def do_group(self, where, profile, group, members):
+        self.switch.act_prof_group_set(self.program.profile(profile, where).name, group, members)
 
     def do_setdefault(self, where, table, action, args):
         t = self.program.table(table, where)

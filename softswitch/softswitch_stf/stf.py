@@ -35,6 +35,7 @@ _NAME = r"[A-Za-z_$][\w$.\[\]]*"
 _ADD_TAIL = re.compile(rf"^({_NAME})\s*\((.*)\)\s*(?:=\s*(\w+))?$")
 _ACTION = re.compile(rf"^({_NAME})\s*\((.*)\)$")
 _CHECK = re.compile(rf"^({_NAME})\s*\(\s*(\$?\w+)\s*\)\s*(?:(packets|bytes)?\s*(==|!=|<=|>=|<|>)\s*(\S+))?$")
+_REF = re.compile(r"^(member|group)=(\d+)$")
 _PACKET_HEX = re.compile(r"^[0-9a-fA-F]*$")
 _EXPECT_HEX = re.compile(r"^[0-9a-fA-F*]*\$?$")
 
@@ -87,29 +88,37 @@ def _args(text, where):
 
 
 def _parse_add(rest, where):
+    """`TABLE [PRIO] KEY:VALUE... ACTION(ARGS) [= ID]`, or `... member=N` / `group=N`
+    (an entry of an action-profile/selector table pointing at a member or group)."""
+    usage = "usage: add TABLE [PRIORITY] KEY:VALUE ... ACTION(ARG:VALUE, ...) | member=N | group=N"
     paren = rest.find("(")
-    if paren < 0:
-        raise StfError(where, "usage: add TABLE [PRIORITY] KEY:VALUE ... ACTION(ARG:VALUE, ...)")
-    words = rest[:paren].split()
-    if len(words) < 2:
-        raise StfError(where, "add needs a table name and an action")
-    table, *keys, action_name = words
+    words = (rest[:paren] if paren >= 0 else rest).split()
+    ref = _REF.match(words[-1]) if paren < 0 and words else None
+    if len(words) < 2 or (paren < 0 and ref is None):
+        raise StfError(where, usage)
+    table, *keys, last = words
     priority = None
     if keys and keys[0][0].isdigit():
         if not keys[0].isdigit():
             raise StfError(where, f"priority must be a decimal number, got '{keys[0]}'")
         priority = int(keys.pop(0))
-    tail = _ADD_TAIL.match(action_name + rest[paren:])
+    entry = {"table": table, "priority": priority, "keys": [_key(k, where) for k in keys],
+             "action": None, "args": [], "ref": None, "handle": None}
+    if ref:
+        entry["ref"] = (ref.group(1), int(ref.group(2)))
+        return entry
+    tail = _ADD_TAIL.match(last + rest[paren:])
     if tail is None:
-        raise StfError(where, f"cannot read the action call '{action_name + rest[paren:]}'")
-    matches = []
-    for key in keys:
-        name, colon, value = _split_key(key)
-        if not colon or not name or not value:
-            raise StfError(where, f"key '{key}' is not FIELD:VALUE")
-        matches.append((name, value))
-    return {"table": table, "priority": priority, "keys": matches, "action": tail.group(1),
-            "args": _args(tail.group(2), where), "handle": tail.group(3)}
+        raise StfError(where, f"cannot read the action call '{last + rest[paren:]}'")
+    entry.update(action=tail.group(1), args=_args(tail.group(2), where), handle=tail.group(3))
+    return entry
+
+
+def _key(key, where):
+    name, colon, value = _split_key(key)
+    if not colon or not name or not value:
+        raise StfError(where, f"key '{key}' is not FIELD:VALUE")
+    return name, value
 
 
 def _split_key(key):
@@ -185,6 +194,22 @@ def _parse_check(rest, where, kind):
     return {"name": name, "index": index, "unit": unit or "packets", "op": op, "value": value}
 
 
+def _parse_member(rest, where):
+    words = rest.split(None, 2)
+    action = _ACTION.match(words[2].strip()) if len(words) == 3 else None
+    if action is None or not words[1].isdigit():
+        raise StfError(where, "usage: member PROFILE ID ACTION(ARG:VALUE, ...)")
+    return {"profile": words[0], "member": int(words[1]), "action": action.group(1),
+            "args": _args(action.group(2), where)}
+
+
+def _parse_group(rest, where):
+    words = rest.split()
+    if len(words) < 2 or not all(w.isdigit() for w in words[1:]):
+        raise StfError(where, "usage: group PROFILE ID [MEMBER ...]")
+    return {"profile": words[0], "group": int(words[1]), "members": [int(w) for w in words[2:]]}
+
+
 def _parse_register_write(rest, where):
     words = rest.split()
     if len(words) != 3 or not words[1].isdigit():
@@ -205,4 +230,6 @@ _PARSERS = {
     "check_counter": lambda rest, where: _parse_check(rest, where, "check_counter"),
     "check_register": lambda rest, where: _parse_check(rest, where, "check_register"),
     "register_write": _parse_register_write,
+    "member": _parse_member,
+    "group": _parse_group,
 }

@@ -238,3 +238,24 @@ def test_command_runs_as_a_module_with_defines_and_verbose_output(tmp_path):
 def test_numbers_too_large_for_the_engine_are_line_errors():
     with pytest.raises(StfError, match="t.stf:1: error: mc_mgrp_create: "):
         run_text("mc_mgrp_create 99999999999\n")
+
+
+@pytest.mark.parametrize("line, message", [
+    ("add t k:1 member=x", "usage: add TABLE"),
+    ("add t k:1", "usage: add TABLE"),
+    ("member prof 1", "usage: member PROFILE ID ACTION"),
+    ("member prof x a()", "usage: member PROFILE ID ACTION"),
+    ("group prof", "usage: group PROFILE ID [MEMBER ...]"),
+    ("group prof 1 a", "usage: group PROFILE ID [MEMBER ...]"),
+])
+def test_malformed_profile_lines_are_one_line_errors(line, message):
+    with pytest.raises(StfError) as e:
+        parse_text(line, "t.stf")
+    assert str(e.value).startswith(f"t.stf:1: error: {message}")
+
+
+def test_profile_references_need_a_profile_table():
+    with pytest.raises(StfError, match="t.stf:1: error: MyIngress.ipv4_lpm has no action profile"):
+        run_text("add ipv4_lpm dstAddr:1 member=1\n")
+    with pytest.raises(StfError, match="t.stf:1: error: no action profile named 'nope'"):
+        run_text("member nope 1 drop()\n")
