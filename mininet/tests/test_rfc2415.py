@@ -1,0 +1,207 @@
+"""The RFC 2415 reproduction without a lab: its experiment files (the RFC's
+and the thread's grids and TCP), the published numbers, per-seed % decreases,
+the headline-trend checks, run-length convergence, the CI direction check and
+the report, on study folders written here with known values. The lab test is
+at the end (root)."""
+
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+
+from aqmlab.config import load_experiment
+from aqmlab.reproductions import rfc2415
+from labhelpers import REPO
+from test_rfc2884 import write_study
+
+FILES = REPO / "mininet" / "experiments" / "rfc2415"
+
+
+# ---------------------------------------------------------------- the experiment files
+
+@pytest.mark.parametrize("name", rfc2415.PARTS + (rfc2415.CONVERGENCE,))
+def test_every_part_is_the_rfc_dumbbell_and_tcp_with_five_repetitions(name):
+    e = load_experiment(FILES / f"{name}.toml")
+    assert e.repeat >= 5 and e.duration >= 360
+    for s in e.scenarios:
+        b = s.topology.bottleneck
+        assert (b.rate_bps, b.delay_s) == (1.5e6, 0.05)
+        assert s.topology.server_access.rate_bps == 10e6
+        assert s.topology.server_access.delay_s == pytest.approx(100e-6)
+        assert b.buffer == (22 if name.startswith("thread") else 25)
+        assert s.aqm.mode == ("red" if name == "thread_red" else "droptail")
+        for w in s.workloads:
+            assert (w.tcp.window_clamp, w.tcp.mss) == (11, 1460)
+            if w.kind.startswith("http"):
+                assert w.embedded == 3 and w.think == {"dist": "uniform", "low": 1, "high": 5}
+            else:
+                assert (w.size, w.repeat) == (1_000_000, True)
+
+
+def grid(name):
+    part = rfc2415.Part("x", None)
+    return {part.key(s) for s in load_experiment(FILES / f"{name}.toml").scenarios}
+
+
+def test_rfc_grids_cover_every_published_cell_and_iw_10():
+    published = rfc2415.published()["rfc2415"]
+    for name, table in (("http10", "table1"), ("http11", "table4")):
+        cells = {(r["webs"], r["ftps"]) for r in published[table]}
+        assert grid(name) == {(w, f, iw) for w, f in cells for iw in (1, 2, 3, 4, 10)}
+    assert grid("halves") == {(n, 0, iw) for n in (16, 32, 64) for iw in (1, 3, "split")}
+    assert grid("thread_droptail") == {(16, f, iw) for f in (0, 1, 4, 6, 8)
+                                       for iw in (1, 2, 3, 4, 10)}
+    assert grid("thread_red") == {(16, f, iw) for f in (1, 4, 6, 8) for iw in (1, 2, 3, 4, 10)}
+    assert grid("thread_mix") == {(32, 0, 1), (32, 0, 3), (32, 0, "split")}
+    assert grid("thread_http11") == {(16, f, iw) for f in (0, 1, 4, 8) for iw in (1, 3)}
+
+
+def test_web_objects_have_a_median_within_two_segments():
+    import math
+    for w in load_experiment(FILES / "http10.toml").scenarios[0].workloads:
+        if w.kind == "http10":
+            assert w.object_size["dist"] == "lognormal"
+            assert 1460 < math.exp(w.object_size["mu"]) <= 2 * 1460
+
+
+def test_published_tables_are_complete():
+    p = rfc2415.published()
+    assert len(p["rfc2415"]["table1"]) == len(p["rfc2415"]["table4"]) == 12
+    assert all(len(r["decrease_pct"]) == 3 for r in p["rfc2415"]["table1"])
+    assert all(len(r["utilisation_pct"]) == len(r["drop_pct"]) == 4
+               for r in p["rfc2415"]["table2"])
+    assert len(p["rfc2415"]["table3"]) == len(p["rfc2415"]["table5"]) == 9
+    assert [r["webs"] for r in p["rfc2415"]["table6"]] == [16, 32, 64]
+    assert [r["ftps"] for r in p["thread"]["red"]] == [1, 4, 6, 8]
+
+
+def test_quick_variant_fits_ci_budget():
+    e = load_experiment(FILES / "quick.toml")
+    assert e.repeat * (e.duration + 15) < 5 * 60
+    assert {w.name: w.tcp.initcwnd for w in e.scenarios[0].workloads} == {
+        "web-iw1": 1, "web-iw4": 4, "ftp": 1}
+
+
+# ---------------------------------------------------------------- study folders with known values
+
+def result(webs, bottleneck=(0.9, 0.01), ftp=None):
+    """A result.json: {web workload: median page delay}, optional FTP (goodput, delay)."""
+    workloads = {w: {"flows": 1, "goodput_bps": 2e5, "goodput_per_flow_bps": 2e5,
+                     "jain_index": 1.0, "delay_kind": "page", "delay_s": {"median": d},
+                     "transactions_per_s": 0, "network_power": None}
+                 for w, d in webs.items()}
+    if ftp:
+        workloads["ftp"] = {"flows": 1, "goodput_bps": ftp[0], "goodput_per_flow_bps": ftp[0],
+                            "jain_index": 1.0, "delay_kind": "bulk",
+                            "delay_s": {"median": ftp[1]}, "transactions_per_s": 0,
+                            "network_power": None}
+    return {"scenario": "x", "seed": 1, "goodputs": {f"{w}/f": 1e5 for w in workloads},
+            "flow_stats": {}, "bottleneck": {"utilisation": bottleneck[0],
+                                             "drop_rate": bottleneck[1], "mark_rate": 0},
+            "queue": {"samples": 0}, "workloads": workloads}
+
+
+def known_delay(scenario, seed, red=False):
+    """IW 1 page delay 1 s (+ 0.1 s per FTP), falling by 10 % per extra
+    packet of IW up to 4; RED takes 40 % off with FTPs; a little seed noise."""
+    ftps, iw = rfc2415.ftps_of(scenario), rfc2415.iw_of(scenario)
+    base = (1 + 0.1 * ftps) * (0.6 if red and ftps else 1.0)
+    return base * (1 - 0.1 * (min(iw, 4) - 1)) + 0.01 * (seed % 3)
+
+
+def thread_folder(root, name, red=False):
+    def result_of(run):
+        iw = rfc2415.iw_of(run.scenario)
+        drop = 0.01 + 0.002 * iw * (1 if rfc2415.ftps_of(run.scenario) < 8 else 10)
+        return result({"web": known_delay(run.scenario, run.seed, red)}, (0.95, drop),
+                      ftp=(1e6, 9.0) if rfc2415.ftps_of(run.scenario) else None)
+    return write_study(root / name, (FILES / f"{name}.toml").read_text(), result_of)
+
+
+def test_decrease_is_per_seed_and_the_trends_are_checked_in_words(tmp_path):
+    thread_folder(tmp_path, "thread_droptail")
+    part = rfc2415.Part.load("thread_droptail", tmp_path / "thread_droptail")
+    found = rfc2415.decrease(part, (16, 4, 1), (16, 4, 3))
+    assert found.n == 5 and found.mean == pytest.approx(20, abs=0.5)
+    text = " ".join(rfc2415.iw_trend_lines(part, "thread"))
+    assert "falls from IW 1 in 15 of 15" in text and "NOT" not in text
+    drops = " ".join(rfc2415.drop_trend_lines(part, "thread", (16, 8)))
+    assert "below 1 pp (interval) in 4 of 5" in drops
+    assert "1 pp or more: 16w/8f: +6.00 pp" in drops and "most overloaded" in drops
+
+
+def test_red_beats_the_larger_iw_when_it_saves_more_per_seed(tmp_path):
+    thread_folder(tmp_path, "thread_droptail")
+    thread_folder(tmp_path, "thread_red", red=True)
+    lines = rfc2415.red_vs_iw_lines(rfc2415.load_parts(tmp_path))
+    assert len(lines) == 3 and all("RED helps more (interval above 0)" in line for line in lines)
+
+
+def test_direction_check_fails_only_when_iw4_is_significantly_slower(tmp_path):
+    noise = random.Random(4)
+    jitter = {s: noise.gauss(0, 0.02) for s in range(1, 6)}
+    for name, iw4, ok in (("faster", 0.7, True), ("equal", 1.0, True), ("slower", 1.3, False)):
+        folder = write_study(tmp_path / name, (FILES / "quick.toml").read_text(),
+                             lambda run: result({"web-iw1": 1.0, "web-iw4": iw4 + jitter[run.seed]}))
+        verdict = rfc2415.main_effect(rfc2415.Part.load(rfc2415.QUICK, folder))
+        assert verdict["ok"] is ok, name
+
+
+def test_direction_check_false_alarm_rate_is_at_most_its_stated_level():
+    """IW 4 truly equal to IW 1: the check fails in at most 2.5 % of 5-seed
+    studies (2000 simulated; 4-sigma bound for p = 0.025 is 50 + 28)."""
+    from aqmlab import stats
+    rng = random.Random(12)
+    failures = sum(stats.estimate([rng.gauss(0, 1) for _ in range(5)]).high < 0
+                   for _ in range(2000))
+    assert failures <= 78
+
+
+def test_convergence_picks_the_shortest_length_whose_medians_stay_within_5_percent():
+    pages = [(10 + t, 2.0 if t < 60 else 1.0) for t in range(1, 600)]
+    medians = rfc2415.median_by_length(pages, 10, range(30, 601, 30))
+    assert medians[30] == 2.0 and medians[600] == 1.0
+    stable = rfc2415.stable_length(medians)
+    assert stable is not None and all(abs(medians[L] - 1.0) <= 0.05 for L in medians if L >= stable)
+    assert abs(medians[stable - 30] - 1.0) > 0.05
+    assert rfc2415.stable_length({}) is None
+
+
+def test_report_puts_published_cells_beside_aqmlab_and_labels_parts(tmp_path):
+    def result_of(run):
+        ftps = rfc2415.ftps_of(run.scenario)
+        return result({"web": known_delay(run.scenario, run.seed)}, (0.9, 0.01),
+                      ftp=(1e6, 10.0) if ftps else None)
+    write_study(tmp_path / "http10", (FILES / "http10.toml").read_text(), result_of)
+    text = rfc2415.write_report(tmp_path, tmp_path / "rfc2415.md")
+    assert "http10 (full study parts)" in text
+    assert "| 16 | 1 | 1.04 \\| 1.11 [1.1, 1.12] (n = 5) | 17.3 \\| 9.89 [9.8, 9.99] (n = 5)" in text
+    assert "| 8 | 1 | 4.7 \\| 4.5 [4.5, 4.5] (n = 5) |" in text       # 45 MB / 10 s
+    assert "Table 4 (HTTP/1.1): not run" in text
+    assert (tmp_path / "rfc2415" / "http10-web-power.png").exists()
+
+
+def test_unknown_part_is_one_line_and_exit_2(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "rfc2415", "--out",
+                          str(tmp_path / "s"), "--parts", "nope"], capture_output=True, text=True)
+    assert out.returncode == 2 and not (tmp_path / "s").exists()
+    assert out.stderr.strip() == ("aqmlab study rfc2415: error: --parts: unknown part 'nope' "
+                                  f"(parts: {', '.join(rfc2415.PARTS)})")
+
+
+# ---------------------------------------------------------------- in the lab (root)
+
+def test_quick_variant_runs_and_checks_the_direction_of_the_iw_effect(tmp_path):
+    """`aqmlab study rfc2415 --quick` (~4 min): 5 runs, 8 IW 1 + 8 IW 4 web
+    clients and 1 FTP; exit 0 means IW 4's median page delay is not above
+    IW 1's at 95 % confidence."""
+    out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "rfc2415", "--quick",
+                          "--out", str(tmp_path / "s"), "--no-progress"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "passed: IW 1 - IW 4" in out.stdout
+    report = (tmp_path / "s" / "report.md").read_text()
+    assert "quick CI variant only" in report and "Direction check: passed" in report
+    assert json.loads((tmp_path / "s" / "wall_times.json").read_text())["quick"]["runs"] == 5
