@@ -221,7 +221,7 @@ class Part:
 
 
 def ecn_metric(part_name):
-    """(ECN workload, non-ECN workload, value_of(folder, result), unit) of a part."""
+    """(ECN value_of(folder, result), non-ECN value_of, unit) of a part."""
     if part_name.startswith("bulk"):
         def goodput(workload):
             def value_of(folder, result):
@@ -582,6 +582,18 @@ def write_report(root, path):
         "Intervals are 95 % Student-t intervals over repetitions (seeds); ECN's relative "
         "advantage is (ECN - non-ECN) / non-ECN per run (both clients share the run), then "
         "averaged over seeds; a change between two points is the per-seed paired difference.",
+        "",
+        "To run (or resume: rerun the same command) the full study and rebuild this report:",
+        "",
+        "```",
+        "aqmlab study rfc2884 --out results/rfc2884 --jobs 2          # this machine",
+        "aqmlab study rfc2884 --out /shared/rfc2884 --executor slurm  # a cluster",
+        "aqmlab study rfc2884 --out results/rfc2884 --report-only --report docs/reproductions/"
+        "rfc2884.md",
+        "```",
+        "",
+        "The experiment files and every TCP deviation from the RFC's testbed: "
+        "mininet/experiments/rfc2884/README.md.",
         "",
         "## Published statements (sections 5.1-5.3 and 6) side by side",
         "",
