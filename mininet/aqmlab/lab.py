@@ -283,14 +283,18 @@ class LabNetwork:
                 shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self):
-        self._previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
+        """SIGTERM becomes KeyboardInterrupt (so the lab is removed), unless the
+        caller already handles it (a study runner)."""
+        self._previous_handler = signal.getsignal(signal.SIGTERM)
+        if self._previous_handler in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, _raise_interrupt)
         return self
 
     def __exit__(self, *exc):
         try:
             self.close()
         finally:
-            signal.signal(signal.SIGTERM, self._previous_handler)
+            signal.signal(signal.SIGTERM, self._previous_handler or signal.SIG_DFL)
         return False
 
 

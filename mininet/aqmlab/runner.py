@@ -216,11 +216,16 @@ def run_study(experiment, source_path, out_dir, runs, quick=False, build_dir=Non
                            experiment.duration)
     progress = Progress(experiment.duration * len(runs), show_progress)
     outcome = {}
+    INTERRUPTED.clear()
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGINT,
+                                                                       signal.SIGTERM)}
     try:
         for run in runs:
             outcome[run.run_id] = run_one(experiment, run, out_dir, source_text, quick,
                                           build_dir, progress)
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         progress.close()
     return outcome
 
@@ -243,6 +248,9 @@ def run_one(experiment, run, out_dir, source_text, quick, build_dir, progress):
         study.mark_failed(folder, f"interrupted ({interrupt or 'SIGINT'})")
         raise
     except Exception as error:     # one run's failure must not lose the study
+        if INTERRUPTED.is_set():   # an error the interrupt caused (in a library's handler)
+            study.mark_failed(folder, f"interrupted ({_one_line(error)})")
+            raise KeyboardInterrupt("interrupted") from error
         reason = str(error).strip() if isinstance(error, RuntimeError) else _one_line(error)
         study.mark_failed(folder, reason)
         print(f"aqmlab: run {run.run_id} ({run.point_name}) failed: {reason}", file=sys.stderr)
@@ -261,6 +269,7 @@ def run_workers(source_path, out_dir, runs, quick, build_dir, show_progress, job
         (["--build-dir", str(build_dir)] if build_dir else [])
     progress = Progress(duration * len(runs), show_progress)
     pending, running, outcome = list(runs), {}, {}
+    INTERRUPTED.clear()
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         while pending or running:
@@ -293,7 +302,13 @@ def run_workers(source_path, out_dir, runs, quick, build_dir, show_progress, job
     return outcome
 
 
+INTERRUPTED = threading.Event()
+
+
 def _raise_interrupt(signum, frame):
+    """SIGINT/SIGTERM: stop the study (remembered, so that an error the
+    interrupt causes inside a library is not taken for a failed run)."""
+    INTERRUPTED.set()
     raise KeyboardInterrupt(f"signal {signum}")
 
 
