@@ -8,11 +8,12 @@ import json
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from aqmlab.config import load_experiment
-from aqmlab.reproductions import rfc2415
+from aqmlab.reproductions import rfc2415, rfc2884
 from labhelpers import REPO
 from test_rfc2884 import write_study
 
@@ -181,6 +182,34 @@ def test_report_puts_published_cells_beside_aqmlab_and_labels_parts(tmp_path):
     assert "| 8 | 1 | 4.7 \\| 4.5 [4.5, 4.5] (n = 5) |" in text       # 45 MB / 10 s
     assert "Table 4 (HTTP/1.1): not run" in text
     assert (tmp_path / "rfc2415" / "http10-web-power.png").exists()
+
+
+def test_one_command_runs_each_part_resumably_with_options_passed_through(tmp_path, monkeypatch):
+    """main() with `aqmlab run` replaced by writing known study folders: each
+    part's file runs into OUT/<part> with --resume and the options the command
+    does not know (--jobs, --executor slurm); wall times and the report follow."""
+    commands = []
+
+    def fake_call(command):
+        commands.append(command)
+        name = Path(command[4]).stem
+        assert command[4] == str(FILES / f"{name}.toml")
+        thread_folder(tmp_path / "s", name, red=name == "thread_red")
+        return 0
+    monkeypatch.setattr(rfc2884.subprocess, "call", fake_call)
+    assert rfc2415.main(["--out", str(tmp_path / "s"), "--parts", "thread_droptail,thread_red",
+                         "--jobs", "2", "--executor", "slurm"]) == 0
+    assert [c[6] for c in commands] == [str(tmp_path / "s" / n)
+                                        for n in ("thread_droptail", "thread_red")]
+    assert all(c[2:4] == ["aqmlab", "run"] and c[7:] == ["--resume", "--jobs", "2",
+                                                          "--executor", "slurm"]
+               for c in commands)
+    wall = json.loads((tmp_path / "s" / rfc2884.WALL_TIMES).read_text())
+    assert wall["thread_droptail"]["runs"] == 125 and wall["thread_red"]["duration"] == 360
+    report = (tmp_path / "s" / "report.md").read_text()
+    assert "thread_droptail, thread_red (full study parts)" in report
+    assert report.count("RED helps more (interval above 0)") == 3
+    assert "| 8 | drop-tail | 2.4-2.8 |" in report
 
 
 def test_unknown_part_is_one_line_and_exit_2(tmp_path):
