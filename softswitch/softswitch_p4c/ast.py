@@ -243,6 +243,7 @@ class Instance(Stmt):              # `T<args>(ctor args) name;` (also a declarat
     type: TypeRef
     args: List[Expr]
     name: str
+    initializer: Optional[list] = None   # `= { methods };`: abstract methods implemented
 
 
 @dataclass

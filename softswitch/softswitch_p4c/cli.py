@@ -7,7 +7,7 @@ import sys
 from .errors import CompileError
 from google.protobuf import json_format
 
-from .driver import compile_to_objects
+from .driver import TOFINO_TARGET, check_tna_file, compile_to_objects
 from .p4info import to_text
 
 
@@ -24,9 +24,12 @@ def build_argparser():
                     help="add a directory to the #include search path")
     ap.add_argument("-D", dest="defines", action="append", default=[],
                     help="define a preprocessor macro NAME[=VALUE]")
-    # accepted for command-line compatibility with p4c; only these values exist here
-    ap.add_argument("--target", choices=["bmv2"], default="bmv2", help="(p4c compatibility)")
-    ap.add_argument("--arch", choices=["v1model"], default="v1model", help="(p4c compatibility)")
+    ap.add_argument("--target", choices=["bmv2", "tofino", "tofino2"], default=None,
+                    help="bmv2 (default for v1model); tofino/tofino2 (default for tna/t2na): "
+                         "lint against Tofino's limits")
+    ap.add_argument("--arch", choices=["v1model", "tna", "t2na"], default="v1model",
+                    help="v1model: compile to BMv2 JSON; tna/t2na: CHECK ONLY (parse, "
+                         "type-check, Tofino lint; no output is written)")
     ap.add_argument("--std", choices=["p4-16"], default="p4-16", help="(p4c compatibility)")
     return ap
 
@@ -34,6 +37,10 @@ def build_argparser():
 def main(argv=None):
     args = build_argparser().parse_args(argv)
     try:
+        if args.arch in TOFINO_TARGET:
+            return check_tofino(args)
+        if args.target not in (None, "bmv2"):
+            raise CompileError(None, f"--target {args.target} needs --arch tna or t2na")
         bmv2_json, p4info = compile_to_objects(args.program, args.includes, args.defines)
         write_outputs(args, bmv2_json, p4info)
     except CompileError as e:
@@ -52,6 +59,22 @@ def main(argv=None):
         print(f"{args.program}:1:1: error: internal compiler error: "
               f"{type(e).__name__}: {e}", file=sys.stderr)
         return 2
+    return 0
+
+
+def check_tofino(args):
+    """--arch tna|t2na: check only. Problems print as file:line:col lines; exit 1 if any."""
+    target = args.target or TOFINO_TARGET[args.arch]
+    if target != TOFINO_TARGET[args.arch]:
+        raise CompileError(None, f"--arch {args.arch} runs on --target {TOFINO_TARGET[args.arch]}, "
+                                 f"not {target}")
+    problems = check_tna_file(args.program, args.arch, target, args.includes, args.defines)
+    for p in problems:
+        print(p.render(), file=sys.stderr)
+    if problems:
+        return 1
+    print(f"{args.program}: {args.arch} program checked for {target} (check only: "
+          f"softswitch-p4c has no Tofino back-end; build it with bf-p4c)")
     return 0
 
 

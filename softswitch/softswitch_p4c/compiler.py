@@ -262,6 +262,9 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
 
     # ------------------------------------------------------------ instances
     def declare_instance(self, d, scope, control):
+        if d.initializer is not None:   # v1model has no abstract methods to implement
+            raise unsupported(d.loc, "instance initializer `= { ... }` (an architecture "
+                                     "with abstract extern methods, e.g. --arch tna)")
         t = self.resolve_type(d.type, scope)
         is_sub_block = (isinstance(t, BlockT) and control is not None and (
             isinstance(t.decl, A.ControlDecl) and isinstance(control.decl, A.ControlDecl) or

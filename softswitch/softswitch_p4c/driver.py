@@ -6,6 +6,10 @@ from .errors import CompileError, SrcLoc
 from .p4info import build_p4info, to_text
 from .parser import parse
 from .preprocess import preprocess
+from .tna import ARCH_DEFINES, check_program
+from .tofino_lint import lint
+
+TOFINO_TARGET = {"tna": "tofino", "t2na": "tofino2"}
 
 
 def compile_file(path, include_dirs=(), defines=()):
@@ -29,3 +33,12 @@ def compile_source(source, workdir, name="prog.p4"):
     with open(path, "w") as f:
         f.write(source)
     return compile_to_objects(path)
+
+
+def check_tna_file(path, arch, target, include_dirs=(), defines=()):
+    """--arch tna|t2na: parse, type-check (CompileError on the first type error), then
+    return the Tofino lint's problems for `target` (a list of CompileError)."""
+    if not os.path.isfile(path):
+        raise CompileError(SrcLoc(path, 1, 1), "no such file")
+    text = preprocess(path, include_dirs, list(ARCH_DEFINES[arch]) + list(defines))
+    return lint(check_program(parse(text, path), path), target)

@@ -142,8 +142,9 @@ class Parser:
         if self.at("("):
             args = self.arguments()
             name = self.ident("instance name")
+            initializer = self.instance_initializer()
             self.expect(";")
-            return A.Instance(loc, annos, ty, args, name)
+            return A.Instance(loc, annos, ty, args, name, initializer)
         name = self.ident("name")
         if self.at("(") or self.at("<"):
             tps = self.type_params()
@@ -153,6 +154,21 @@ class Parser:
             self.type_param_scopes.pop()
             return A.FunctionDecl(loc, annos, name, ty, tps, params, body)
         raise self.error("expected '(' after declaration name")
+
+    def instance_initializer(self):
+        """`= { function declarations }` after an instantiation (e.g. TNA's
+        RegisterAction implementing `apply`); None when absent."""
+        if not self.accept("="):
+            return None
+        self.expect("{")
+        methods = []
+        while not self.accept("}"):
+            d = self.declaration()
+            if not isinstance(d, (A.FunctionDecl, A.Instance)):
+                raise CompileError(d.loc, "an instance initializer holds only method "
+                                          "implementations and instances")
+            methods.append(d)
+        return methods
 
     def const_decl(self, annos):
         self.expect("const")
@@ -689,8 +705,9 @@ class Parser:
         if self.at("("):
             args = self.arguments()
             name = self.ident("instance name")
+            initializer = self.instance_initializer()
             self.expect(";")
-            return A.Instance(loc, annos, ty, args, name)
+            return A.Instance(loc, annos, ty, args, name, initializer)
         name_loc = self.tok.loc
         name = self.ident("variable name")
         init = self.expression() if self.accept("=") else None
