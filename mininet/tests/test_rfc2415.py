@@ -170,6 +170,25 @@ def test_convergence_picks_the_shortest_length_whose_medians_stay_within_5_perce
     assert rfc2415.stable_length({}) is None
 
 
+def test_convergence_section_reports_each_runs_stable_length(tmp_path):
+    """Pages of 2 s for the first 100 s after the warm-up, then 1 s: the
+    medians settle within 5 % of the 720 s one from some length on."""
+    def pages(run):
+        return [{"workload": "web", "kind": "page", "end": 10 + t, "delay": 2.0 if t < 100 else 1.0,
+                 "complete": True} for t in range(1, 711)]
+    write_study(tmp_path / "convergence", (FILES / "convergence.toml").read_text(),
+                lambda run: result({"web": 1.0}, ftp=(1e6, 10.0)), transfers_of=pages)
+    part = rfc2415.load_parts(tmp_path)[rfc2415.CONVERGENCE]
+    lines = rfc2415.convergence_lines(part)
+    rows = [line for line in lines if line.startswith("| p0")]
+    assert len(rows) == 10
+    medians = rfc2415.median_by_length([(10 + t, 2.0 if t < 100 else 1.0) for t in range(1, 711)],
+                                       10, range(30, 711, 30))
+    expected = rfc2415.stable_length(medians)
+    assert all(row.endswith(f"| {expected} |") for row in rows)
+    assert f"largest {expected} s" in lines[-1]
+
+
 def test_report_puts_published_cells_beside_aqmlab_and_labels_parts(tmp_path):
     def result_of(run):
         ftps = rfc2415.ftps_of(run.scenario)
