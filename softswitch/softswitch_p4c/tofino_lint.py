@@ -19,6 +19,7 @@ from . import ast as A
 from .errors import CompileError
 
 SALU_CONDITIONS = {"tofino": 2, "tofino2": 4}
+SALU_FORBIDDEN = {"tofino": ("*", "/", "%", "<<", ">>"), "tofino2": ("*", "<<", ">>")}
 ARITH_OPS = ("+", "-", "&", "|", "^", "|+|", "|-|")
 INGRESS_ROLES = ("ingress_parser", "ingress", "ingress_deparser")
 
@@ -185,9 +186,11 @@ class BlockLint:
                 if isinstance(n, A.If):
                     for loc, key in _comparisons(n.cond):
                         conditions.setdefault(key, loc)
-                elif isinstance(n, A.Binary) and n.op in ("*", "/", "%", "<<", ">>"):
-                    self.problem(n.loc, f"'{n.op}' in a RegisterAction: the stateful ALU has no "
-                                        f"multiply, divide or shift")
+                elif isinstance(n, A.Binary) and n.op in SALU_FORBIDDEN[self.target]:
+                    self.problem(n.loc, f"'{n.op}' in a RegisterAction: the {self.target} "
+                                        f"stateful ALU has no multiply or shift"
+                                        + ("" if self.target == "tofino2" else
+                                           " (divide/modulo: Tofino 2 only)"))
                 elif isinstance(n, A.Call):
                     self.problem(n.loc, "call in a RegisterAction: the stateful ALU cannot call "
                                         "externs or functions (compute the value before)")
