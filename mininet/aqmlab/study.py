@@ -29,9 +29,11 @@ from pathlib import Path
 from aqmlab.config import ConfigError, Experiment, Scenario
 
 COMPLETE, FAILED = "complete", "failed"
-SETUP_SECONDS = 6.0           # lab build, pipeline push, agents: measured ~5-7 s per run
+# Per-run overhead besides the traffic, from `make run` (10 runs of 15 s with
+# 8 hosts, --jobs 2: 155 s wall, i.e. ~16 s of overhead per run on 2 cores).
+SETUP_SECONDS = 9.0           # lab build, pipeline push, agents, start lead
 SETUP_SECONDS_PER_HOST = 0.1
-STOP_SECONDS = 3.0            # clients' last records, teardown
+STOP_SECONDS = 4.0            # clients' and senders' last records, teardown, files
 
 
 @dataclass(frozen=True)
