@@ -145,7 +145,8 @@ def test_direction_check_fails_only_when_iw4_is_significantly_slower(tmp_path):
     jitter = {s: noise.gauss(0, 0.02) for s in range(1, 6)}
     for name, iw4, ok in (("faster", 0.7, True), ("equal", 1.0, True), ("slower", 1.3, False)):
         folder = write_study(tmp_path / name, (FILES / "quick.toml").read_text(),
-                             lambda run: result({"web-iw1": 1.0, "web-iw4": iw4 + jitter[run.seed]}))
+                             lambda run: result({"web-iw1": 1.0,
+                                                 "web-iw4": iw4 + jitter[run.seed]}))
         verdict = rfc2415.main_effect(rfc2415.Part.load(rfc2415.QUICK, folder))
         assert verdict["ok"] is ok, name
 
@@ -197,7 +198,8 @@ def test_report_puts_published_cells_beside_aqmlab_and_labels_parts(tmp_path):
     write_study(tmp_path / "http10", (FILES / "http10.toml").read_text(), result_of)
     text = rfc2415.write_report(tmp_path, tmp_path / "rfc2415.md")
     assert "http10 (full study parts)" in text
-    assert "| 16 | 1 | 1.04 \\| 1.11 [1.1, 1.12] (n = 5) | 17.3 \\| 9.89 [9.8, 9.99] (n = 5)" in text
+    assert ("| 16 | 1 | 1.04 \\| 1.11 [1.1, 1.12] (n = 5) | 17.3 \\| 9.89 [9.8, 9.99] (n = 5)"
+            in text)
     assert "| 8 | 1 | 4.7 \\| 4.5 [4.5, 4.5] (n = 5) |" in text       # 45 MB / 10 s
     assert "Table 4 (HTTP/1.1): not run" in text
     assert (tmp_path / "rfc2415" / "http10-web-power.png").exists()

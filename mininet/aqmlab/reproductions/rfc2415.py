@@ -176,10 +176,12 @@ def delay_table(part, rows, iws=(2, 3, 4)):
     for row in rows:
         webs, ftps = row["webs"], row["ftps"]
         base = (webs, ftps, 1)
-        cells = [f"{cell(row['iw1_s'])} \\| {fmt(part.estimate(base, page_delay)) if part else 'not run'}"]
+        def ours(found):
+            return fmt(found()) if part else "not run"
+        cells = [f"{cell(row['iw1_s'])} \\| {ours(lambda: part.estimate(base, page_delay))}"]
         for k, pub in zip(iws, row["decrease_pct"]):
-            cells.append(f"{cell(pub)} \\| {fmt(decrease(part, base, (webs, ftps, k))) if part else 'not run'}")
-        cells.append(fmt(decrease(part, base, (webs, ftps, 10))) if part else "not run")
+            cells.append(f"{cell(pub)} \\| {ours(lambda: decrease(part, base, (webs, ftps, k)))}")
+        cells.append(ours(lambda: decrease(part, base, (webs, ftps, 10))))
         lines.append(f"| {webs} | {ftps} | " + " | ".join(cells) + " |")
     return lines
 
@@ -192,7 +194,8 @@ def per_iw_table(part, rows, fields, value_of, iws=(1, 2, 3, 4, 10)):
         cells = []
         for i, k in enumerate(iws):
             pub = row[fields][i] if i < len(row[fields]) else None
-            ours = fmt(part.estimate((row["webs"], row["ftps"], k), value_of)) if part else "not run"
+            ours = (fmt(part.estimate((row["webs"], row["ftps"], k), value_of)) if part
+                    else "not run")
             cells.append(f"{cell(pub)} \\| {ours}")
         lines.append(f"| {row['webs']} | {row['ftps']} | " + " | ".join(cells) + " |")
     return lines
@@ -360,7 +363,8 @@ def plot_power(part, folder, value_of, title, stem):
     for webs, ftps in configs:
         base = part.by_seed((webs, ftps, 1), value_of)
         points = []
-        for iw in sorted(k[2] for k in part.keys() if k[:2] == (webs, ftps) and isinstance(k[2], int)):
+        windows = [k[2] for k in part.keys() if k[:2] == (webs, ftps) and isinstance(k[2], int)]
+        for iw in sorted(windows):
             other = part.by_seed((webs, ftps, iw), value_of)
             ratio = stats.estimate([other[s] / base[s] for s in base if s in other and base[s] > 0])
             if ratio.n:
@@ -397,7 +401,8 @@ def page_records(folder, workloads=None):
     with path.open() as handle:
         return [(float(r["end"]), float(r["delay"])) for r in csv.DictReader(handle)
                 if r["kind"] == "page" and r["complete"] == "True"
-                and r["workload"].startswith("web") and (not workloads or r["workload"] in workloads)]
+                and r["workload"].startswith("web")
+                and (not workloads or r["workload"] in workloads)]
 
 
 def median_by_length(pages, warmup, lengths):
@@ -488,8 +493,8 @@ def quick_lines(parts):
             f"({experiment.duration - experiment.warmup:g} s after the warm-up), "
             f"{len(part.loaded.results)} repetitions.", "",
             "| | value |", "|---|---|",
-            f"| IW 1 clients' median page delay | {fmt(stats.estimate(verdict['iw1'].values()), unit=' s')} |",
-            f"| IW 4 clients' median page delay | {fmt(stats.estimate(verdict['iw4'].values()), unit=' s')} |",
+            *[f"| IW {k} clients' median page delay | "
+              f"{fmt(stats.estimate(verdict[f'iw{k}'].values()), unit=' s')} |" for k in (1, 4)],
             f"| IW 1 - IW 4 (paired per seed) | {fmt(verdict['difference'], unit=' s')} |",
             f"| % decrease IW 1 -> IW 4 | {fmt(pct, unit=' %')} |",
             f"| bottleneck utilisation | {fmt(part.estimate(key, utilisation_pct), unit=' %')} |",
@@ -560,7 +565,8 @@ def write_report(root, path):
             plots += plot_power(parts[name], figures, web_power, title, f"{name}-web-power")
     if "http10" in parts:
         plots += plot_power(parts["http10"], figures, ftp_power,
-                            "RFC 2415 Table 3: FTP network power (HTTP/1.0 webs)", "http10-ftp-power")
+                            "RFC 2415 Table 3: FTP network power (HTTP/1.0 webs)",
+                            "http10-ftp-power")
     full = [n for n in PARTS if n in parts and not parts[n].loaded.quick]
     p = parts.get
     t = pub["rfc2415"]
