@@ -65,6 +65,9 @@ def main(argv=None):
 def check_tofino(args):
     """--arch tna|t2na: check only. Problems print as file:line:col lines; exit 1 if any."""
     target = args.target or TOFINO_TARGET[args.arch]
+    if args.p4info:
+        raise CompileError(None, f"--p4runtime-files: --arch {args.arch} is check only and writes "
+                                 f"no P4Info (bf-p4c writes it; see hw/tofino/README.md)")
     if target != TOFINO_TARGET[args.arch]:
         raise CompileError(None, f"--arch {args.arch} runs on --target {TOFINO_TARGET[args.arch]}, "
                                  f"not {target}")

@@ -104,3 +104,11 @@ def test_target_tofino_needs_a_tofino_arch():
                           capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stderr.strip().endswith("--target tofino needs --arch tna or t2na")
+
+
+def test_check_only_refuses_to_promise_a_p4info(tmp_path):
+    proc = subprocess.run([str(P4C), "--arch", "tna", str(RED_TNA),
+                           "--p4runtime-files", str(tmp_path / "p.txtpb")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "check only" in proc.stderr
+    assert not (tmp_path / "p.txtpb").exists()
