@@ -205,7 +205,8 @@ def test_report_puts_published_cells_beside_aqmlab_and_labels_parts(tmp_path):
     assert (tmp_path / "rfc2415" / "http10-web-power.png").exists()
 
 
-def test_one_command_runs_each_part_resumably_with_options_passed_through(tmp_path, monkeypatch):
+def test_one_command_runs_each_part_resumably_with_options_passed_through(tmp_path, monkeypatch,
+                                                                        capsys):
     """main() with `aqmlab run` replaced by writing known study folders: each
     part's file runs into OUT/<part> with --resume and the options the command
     does not know (--jobs, --executor slurm); wall times and the report follow."""
@@ -220,6 +221,9 @@ def test_one_command_runs_each_part_resumably_with_options_passed_through(tmp_pa
     monkeypatch.setattr(rfc2884.subprocess, "call", fake_call)
     assert rfc2415.main(["--out", str(tmp_path / "s"), "--parts", "thread_droptail,thread_red",
                          "--jobs", "2", "--executor", "slurm"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("aqmlab study rfc2415: 2 part(s), estimated ")
+    assert printed[3].startswith("[1/2] thread_droptail: 125 runs of 360 s, estimated ")
     assert [c[6] for c in commands] == [str(tmp_path / "s" / n)
                                         for n in ("thread_droptail", "thread_red")]
     assert all(c[2:4] == ["aqmlab", "run"] and c[7:] == ["--resume", "--jobs", "2",

@@ -697,6 +697,23 @@ def select_parts(args):
     return chosen
 
 
+def plan_lines(parts):
+    """What the command will run: a total line, then one per part with its
+    runs and the lab's own wall-time estimate (study.estimated_seconds, one
+    run at a time; the report states the measured time per run)."""
+    lines, total = [], 0.0
+    for part in parts:
+        experiment = load_experiment(EXPERIMENTS / f"{part}.toml")
+        runs = study.expand(experiment)
+        seconds = study.estimated_seconds(experiment, runs)
+        total += seconds
+        lines.append(f"{part}: {len(runs)} runs of {experiment.duration:g} s, estimated "
+                     f"{seconds / 3600:.1f} h one run at a time")
+    return [f"aqmlab study rfc2415: {len(parts)} part(s), estimated {total / 3600:.1f} h one run "
+            f"at a time (--jobs N / --executor slurm divide it); rerun the same command to "
+            f"resume"] + lines
+
+
 def main(argv):
     args, extra = parse_args(argv)
     root = Path(args.out)
@@ -706,12 +723,11 @@ def main(argv):
         failed = []
         if not args.report_only:
             root.mkdir(parents=True, exist_ok=True)
-            for i, part in enumerate(parts, 1):
-                source = EXPERIMENTS / f"{part}.toml"
-                experiment = load_experiment(source)
-                print(f"[{i}/{len(parts)}] {part}: {len(study.expand(experiment))} runs of "
-                      f"{experiment.duration:g} s", flush=True)
-                if run_part(root, part, source, extra) != 0:
+            plan = plan_lines(parts)
+            print("\n".join(plan), flush=True)
+            for i, (part, line) in enumerate(zip(parts, plan[1:]), 1):
+                print(f"[{i}/{len(parts)}] {line}", flush=True)
+                if run_part(root, part, EXPERIMENTS / f"{part}.toml", extra) != 0:
                     failed.append(part)
         write_report(root, report)
         print(f"report: {report}")
