@@ -7,7 +7,8 @@ Rules (each names the expression or statement at fault):
 - one stateful-ALU access per register per packet: two executions of
   RegisterActions (or `Register.read/write`) of the same register on one
   path through a control (branches of an if/switch and the actions of one
-  table are exclusive);
+  table are exclusive); a `read` followed by a `write` at the same index
+  counts once (bf-p4c merges them into one RegisterAction);
 - a RegisterAction's `apply` is one stateful ALU: no multiply, divide, shift
   or extern calls, one operation per assigned value, and at most 2 distinct
   conditions on Tofino 1 (4 on Tofino 2);
@@ -15,8 +16,13 @@ Rules (each names the expression or statement at fault):
   from ingress and egress;
 - digests only from the ingress deparser.
 """
+from collections import namedtuple
+
 from . import ast as A
 from .errors import CompileError
+
+# One register access: where, and (method, index) for Register.read/write (None otherwise).
+Access = namedtuple("Access", "loc merge")
 
 SALU_CONDITIONS = {"tofino": 2, "tofino2": 4}
 SALU_FORBIDDEN = {"tofino": ("*", "/", "%", "<<", ">>"), "tofino2": ("*", "<<", ">>")}
@@ -204,7 +210,7 @@ class BlockLint:
 
     # ------------------------------------------------------ register accesses per packet
     def accesses(self, stmt):
-        """{register: loc of its first access} on the paths through `stmt`; a register
+        """{register: Access of its first access} on the paths through `stmt`; a register
         reached twice on one path is reported at the second access."""
         if stmt is None:
             return {}
@@ -228,13 +234,17 @@ class BlockLint:
     def sequence_of(self, parts):
         seen = {}
         for part in parts:
-            for reg, loc in part.items():
-                if reg in seen:
-                    self.problem(loc, f"register '{reg}' accessed twice for one packet (first at "
-                                      f"{seen[reg]}); Tofino allows one RegisterAction execution "
-                                      f"per register per packet")
+            for reg, acc in part.items():
+                first = seen.get(reg)
+                if first is None:
+                    seen[reg] = acc
+                elif first.merge and acc.merge and first.merge == ("read", acc.merge[1]) \
+                        and acc.merge[0] == "write":
+                    seen[reg] = Access(first.loc, None)      # read-modify-write: one access
                 else:
-                    seen[reg] = loc
+                    self.problem(acc.loc, f"register '{reg}' accessed twice for one packet (first "
+                                          f"at {first.loc}); Tofino allows one RegisterAction "
+                                          f"execution per register per packet")
         return seen
 
     def expr_accesses(self, node):
@@ -249,7 +259,10 @@ class BlockLint:
                 return self.table_accesses(self.tables[obj])
             if obj in self.regs and method in ("execute", "execute_log", "read", "write"):
                 self.registers_used.append((self.regs[obj], call.loc))
-                return {self.regs[obj]: call.loc}
+                merge = None
+                if method in ("read", "write") and call.args:
+                    merge = (method, _expr_key(call.args[0]))
+                return {self.regs[obj]: Access(call.loc, merge)}
         if isinstance(f, A.Name) and f.name in self.actions:
             return self.accesses(self.actions[f.name].body)
         return {}
