@@ -329,26 +329,50 @@ class BodyChecker:
         return UNKNOWN
 
     def e_Call(self, e):
-        for a in e.args:
-            self.expr(a.value if isinstance(a, A.NamedArg) else a)
+        args = [a.value if isinstance(a, A.NamedArg) else a for a in e.args]
+        arg_types = [self.expr(a) for a in args]
         f = self.expr(e.func)
         if isinstance(f, tuple) and f[0] == "method":
             return f[1]
         if isinstance(f, tuple) and f[0] == "extern_method":
-            return self.extern_call(e, f[1], f[2])
+            return self.extern_call(e, f[1], f[2], args, arg_types)
+        if isinstance(f, (A.ActionDecl, A.FunctionDecl)):
+            return self.local_call(e, f, args, arg_types)
         return UNKNOWN
 
-    def extern_call(self, e, ext, name):
+    def local_call(self, e, decl, args, arg_types):
+        if len(args) != len(decl.params):
+            raise CompileError(e.loc, f"'{decl.name}' takes {len(decl.params)} arguments, "
+                                      f"got {len(args)}")
+        for p, a, t in zip(decl.params, args, arg_types):
+            self.compatible(self.comp.resolve_type(p.type), t, a.loc,
+                            f"argument '{p.name}' of '{decl.name}'")
+        ret = getattr(decl, "ret", None)
+        return UNKNOWN if ret is None or ret.name in decl.type_params else self.comp.resolve_type(ret)
+
+    def extern_call(self, e, ext, name, args, arg_types):
         methods = [m for m in ext.decl.methods if m.name == name]
         if not methods:
             raise CompileError(e.loc, f"extern {ext.name} has no method '{name}'")
-        m = methods[0]
+        fitting = [m for m in methods if _min_args(m) <= len(args) <= len(m.params)]
+        if not fitting:
+            counts = sorted({len(m.params) for m in methods})
+            raise CompileError(e.loc, f"{ext.name}.{name} takes {' or '.join(map(str, counts))} "
+                                      f"arguments, got {len(args)}")
+        m = fitting[0]
         env = dict(zip(ext.decl.type_params, ext.type_args))
-        if m.ret.name in env:
-            return env[m.ret.name]
-        if m.ret.name in m.type_params or m.ret.name == "_":
+        for p, a, t in zip(m.params, args, arg_types):
+            want = self.method_type(p.type, m, env)
+            self.compatible(want, t, a.loc, f"argument '{p.name}' of {ext.name}.{name}")
+        return self.method_type(m.ret, m, env)
+
+    def method_type(self, tr, method, env):
+        """A method's parameter/return type with the instance's type arguments bound."""
+        if tr.name in env:
+            return env[tr.name]
+        if tr.name in method.type_params or tr.name == "_" or tr.args:
             return UNKNOWN
-        return self.comp.resolve_type(m.ret)
+        return self.comp.resolve_type(tr)
 
     def e_Cast(self, e):
         self.expr(e.expr)
@@ -392,6 +416,10 @@ class BodyChecker:
 
     def e_ListExpr(self, e):
         return TupleT([self.expr(x) for x in e.items])
+
+
+def _min_args(method):
+    return sum(1 for p in method.params if not any(a.name == "optional" for a in p.annos))
 
 
 def _enum_bits(a, b):

@@ -80,6 +80,13 @@ def test_the_red_program_checks_and_lints_clean(arch, tmp_path):
     ("in egress_intrinsic_metadata_t eg_intr_md,", "in ingress_intrinsic_metadata_t eg_intr_md,",
      "in ingress_intrinsic_metadata_t eg_intr_md,", "EgressT expects"),
     ("hdr.ipv4.ttl > 1", "hdr.ipv4.ttl + 1", "hdr.ipv4.ttl + 1", "condition must be bool"),
+    ("red_avg_lpf.execute(meta.red.q, eg_intr_md.egress_port)", "red_avg_lpf.execute(meta.red.q)",
+     "red_avg_lpf.execute(meta.red.q)", "Lpf.execute takes 2 arguments, got 1"),
+    ("forced_drops.count(eg_intr_md.egress_port)", "forced_drops.count(hdr.ipv4.ecn)",
+     "forced_drops.count(hdr.ipv4.ecn)", "argument 'index' of Counter.count: bit<2> value"),
+    ("            drop();\n        }\n        hdr.bridged.setValid();",
+     "            drop(1);\n        }\n        hdr.bridged.setValid();", "drop(1);",
+     "'drop' takes 0 arguments, got 1"),
 ])
 def test_type_errors_name_their_line(tmp_path, old, new, line, words):
     text = RED_TNA.read_text()
