@@ -301,3 +301,64 @@ def test_action_profile_refusals_change_nothing(profiles_sw):
         sw.act_prof_group_set("I.prof", 1, [])
     src = bytes.fromhex("020000000009")
     assert [p for p, _ in sw.process_packet(0, eth_frame(dst, src, 0x0800))] == [1]
+
+
+QUEUE_META_P4 = r"""
+#include <core.p4>
+#include <v1model.p4>
+header q_t { bit<32> enq_timestamp; bit<32> enq_qdepth; bit<32> deq_timedelta; bit<32> deq_qdepth; }
+struct meta_t { }
+struct headers_t { q_t q; }
+parser P(packet_in pkt, out headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(h.q); transition accept; }
+}
+control NoCk(inout headers_t h, inout meta_t m) { apply { } }
+control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) { apply { sm.egress_spec = 1; } }
+control E(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    apply {
+        h.q.enq_timestamp = sm.enq_timestamp;
+        h.q.enq_qdepth = (bit<32>) sm.enq_qdepth;
+        h.q.deq_timedelta = sm.deq_timedelta;
+        h.q.deq_qdepth = (bit<32>) sm.deq_qdepth;
+    }
+}
+control D(packet_out pkt, in headers_t h) { apply { pkt.emit(h.q); } }
+V1Switch(P(), NoCk(), I(), E(), NoCk(), D()) main;
+"""
+
+
+@pytest.fixture
+def queue_meta_sw(tmp_path):
+    bmv2_json, _ = compile_source(QUEUE_META_P4, tmp_path)
+    switch = se.Switch(ports={})
+    switch.load_pipeline(json.dumps(bmv2_json))
+    return switch
+
+
+def egress_queue_meta(sw, **meta):
+    [(_, out)] = sw.process_packet(0, bytes(16), **meta)
+    return [int.from_bytes(out[i:i + 4], "big") for i in range(0, 16, 4)]
+
+
+def test_process_packet_gives_egress_the_queue_metadata_asked_for(queue_meta_sw):
+    """Tests replay a queue exactly: egress sees the given enq_timestamp,
+    enq_qdepth, deq_timedelta and deq_qdepth, up to their v1model widths."""
+    assert egress_queue_meta(queue_meta_sw, enq_qdepth=7, enq_timestamp=123_456, deq_timedelta=89,
+                             deq_qdepth=3) == [123_456, 7, 89, 3]
+    top = egress_queue_meta(queue_meta_sw, enq_qdepth=(1 << 19) - 1, enq_timestamp=(1 << 32) - 1,
+                            deq_timedelta=(1 << 32) - 1, deq_qdepth=(1 << 19) - 1)
+    assert top == [(1 << 32) - 1, (1 << 19) - 1, (1 << 32) - 1, (1 << 19) - 1]
+
+
+def test_process_packet_queue_metadata_defaults_to_an_empty_queue_now(queue_meta_sw):
+    clock, enq_qdepth, deq_timedelta, deq_qdepth = egress_queue_meta(queue_meta_sw, enq_qdepth=4)
+    assert (enq_qdepth, deq_timedelta, deq_qdepth) == (4, 0, 0)
+    later = egress_queue_meta(queue_meta_sw)[0]
+    assert clock > 0 and later >= clock       # the switch clock, in microseconds
+
+
+@pytest.mark.parametrize("field, bits", [("enq_qdepth", 19), ("enq_timestamp", 32),
+                                         ("deq_timedelta", 32), ("deq_qdepth", 19)])
+def test_process_packet_refuses_queue_metadata_wider_than_its_field(queue_meta_sw, field, bits):
+    with pytest.raises(ValueError, match=f"{field} {1 << bits} does not fit in bit<{bits}>"):
+        queue_meta_sw.process_packet(0, bytes(16), **{field: 1 << bits})

@@ -337,18 +337,30 @@ impl Switch {
     }
 
     /// Runs one frame through ingress and egress synchronously (no ports, no
-    /// queueing, queue metadata zero) and returns what would be transmitted.
-    fn process_packet<'py>(&self, py: Python<'py>, port: u32, frame: Vec<u8>) -> PyResult<Vec<(u32, Bound<'py, PyBytes>)>> {
+    /// queueing) and returns what would be transmitted. Egress sees the given
+    /// queue metadata; each one left None is today's value (enq_timestamp = the
+    /// switch clock in us, the others 0), so a test can replay a queue exactly.
+    #[pyo3(signature = (port, frame, enq_qdepth=None, enq_timestamp=None, deq_timedelta=None, deq_qdepth=None))]
+    fn process_packet<'py>(
+        &self, py: Python<'py>, port: u32, frame: Vec<u8>, enq_qdepth: Option<u64>, enq_timestamp: Option<u64>,
+        deq_timedelta: Option<u64>, deq_qdepth: Option<u64>,
+    ) -> PyResult<Vec<(u32, Bound<'py, PyBytes>)>> {
         let pipeline = self.pipeline()?;
         let generation = self.shared.pipeline_gen.load(SeqCst);
         let now_us = self.clock.now_ns() / 1000;
+        let meta = QueueMeta {
+            enq_timestamp: checked_meta("enq_timestamp", enq_timestamp, 32)?.unwrap_or(now_us),
+            enq_qdepth: checked_meta("enq_qdepth", enq_qdepth, 19)?.unwrap_or(0),
+            deq_timedelta: checked_meta("deq_timedelta", deq_timedelta, 32)?.unwrap_or(0),
+            deq_qdepth: checked_meta("deq_qdepth", deq_qdepth, 19)?.unwrap_or(0),
+        };
         let out = py.allow_threads(|| {
             let mut guard = self.sync_exec.lock();
             if guard.as_ref().map(|(g, _)| *g) != Some(generation) {
                 *guard = Some((generation, Executor::new(pipeline.program.clone(), self.shared.seed)));
             }
             let exec = &mut guard.as_mut().unwrap().1;
-            run_to_completion(exec, &pipeline.state, &self.shared, port, &frame, now_us)
+            run_to_completion(exec, &pipeline.state, &self.shared, port, &frame, now_us, meta)
         })?;
         Ok(out.into_iter().map(|(p, f)| (p, PyBytes::new_bound(py, &f))).collect())
     }
@@ -398,8 +410,22 @@ fn int_or_bytes(value: &Bound<'_, PyAny>) -> PyResult<u128> {
     value.extract::<u128>().map_err(|_| PyValueError::new_err("value must be a non-negative int below 2^128 or bytes"))
 }
 
-/// Ingress, then egress of every replica, clone and recirculation, without queues.
-fn run_to_completion(exec: &mut Executor, state: &State, shared: &Shared, port: u32, frame: &[u8], now_us: u64) -> PyResult<Vec<(u32, Vec<u8>)>> {
+/// A queue-metadata argument of process_packet, refused (changing nothing) if
+/// wider than its v1model standard_metadata field.
+fn checked_meta(name: &str, value: Option<u64>, bits: u32) -> PyResult<Option<u64>> {
+    match value {
+        Some(v) if v >> bits != 0 => {
+            Err(PyValueError::new_err(format!("process_packet: {name} {v} does not fit in bit<{bits}>")))
+        }
+        _ => Ok(value),
+    }
+}
+
+/// Ingress, then egress of every replica, clone and recirculation, without
+/// queues; every egress pass sees `meta`.
+fn run_to_completion(
+    exec: &mut Executor, state: &State, shared: &Shared, port: u32, frame: &[u8], now_us: u64, meta: QueueMeta,
+) -> PyResult<Vec<(u32, Vec<u8>)>> {
     let mut outputs = Vec::new();
     // FIFO, as BMv2's queues: copies leave in the order they were made.
     let mut pending = std::collections::VecDeque::new();
@@ -413,7 +439,6 @@ fn run_to_completion(exec: &mut Executor, state: &State, shared: &Shared, port: 
         }
         pending.extend(ingress_out.queued.drain(..));
         let Some(qp) = pending.pop_front() else { break };
-        let meta = QueueMeta { enq_timestamp: now_us, enq_qdepth: 0, deq_timedelta: 0, deq_qdepth: 0 };
         let eo = exec.egress(state, qp, meta, now_us);
         if let Some((p, f)) = eo.out {
             outputs.push((p, f));
