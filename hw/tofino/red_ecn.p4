@@ -17,12 +17,12 @@
  *  - telemetry by register polling and counters (no egress digests in TNA).
  */
 #include <core.p4>
+/* enq_qdepth counts cells: 80 B on Tofino 1, 176 B on Tofino 2 (the
+ * controller converts thresholds; see the TNA profile). */
 #if defined(TOFINO2) || (defined(__TARGET_TOFINO__) && __TARGET_TOFINO__ == 2)
 #include <t2na.p4>
-#define CELL_BYTES 176
 #else
 #include <tna.p4>
-#define CELL_BYTES 80
 #endif
 
 const bit<16> TYPE_IPV4 = 0x0800;

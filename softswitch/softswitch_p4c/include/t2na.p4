@@ -3,6 +3,6 @@
  * additions (ghost thread, extra deparser fields) are not declared yet. */
 #ifndef _AQMLAB_T2NA_P4_
 #define _AQMLAB_T2NA_P4_
-#define __TOFINO_CELL_BYTES__ 176
+#define __TOFINO_PORT_METADATA_BITS__ 32w192
 #include "tofino.p4"
 #endif

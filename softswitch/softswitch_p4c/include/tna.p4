@@ -1,6 +1,6 @@
 /* aqmlab softswitch-p4c: TNA (Tofino 1), written to the public TNA API. */
 #ifndef _AQMLAB_TNA_P4_
 #define _AQMLAB_TNA_P4_
-#define __TOFINO_CELL_BYTES__ 80
+#define __TOFINO_PORT_METADATA_BITS__ 32w64
 #include "tofino.p4"
 #endif

@@ -20,9 +20,11 @@ typedef bit<5>  QueueId_t;
 typedef bit<3>  MirrorType_t;
 typedef bit<10> MirrorId_t;
 typedef bit<16> ReplicationId_t;
-typedef bit<8>  ParserError_t;
+typedef bit<3>  DigestType_t;
+typedef error   ParserError_t;
 
-const bit<32> PORT_METADATA_SIZE = 32w64;
+/* Bits of port metadata after ig_intr_md: 64 on Tofino 1, 192 on Tofino 2. */
+const bit<32> PORT_METADATA_SIZE = __TOFINO_PORT_METADATA_BITS__;
 
 enum HashAlgorithm_t {
     IDENTITY,
@@ -98,7 +100,7 @@ struct ingress_intrinsic_metadata_from_parser_t {
 @__intrinsic_metadata
 struct ingress_intrinsic_metadata_for_deparser_t {
     bit<3> drop_ctl;
-    bit<3> digest_type;
+    DigestType_t digest_type;
     bit<3> resubmit_type;
     MirrorType_t mirror_type;
 }
