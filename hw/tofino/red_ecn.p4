@@ -232,7 +232,9 @@ control MyEgress(inout headers hdr,
         }
     };
 
-    /* Telemetry, polled by the controller (egress cannot send digests). */
+    /* Telemetry, polled by the controller (egress cannot send digests):
+     * red_avg in cells * 2^8, last_qdepth in cells, last_sample_time in
+     * units of 1.024 us (bits 41..10 of the bridged ingress timestamp). */
     Register<bit<32>, PortId_t>(MAX_PORTS) red_avg;
     RegisterAction<bit<32>, PortId_t, bit<32>>(red_avg) red_avg_store = {
         void apply(inout bit<32> value) {
@@ -242,7 +244,7 @@ control MyEgress(inout headers hdr,
     Register<bit<32>, PortId_t>(MAX_PORTS) last_qdepth;
     RegisterAction<bit<32>, PortId_t, bit<32>>(last_qdepth) last_qdepth_store = {
         void apply(inout bit<32> value) {
-            value = meta.red.q;
+            value = (bit<32>) eg_intr_md.enq_qdepth;       /* cells */
         }
     };
     Register<bit<8>, PortId_t>(MAX_PORTS) last_decision;
