@@ -205,36 +205,76 @@ def test_report_puts_published_cells_beside_aqmlab_and_labels_parts(tmp_path):
     assert (tmp_path / "rfc2415" / "http10-web-power.png").exists()
 
 
-def test_one_command_runs_each_part_resumably_with_options_passed_through(tmp_path, monkeypatch,
-                                                                        capsys):
-    """main() with `aqmlab run` replaced by writing known study folders: each
-    part's file runs into OUT/<part> with --resume and the options the command
-    does not know (--jobs, --executor slurm); wall times and the report follow."""
-    commands = []
+def settling_pages(run):
+    """Pages of 2 s for the first 100 s after the 10 s warm-up, then 1 s: the
+    median settles once the 1 s pages are the majority (210 s)."""
+    return [{"workload": "web", "kind": "page", "end": 10 + t, "delay": 2.0 if t < 100 else 1.0,
+             "complete": True} for t in range(1, 711)]
 
-    def fake_call(command):
-        commands.append(command)
-        name = Path(command[4]).stem
-        assert command[4] == str(FILES / f"{name}.toml")
-        thread_folder(tmp_path / "s", name, red=name == "thread_red")
+
+def fake_aqmlab_run(root, commands):
+    """`aqmlab run FILE --out DIR ...` replaced by writing known study folders."""
+    def call(command):
+        commands.append(command + [load_experiment(command[4]).duration])  # before it is rewritten
+        name = Path(command[6]).name
+        if name == rfc2415.CONVERGENCE:
+            write_study(root / name, (FILES / "convergence.toml").read_text(),
+                        lambda run: result({"web": 1.0}, ftp=(1e6, 10.0)),
+                        transfers_of=settling_pages)
+        else:
+            thread_folder(root, name, red=name == "thread_red")
         return 0
-    monkeypatch.setattr(rfc2884.subprocess, "call", fake_call)
-    assert rfc2415.main(["--out", str(tmp_path / "s"), "--parts", "thread_droptail,thread_red",
+    return call
+
+
+def test_one_command_chooses_the_run_length_then_runs_each_part_with_options_passed_through(
+        tmp_path, monkeypatch, capsys):
+    """main(): the convergence runs first, its run length goes into each
+    part's copy in OUT, each part runs into OUT/<part> with --resume and the
+    options the command does not know (--jobs, --executor slurm); wall times
+    and the report follow."""
+    root, commands = tmp_path / "s", []
+    monkeypatch.setattr(rfc2884.subprocess, "call", fake_aqmlab_run(root, commands))
+    assert rfc2415.main(["--out", str(root), "--parts", "thread_droptail,thread_red",
                          "--jobs", "2", "--executor", "slurm"]) == 0
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0].startswith("aqmlab study rfc2415: 2 part(s), estimated ")
-    assert printed[3].startswith("[1/2] thread_droptail: 125 runs of 360 s, estimated ")
-    assert [c[6] for c in commands] == [str(tmp_path / "s" / n)
-                                        for n in ("thread_droptail", "thread_red")]
-    assert all(c[2:4] == ["aqmlab", "run"] and c[7:] == ["--resume", "--jobs", "2",
-                                                          "--executor", "slurm"]
+    assert printed[0].startswith("[convergence] run length first: convergence: 10 runs of 720 s")
+    assert [c[4] for c in commands] == [str(FILES / "convergence.toml")] + [
+        str(root / f"{n}.toml") for n in ("thread_droptail", "thread_red")]
+    assert [c[6] for c in commands] == [str(root / n) for n in
+                                        ("convergence", "thread_droptail", "thread_red")]
+    assert all(c[2:4] == ["aqmlab", "run"] and c[7:-1] == ["--resume", "--jobs", "2",
+                                                           "--executor", "slurm"]
                for c in commands)
-    wall = json.loads((tmp_path / "s" / rfc2884.WALL_TIMES).read_text())
-    assert wall["thread_droptail"]["runs"] == 125 and wall["thread_red"]["duration"] == 360
-    report = (tmp_path / "s" / "report.md").read_text()
+    chosen = json.loads((root / rfc2415.RUN_LENGTH_FILE).read_text())
+    assert chosen["length"] == 210 and chosen["duration"] == 220 and chosen["runs"] == 10
+    assert [c[-1] for c in commands] == [720, 220, 220]     # each file's duration when run
+    assert any(line.startswith("[1/2] thread_droptail: 125 runs of 220 s, estimated ")
+               for line in printed)
+    wall = json.loads((root / rfc2884.WALL_TIMES).read_text())
+    assert wall["thread_droptail"]["runs"] == wall["convergence"]["runs"] * 12.5 == 125
+    report = (root / "report.md").read_text()
     assert "thread_droptail, thread_red (full study parts)" in report
     assert report.count("RED helps more (interval above 0)") == 3
     assert "| 8 | drop-tail | 2.4-2.8 |" in report
+    assert "with the convergence's run length (220 s)" in report
+
+
+def test_paper_length_skips_the_convergence_and_runs_the_repository_files(tmp_path, monkeypatch):
+    root, commands = tmp_path / "s", []
+    monkeypatch.setattr(rfc2884.subprocess, "call", fake_aqmlab_run(root, commands))
+    assert rfc2415.main(["--out", str(root), "--parts", "thread_red", "--paper-length"]) == 0
+    assert [c[4] for c in commands] == [str(FILES / "thread_red.toml")]
+    assert not (root / rfc2415.RUN_LENGTH_FILE).exists()
+
+
+def test_an_unfinished_convergence_stops_the_study_with_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(rfc2884.subprocess, "call", lambda command: 1)
+    assert rfc2415.main(["--out", str(tmp_path / "s"), "--parts", "thread_red"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "aqmlab study rfc2415: error: run-length convergence incomplete (exit 1); rerun the "
+        "same command to resume it, or add --paper-length for the papers' 360 s")
+    assert not (tmp_path / "s" / "thread_red.toml").exists()
 
 
 def test_unknown_part_is_one_line_and_exit_2(tmp_path):

@@ -1,13 +1,17 @@
 """RFC 2415 (larger initial window) and its tcp-impl thread reproduced in one command.
 
     aqmlab study rfc2415 --out DIR [--parts http10,thread_red] [aqmlab run options]
+    aqmlab study rfc2415 --out DIR --paper-length   # 360 s runs, no convergence step
     aqmlab study rfc2415 --out DIR --quick          # the CI variant (< 5 min)
-    aqmlab study rfc2415 --out DIR --convergence    # run-length convergence (720 s runs)
+    aqmlab study rfc2415 --out DIR --convergence    # run-length convergence only (720 s runs)
     aqmlab study rfc2415 --out DIR --report-only [--report FILE.md]
 
-Every part is an experiment file in experiments/rfc2415/, run with `aqmlab run
-FILE --out DIR/<part> --resume` (so the study resumes where it stopped, and
-`--jobs` / `--executor slurm` pass straight through). The report puts each
+Steps: (1) run-length convergence (experiments/rfc2415/convergence.toml): the
+shortest run length whose median page delay stays within 5 % of the 720 s
+median, kept in DIR/run_length.json; (2) every part's file with that duration
+(DIR/<part>.toml), run with `aqmlab run FILE --out DIR/<part> --resume` (so
+the study resumes where it stopped, and `--jobs` / `--executor slurm` pass
+straight through); (3) the report. The report puts each
 published cell (experiments/rfc2415/published.json) beside aqmlab's mean with
 its 95 % interval, checks the headline trends in words, plots network power
 against IW, and estimates the full study's wall time.
@@ -17,6 +21,7 @@ import argparse
 import csv
 import json
 import math
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +42,9 @@ PARTS = ("http10", "http11", "halves", "thread_droptail", "thread_red", "thread_
 CONVERGENCE = "convergence"
 QUICK = "quick"
 STABLE_WITHIN = 0.05      # a run length is stable when every longer prefix's median is within 5 %
+LENGTH_STEP = 30          # run lengths are tried (and chosen) in steps of 30 s
+MIN_LENGTH = 120          # the 8-FTP points' 1 MB files take ~50 s: at least 2 per FTP per run
+RUN_LENGTH_FILE = "run_length.json"
 PAPER_SECONDS = 360       # goodputs in MB are per 360 s, as the papers' runs
 
 
@@ -431,28 +439,64 @@ def stable_length(medians, within=STABLE_WITHIN):
     return stable
 
 
-def convergence_lines(part, step=30):
+def convergence_lengths(experiment, step=LENGTH_STEP):
+    return list(range(step, int(experiment.duration - experiment.warmup) + 1, step))
+
+
+def run_convergence(part, step=LENGTH_STEP):
+    """{run_id: (run, {L: median}, stable length or None)} of the complete runs."""
+    experiment = part.loaded.experiment
+    lengths = convergence_lengths(experiment, step)
+    found = {}
+    for run in part.loaded.runs:
+        if run.run_id in part.loaded.results:
+            medians = median_by_length(page_records(part.loaded.folder / run.run_id),
+                                       experiment.warmup, lengths)
+            found[run.run_id] = (run, medians, stable_length(medians))
+    return found
+
+
+def choose_length(part, step=LENGTH_STEP):
+    """The study's run length: the largest per-run stable length (so every
+    convergence run is stable), at least MIN_LENGTH, plus the warm-up ->
+    {"duration", "length", "stable", "runs"}; None if a run had no pages."""
+    found = run_convergence(part, step)
+    stable = {run_id: s for run_id, (_, _, s) in found.items()}
+    if not stable or None in stable.values():
+        return None
+    length = max(MIN_LENGTH, max(stable.values()))
+    warmup = part.loaded.experiment.warmup
+    return {"duration": warmup + length, "length": length, "warmup": warmup,
+            "stable": stable, "runs": len(stable)}
+
+
+def with_duration(text, duration):
+    """An experiment file's text with its top-level duration replaced."""
+    new, count = re.subn(r"^duration = [0-9.]+$", f"duration = {duration:g}", text,
+                         flags=re.MULTILINE)
+    if count != 1:
+        raise StudyError(f"experiment must set duration on one line, found {count}")
+    return new
+
+
+def convergence_lines(part, step=LENGTH_STEP):
     if not part:
         return ["Not run yet: `aqmlab study rfc2415 --out DIR --convergence` (10 runs of 720 s)."]
-    experiment = part.loaded.experiment
-    lengths = list(range(step, int(experiment.duration - experiment.warmup) + 1, step))
+    lengths = convergence_lengths(part.loaded.experiment, step)
     rows, stable = [], {}
-    for run in part.loaded.runs:
-        if run.run_id not in part.loaded.results:
-            continue
-        medians = median_by_length(page_records(part.loaded.folder / run.run_id),
-                                   experiment.warmup, lengths)
-        stable[run.run_id] = stable_length(medians)
-        rows.append(f"| {run.run_id} | IW {iw_of(run.scenario)} | "
+    for run_id, (run, medians, found_length) in run_convergence(part, step).items():
+        stable[run_id] = found_length
+        rows.append(f"| {run_id} | IW {iw_of(run.scenario)} | "
                     + " | ".join(cell(medians.get(L)) for L in lengths[::2]) + f" | "
-                    f"{stable[run.run_id]} |")
+                    f"{found_length} |")
     found = [s for s in stable.values() if s is not None]
     header = ["| run | IW | " + " | ".join(f"{L} s" for L in lengths[::2])
               + " | stable from (s) |", "|---" * (3 + len(lengths[::2])) + "|"]
     verdict = (f"Shortest stable length (every longer prefix within {STABLE_WITHIN:.0%} of the "
                f"{lengths[-1]} s median) over {len(found)} runs: mean "
-               f"{fmt(stats.estimate(found), unit=' s')}, largest {max(found)} s; a study length "
-               f"of the largest value (rounded up to 30 s) keeps every run stable."
+               f"{fmt(stats.estimate(found), unit=' s')}, largest {max(found)} s; the study uses "
+               f"the largest (at least {MIN_LENGTH} s, so the 8-FTP points see 2 files per FTP) "
+               f"after the warm-up, so every convergence run is stable at that length."
                if found else "No run had pages to measure.")
     return ["Median page delay (s) over the pages that end within the first L seconds after "
             "the warm-up:", "", *header, *rows, "", verdict]
@@ -508,13 +552,15 @@ def quick_lines(parts):
 
 # ---------------------------------------------------------------- wall time
 
-def full_estimate(overhead):
-    """[(part, runs, hours on one machine)] for the full study (+ convergence)."""
+def full_estimate(overhead, duration=None):
+    """[(part, runs, hours on one machine)] for the full study (+ convergence);
+    `duration`: the chosen run length (None: the files' 360 s)."""
     rows = []
     for part in PARTS + (CONVERGENCE,):
         experiment = load_experiment(EXPERIMENTS / f"{part}.toml")
+        seconds = duration if duration and part != CONVERGENCE else experiment.duration
         runs = study.expand(experiment)
-        rows.append((part, len(runs), len(runs) * (experiment.duration + overhead) / 3600))
+        rows.append((part, len(runs), len(runs) * (seconds + overhead) / 3600))
     return rows
 
 
@@ -530,13 +576,18 @@ def wall_lines(root):
     overhead, runs = overhead_estimate(wall)
     if not runs:
         return lines + ["No runs measured: no per-run time."]
-    rows = full_estimate(overhead)
+    length_path = Path(root) / RUN_LENGTH_FILE
+    chosen = json.loads(length_path.read_text())["duration"] if length_path.exists() else None
+    rows = full_estimate(overhead, chosen)
     total = sum(h for _, _, h in rows)
     longest = max(load_experiment(EXPERIMENTS / f"{p}.toml").duration for p, _, _ in rows)
     return lines + [
         "", f"A run took its traffic duration plus {overhead:.1f} s (lab set-up, priming, "
         f"teardown; mean over the {runs} runs measured). Full study estimate, runs x "
-        f"(duration + {overhead:.1f} s), `--jobs 1`:", "",
+        f"(duration + {overhead:.1f} s), `--jobs 1`, with "
+        + (f"the convergence's run length ({chosen:g} s)" if chosen else
+           "the papers' 360 s (no run length chosen yet: the convergence step may shorten it)")
+        + ":", "",
         "| part | runs | hours, one machine |", "|---|---|---|",
         *[f"| {p} | {n} | {h:.1f} |" for p, n, h in rows],
         f"| total | {sum(n for _, n, _ in rows)} | {total:.1f} |", "",
@@ -678,6 +729,8 @@ def parse_args(argv):
                       help="the run-length convergence runs only (10 x 720 s)")
     mode.add_argument("--parts", default=None, help=f"comma list of {', '.join(PARTS)} "
                       "(default: all)")
+    parser.add_argument("--paper-length", action="store_true", help="run the parts for the "
+                        "papers' 360 s instead of the length the convergence step chooses")
     parser.add_argument("--report", default=None, help="report file (default OUT/report.md)")
     parser.add_argument("--report-only", action="store_true", help="rebuild the report only")
     return parser.parse_known_args(argv)
@@ -697,21 +750,59 @@ def select_parts(args):
     return chosen
 
 
-def plan_lines(parts):
-    """What the command will run: a total line, then one per part with its
-    runs and the lab's own wall-time estimate (study.estimated_seconds, one
-    run at a time; the report states the measured time per run)."""
+def plan_lines(sources):
+    """What the command will run ({part: experiment file}): a total line, then
+    one per part with its runs and the lab's own wall-time estimate
+    (study.estimated_seconds, one run at a time; the report states the
+    measured time per run)."""
     lines, total = [], 0.0
-    for part in parts:
-        experiment = load_experiment(EXPERIMENTS / f"{part}.toml")
+    for part, source in sources.items():
+        experiment = load_experiment(source)
         runs = study.expand(experiment)
         seconds = study.estimated_seconds(experiment, runs)
         total += seconds
         lines.append(f"{part}: {len(runs)} runs of {experiment.duration:g} s, estimated "
                      f"{seconds / 3600:.1f} h one run at a time")
-    return [f"aqmlab study rfc2415: {len(parts)} part(s), estimated {total / 3600:.1f} h one run "
+    return [f"aqmlab study rfc2415: {len(sources)} part(s), estimated {total / 3600:.1f} h one run "
             f"at a time (--jobs N / --executor slurm divide it); rerun the same command to "
             f"resume"] + lines
+
+
+def run_length(root, extra):
+    """The run length from the convergence runs (run or resumed first), kept
+    in root/run_length.json."""
+    path = root / RUN_LENGTH_FILE
+    if path.exists():
+        return json.loads(path.read_text())
+    source = EXPERIMENTS / f"{CONVERGENCE}.toml"
+    print(f"[convergence] run length first: {plan_lines({CONVERGENCE: source})[1]}", flush=True)
+    code = run_part(root, CONVERGENCE, source, extra)
+    folder = root / CONVERGENCE
+    choice = choose_length(Part.load(CONVERGENCE, folder)) if any(
+        folder.glob(f"*/{study.COMPLETE}")) else None
+    if code != 0 or choice is None:
+        raise StudyError(f"run-length convergence incomplete (exit {code}); rerun the same "
+                         f"command to resume it, or add --paper-length for the papers' 360 s")
+    path.write_text(json.dumps(choice, indent=2))
+    print(f"run length: {choice['length']} s after a {choice['warmup']:g} s warm-up "
+          f"({root / RUN_LENGTH_FILE})", flush=True)
+    return choice
+
+
+def part_sources(root, parts, args, extra):
+    """{part: the experiment file to run}: the repository's files, or for the
+    full study copies in root with the convergence's run length."""
+    if args.quick or args.convergence or args.paper_length:
+        return {part: EXPERIMENTS / f"{part}.toml" for part in parts}
+    duration = run_length(root, extra)["duration"]
+    sources = {}
+    for part in parts:
+        text = with_duration((EXPERIMENTS / f"{part}.toml").read_text(), duration)
+        source = root / f"{part}.toml"
+        if not source.exists() or source.read_text() != text:
+            source.write_text(text)
+        sources[part] = source
+    return sources
 
 
 def main(argv):
@@ -723,11 +814,12 @@ def main(argv):
         failed = []
         if not args.report_only:
             root.mkdir(parents=True, exist_ok=True)
-            plan = plan_lines(parts)
+            sources = part_sources(root, parts, args, extra)
+            plan = plan_lines(sources)
             print("\n".join(plan), flush=True)
             for i, (part, line) in enumerate(zip(parts, plan[1:]), 1):
                 print(f"[{i}/{len(parts)}] {line}", flush=True)
-                if run_part(root, part, EXPERIMENTS / f"{part}.toml", extra) != 0:
+                if run_part(root, part, sources[part], extra) != 0:
                     failed.append(part)
         write_report(root, report)
         print(f"report: {report}")
