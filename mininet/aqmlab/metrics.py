@@ -54,7 +54,8 @@ def window_bytes(flow_records, window):
     Unlimited bulk flows log cumulative samples: interpolate at the window
     edges (a client stopped before its deadline, see until_complete, has
     no final record: its samples alone). Finite transfers count the bytes
-    of transfers ending inside."""
+    of transfers ending inside, and a bulk transfer cut off by the run's
+    end (not complete) its partial bytes, never 0."""
     start, end = window
     samples = sorted((r["t"], r["bytes"]) for r in flow_records if r["kind"] == "sample")
     finals = [r for r in flow_records if r["kind"] == "bulk" and r.get("size") == -1]
@@ -64,7 +65,13 @@ def window_bytes(flow_records, window):
             points = [(finals[0]["start"], 0)] + samples + [(finals[0]["end"], finals[0]["bytes"])]
         return _cumulative_at(points, end) - _cumulative_at(points, start)
     return sum(r["bytes"] for r in flow_records
-               if r["kind"] in DELAY_KINDS and r["kind"] != "object" and start <= r["end"] <= end)
+               if r["kind"] in DELAY_KINDS and r["kind"] != "object" and
+               (start <= r["end"] <= end or _cut_off(r, end)))
+
+
+def _cut_off(record, end):
+    """A fixed-size bulk transfer still running when the run ended."""
+    return record["kind"] == "bulk" and record.get("complete") is False and record["end"] >= end
 
 
 def _cumulative_at(points, t):
@@ -205,6 +212,8 @@ def workload_summary(records, window, workloads=()):
             "goodput_per_flow_bps": aggregate / len(flows) if flows else math.nan,
             "jain_index": jain_index(flows), "delay_kind": delays_kind, "delay_s": delays,
             "transactions_per_s": transactions_per_second(mine, window),
+            "incomplete_transfers": sum(_cut_off(r, window[1]) for r in mine
+                                        if r.get("size", -1) != -1),
             "network_power": network_power(aggregate, delays.get("median")),
             **tcp_summary({k: v for k, v in tcp.items() if k[0] == workload}),
         }

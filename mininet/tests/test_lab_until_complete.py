@@ -49,6 +49,15 @@ def test_a_flow_stopped_before_its_deadline_counts_its_samples():
     assert metrics.window_bytes(records, (2, 8)) == pytest.approx(6000)
 
 
+def test_a_transfer_cut_off_at_the_cap_counts_its_partial_bytes_and_is_flagged():
+    cut = {"kind": "bulk", "workload": "m", "flow": "m.0", "start": 20.0, "end": 60.004,
+           "bytes": 1_700_000, "size": 20_000_000, "complete": False}
+    assert metrics.window_bytes([cut], (20, 60)) == 1_700_000
+    summary = metrics.workload_summary([cut], (20, 60))["m"]
+    assert summary["goodput_bps"] == pytest.approx(8 * 1_700_000 / 40)
+    assert summary["incomplete_transfers"] == 1
+
+
 def test_run_ends_when_the_measured_transfer_completes(tmp_path):
     (tmp_path / "tiny.toml").write_text(TINY)
     out = subprocess.run([sys.executable, "-m", "aqmlab", "run", str(tmp_path / "tiny.toml"),
