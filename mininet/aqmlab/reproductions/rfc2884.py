@@ -436,6 +436,8 @@ def retransmission_lines(parts):
                     result = part.loaded.results[run.run_id]
                     ecn[(key, run.seed)] = retransmits(result, "ecn-on")[0]
                     non[(key, run.seed)] = retransmits(result, "ecn-off")[0]
+            if not ecn:
+                continue
             difference = stats.paired_difference(ecn, non)
             holds = difference.excludes_zero() and difference.mean < 0
             lines.append(f"| {name} | {tcp} | {fmt(stats.estimate(ecn.values()))} | "
@@ -528,6 +530,8 @@ def plot_part(part, folder):
     ecn_of, non_of, unit = ecn_metric(part.name)
     plots = []
     for tcp, size in sorted({(k[0], k[3]) for k in part.points}, key=lambda v: (v[0], v[1] or 0)):
+        if not any(part.runs(k) for k in part.points if (k[0], k[3]) == (tcp, size)):
+            continue
         levels = sorted({k[1] for k in part.points if k[0] == tcp and k[3] == size})
         fig, axes = plt.subplots(1, len(levels), figsize=(4 * len(levels), 3.4), squeeze=False)
         for ax, level in zip(axes[0], levels):
@@ -544,7 +548,8 @@ def plot_part(part, folder):
             ax.set_title(f"{LEVELS.get(level, level)} congestion ({level} background)", fontsize=9)
             ax.set_xlabel("maxp")
             ax.set_ylabel(unit)
-            ax.legend(fontsize=7)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7)
         name = f"{part.name}-{tcp}" + (f"-{size // 1000}KB" if size else "") + ".png"
         fig.suptitle(f"{part.name}, {tcp}" + (f", {size // 1000} KB responses" if size else "")
                      + ": means with 95 % intervals", fontsize=9)
@@ -573,8 +578,11 @@ def write_report(root, path):
         f"(aqmlab/reproductions/rfc2884.py) from the study folder `{root}`.",
         "",
         "**Results in this report: " + (", ".join(full) + " (full grid)" if full else
-                                        "the quick CI variant only, NOT the full grid: "
-                                        "published statements below read \"not run\"")
+                                        "NOT the full grid, only " + (", ".join(
+                                            f"{n} (--quick)" if n != QUICK else
+                                            "the quick CI variant" for n in parts) or "none")
+                                        + ": published statements without data read "
+                                          "\"not run\" or \"no data\"")
         + ".** Parts present: " + (", ".join(
             f"{n}{' (--quick)' if p.loaded.quick else ''}: {len(p.loaded.results)} of "
             f"{len(p.loaded.runs)} runs complete" for n, p in parts.items()) or "none") + ".",
