@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from aqmlab.config import load_experiment
-from aqmlab.reproductions import rfc2415, rfc2884
+from aqmlab.reproductions import common, rfc2415
 from labhelpers import REPO
 from test_rfc2884 import write_study
 
@@ -234,7 +234,7 @@ def test_one_command_chooses_the_run_length_then_runs_each_part_with_options_pas
     options the command does not know (--jobs, --executor slurm); wall times
     and the report follow."""
     root, commands = tmp_path / "s", []
-    monkeypatch.setattr(rfc2884.subprocess, "call", fake_aqmlab_run(root, commands))
+    monkeypatch.setattr(common.subprocess, "call", fake_aqmlab_run(root, commands))
     assert rfc2415.main(["--out", str(root), "--parts", "thread_droptail,thread_red",
                          "--jobs", "2", "--executor", "slurm"]) == 0
     printed = capsys.readouterr().out.splitlines()
@@ -251,7 +251,7 @@ def test_one_command_chooses_the_run_length_then_runs_each_part_with_options_pas
     assert [c[-1] for c in commands] == [720, 220, 220]     # each file's duration when run
     assert any(line.startswith("[1/2] thread_droptail: 125 runs of 220 s, estimated ")
                for line in printed)
-    wall = json.loads((root / rfc2884.WALL_TIMES).read_text())
+    wall = json.loads((root / common.WALL_TIMES).read_text())
     assert wall["thread_droptail"]["runs"] == wall["convergence"]["runs"] * 12.5 == 125
     report = (root / "report.md").read_text()
     assert "thread_droptail, thread_red (full study parts)" in report
@@ -262,14 +262,14 @@ def test_one_command_chooses_the_run_length_then_runs_each_part_with_options_pas
 
 def test_paper_length_skips_the_convergence_and_runs_the_repository_files(tmp_path, monkeypatch):
     root, commands = tmp_path / "s", []
-    monkeypatch.setattr(rfc2884.subprocess, "call", fake_aqmlab_run(root, commands))
+    monkeypatch.setattr(common.subprocess, "call", fake_aqmlab_run(root, commands))
     assert rfc2415.main(["--out", str(root), "--parts", "thread_red", "--paper-length"]) == 0
     assert [c[4] for c in commands] == [str(FILES / "thread_red.toml")]
     assert not (root / rfc2415.RUN_LENGTH_FILE).exists()
 
 
 def test_an_unfinished_convergence_stops_the_study_with_one_line(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(rfc2884.subprocess, "call", lambda command: 1)
+    monkeypatch.setattr(common.subprocess, "call", lambda command: 1)
     assert rfc2415.main(["--out", str(tmp_path / "s"), "--parts", "thread_red"]) == 2
     assert capsys.readouterr().err.strip() == (
         "aqmlab study rfc2415: error: run-length convergence incomplete (exit 1); rerun the "

@@ -17,7 +17,6 @@ its 95 % interval, checks the headline trends in words, plots network power
 against IW, and estimates the full study's wall time.
 """
 
-import argparse
 import csv
 import json
 import math
@@ -27,14 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aqmlab import stats, study
-from aqmlab.config import ConfigError, load_experiment
+from aqmlab.config import load_experiment
 from aqmlab.report import load_study
-from aqmlab.reproductions.rfc2884 import WALL_TIMES, fmt, load_lines, overhead_estimate, run_part
+from aqmlab.reproductions.common import (WALL_TIMES, Reproduction, StudyError, fmt, load_lines,
+                                         overhead_estimate, plan_lines, run_part, run_study)
 
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
+NAME = "rfc2415"
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments" / "rfc2415"
 PUBLISHED = EXPERIMENTS / "published.json"
 PARTS = ("http10", "http11", "halves", "thread_droptail", "thread_red", "thread_mix",
@@ -46,10 +47,6 @@ LENGTH_STEP = 30          # run lengths are tried (and chosen) in steps of 30 s
 MIN_LENGTH = 120          # the 8-FTP points' 1 MB files take ~50 s: at least 2 per FTP per run
 RUN_LENGTH_FILE = "run_length.json"
 PAPER_SECONDS = 360       # goodputs in MB are per 360 s, as the papers' runs
-
-
-class StudyError(Exception):
-    """A bad option or study folder: one line for the user."""
 
 
 # ---------------------------------------------------------------- per-run values
@@ -717,55 +714,17 @@ def write_report(root, path):
 
 # ---------------------------------------------------------------- the command
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        prog="aqmlab study rfc2415", description="RFC 2415 and the tcp-impl thread reproduced: "
-        "every table's grid, the report. Other options (--jobs, --executor slurm, --slurm-*, "
-        "--build-dir, --no-progress) go to every `aqmlab run`.")
-    parser.add_argument("--out", required=True, help="study folder (created, or resumed)")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="the CI variant only (< 5 min)")
-    mode.add_argument("--convergence", action="store_true",
-                      help="the run-length convergence runs only (10 x 720 s)")
-    mode.add_argument("--parts", default=None, help=f"comma list of {', '.join(PARTS)} "
-                      "(default: all)")
+def add_options(parser):
+    parser.add_argument("--convergence", action="store_true",
+                        help="the run-length convergence runs only (10 x 720 s)")
     parser.add_argument("--paper-length", action="store_true", help="run the parts for the "
                         "papers' 360 s instead of the length the convergence step chooses")
-    parser.add_argument("--report", default=None, help="report file (default OUT/report.md)")
-    parser.add_argument("--report-only", action="store_true", help="rebuild the report only")
-    return parser.parse_known_args(argv)
 
 
-def select_parts(args):
-    if args.quick:
-        return [QUICK]
-    if args.convergence:
-        return [CONVERGENCE]
-    if not args.parts:
-        return list(PARTS)
-    chosen = args.parts.split(",")
-    unknown = [p for p in chosen if p not in PARTS]
-    if unknown:
-        raise StudyError(f"--parts: unknown part {unknown[0]!r} (parts: {', '.join(PARTS)})")
-    return chosen
-
-
-def plan_lines(sources):
-    """What the command will run ({part: experiment file}): a total line, then
-    one per part with its runs and the lab's own wall-time estimate
-    (study.estimated_seconds, one run at a time; the report states the
-    measured time per run)."""
-    lines, total = [], 0.0
-    for part, source in sources.items():
-        experiment = load_experiment(source)
-        runs = study.expand(experiment)
-        seconds = study.estimated_seconds(experiment, runs)
-        total += seconds
-        lines.append(f"{part}: {len(runs)} runs of {experiment.duration:g} s, estimated "
-                     f"{seconds / 3600:.1f} h one run at a time")
-    return [f"aqmlab study rfc2415: {len(sources)} part(s), estimated {total / 3600:.1f} h one run "
-            f"at a time (--jobs N / --executor slurm divide it); rerun the same command to "
-            f"resume"] + lines
+def select(args):
+    if args.convergence and args.parts:
+        raise StudyError("--convergence runs the convergence part only; drop --parts")
+    return [CONVERGENCE] if args.convergence else None
 
 
 def run_length(root, extra):
@@ -775,7 +734,8 @@ def run_length(root, extra):
     if path.exists():
         return json.loads(path.read_text())
     source = EXPERIMENTS / f"{CONVERGENCE}.toml"
-    print(f"[convergence] run length first: {plan_lines({CONVERGENCE: source})[1]}", flush=True)
+    print(f"[convergence] run length first: "
+          f"{plan_lines(NAME, {CONVERGENCE: source})[1]}", flush=True)
     code = run_part(root, CONVERGENCE, source, extra)
     folder = root / CONVERGENCE
     choice = choose_length(Part.load(CONVERGENCE, folder)) if any(
@@ -805,36 +765,18 @@ def part_sources(root, parts, args, extra):
     return sources
 
 
+def quick_verdict(root):
+    return main_effect(Part.load(QUICK, Path(root) / QUICK))
+
+
+REPRODUCTION = Reproduction(
+    NAME, "RFC 2415 and the tcp-impl thread reproduced: run-length convergence, every table's "
+    "grid, the report.", EXPERIMENTS, PARTS, QUICK, part_sources, write_report, quick_verdict,
+    add_options, select)
+
+
 def main(argv):
-    args, extra = parse_args(argv)
-    root = Path(args.out)
-    report = Path(args.report) if args.report else root / "report.md"
-    try:
-        parts = select_parts(args)
-        failed = []
-        if not args.report_only:
-            root.mkdir(parents=True, exist_ok=True)
-            sources = part_sources(root, parts, args, extra)
-            plan = plan_lines(sources)
-            print("\n".join(plan), flush=True)
-            for i, (part, line) in enumerate(zip(parts, plan[1:]), 1):
-                print(f"[{i}/{len(parts)}] {line}", flush=True)
-                if run_part(root, part, sources[part], extra) != 0:
-                    failed.append(part)
-        write_report(root, report)
-        print(f"report: {report}")
-        if args.quick:
-            verdict = main_effect(Part.load(QUICK, root / QUICK))
-            print(verdict["text"])
-            return 0 if verdict["ok"] and not failed else 1
-        if failed:
-            print(f"aqmlab study rfc2415: error: runs failed in {', '.join(failed)}; rerun the "
-                  f"same command to resume", file=sys.stderr)
-            return 1
-        return 0
-    except (StudyError, ConfigError, OSError) as error:
-        print(f"aqmlab study rfc2415: error: {error}", file=sys.stderr)
-        return 2
+    return run_study(REPRODUCTION, argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,187 @@
+"""What every reproduction shares: the command (options, parts, plan and
+progress, running each part resumably through `aqmlab run`, the report, the
+CI verdict, exit codes), measured wall times, and the report's number format.
+
+A reproduction module describes itself with a `Reproduction` and calls
+`run_study(reproduction, argv)` from its `main`.
+"""
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from aqmlab import study
+from aqmlab.config import ConfigError, load_experiment
+
+WALL_TIMES = "wall_times.json"
+
+
+class StudyError(Exception):
+    """A bad option or study folder: one line for the user."""
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    name: str                   # `aqmlab study NAME`
+    description: str
+    experiments: Path           # its experiment files, <part>.toml
+    parts: tuple                # the full study's parts, in run order
+    quick: str                  # the CI variant's part
+    prepare: Callable           # (root, parts, args, extra) -> {part: experiment file to run}
+    write_report: Callable      # (root, report path) -> markdown text
+    verdict: Callable           # (root) -> {"ok": bool, "text": str} of the quick variant
+    add_options: Callable = None   # (parser) -> None: the module's own options
+    select: Callable = None        # (args) -> [parts] or None for the shared rule
+
+
+# ---------------------------------------------------------------- the report's numbers
+
+def fmt(estimate, digits=3, unit=""):
+    """`mean [low, high] (n = N)` of a stats.Estimate; '—' without data."""
+    if estimate.n == 0:
+        return "—"
+    if estimate.n == 1:
+        return f"{estimate.mean:.{digits}g}{unit} (n = 1)"
+    return (f"{estimate.mean:.{digits}g}{unit} [{estimate.low:.{digits}g}, "
+            f"{estimate.high:.{digits}g}] (n = {estimate.n})")
+
+
+def load_lines(parts):
+    """The machine's 1-minute load average when each run started (run.json);
+    `parts`: {name: object with .loaded (report.load_study)}."""
+    loads = [json.loads((p.loaded.folder / r / "run.json").read_text())
+             ["load_average_at_start"][0] for p in parts.values() for r in p.loaded.results]
+    if not loads:
+        return []
+    return ["", f"1-minute load average when the runs started: {min(loads):.1f} - "
+                f"{max(loads):.1f} (2 cores shared with other work; each run's is in its "
+                f"run.json)."]
+
+
+# ---------------------------------------------------------------- wall times
+
+def overhead_estimate(wall):
+    """Mean seconds a run took beyond its traffic duration (lab set-up and
+    teardown, and any queueing behind other runs), from the measured wall
+    times -> (seconds, runs measured) or (nan, 0)."""
+    runs = sum(w["runs"] for w in wall.values())
+    if not runs:
+        return math.nan, 0
+    extra = sum(w["seconds"] - w["runs"] * w["duration"] for w in wall.values())
+    return extra / runs, runs
+
+
+def run_part(root, part, source, extra):
+    """`aqmlab run` of one file into root/part (resumed); its wall time and the
+    runs it completed are added to root/wall_times.json -> exit code."""
+    out_dir = Path(root) / part
+    command = [sys.executable, "-m", "aqmlab", "run", str(source), "--out", str(out_dir),
+               "--resume"] + extra
+    duration = tomllib.loads(Path(source).read_text())["duration"]
+    before = len(list(out_dir.glob(f"*/{study.COMPLETE}")))
+    started = time.monotonic()
+    code = subprocess.call(command)
+    seconds = time.monotonic() - started
+    runs = len(list(out_dir.glob(f"*/{study.COMPLETE}"))) - before
+    path = Path(root) / WALL_TIMES
+    wall = json.loads(path.read_text()) if path.exists() else {}
+    entry = wall.setdefault(part, {"seconds": 0.0, "runs": 0})
+    entry.update(seconds=entry["seconds"] + seconds, runs=entry["runs"] + runs,
+                 duration=duration)
+    path.write_text(json.dumps(wall, indent=2))
+    return code
+
+
+def plan_lines(name, sources, seconds_of=study.estimated_seconds):
+    """What the command will run ({part: experiment file}): a total line, then
+    one per part with its runs and a wall-time estimate (default: the lab's
+    own, study.estimated_seconds, one run at a time)."""
+    lines, total = [], 0.0
+    for part, source in sources.items():
+        experiment = load_experiment(source)
+        runs = study.expand(experiment)
+        seconds = seconds_of(experiment, runs)
+        total += seconds
+        lines.append(f"{part}: {len(runs)} runs of {experiment.duration:g} s, estimated "
+                     f"{seconds / 3600:.1f} h one run at a time")
+    return [f"aqmlab study {name}: {len(sources)} part(s), estimated {total / 3600:.1f} h one "
+            f"run at a time (--jobs N / --executor slurm divide it); rerun the same command "
+            f"to resume"] + lines
+
+
+# ---------------------------------------------------------------- the command
+
+def parse_args(reproduction, argv):
+    parser = argparse.ArgumentParser(
+        prog=f"aqmlab study {reproduction.name}", description=reproduction.description
+        + " Other options (--jobs, --executor slurm, --slurm-*, --build-dir, --no-progress) "
+        "go to every `aqmlab run`.")
+    parser.add_argument("--out", required=True, help="study folder (created, or resumed)")
+    parser.add_argument("--quick", action="store_true", help="the CI variant only (< 5 min)")
+    parser.add_argument("--parts", default=None, help=f"comma list of "
+                        f"{', '.join(reproduction.parts)} (default: all)")
+    parser.add_argument("--report", default=None, help="report file (default OUT/report.md)")
+    parser.add_argument("--report-only", action="store_true", help="rebuild the report only")
+    if reproduction.add_options:
+        reproduction.add_options(parser)
+    return parser.parse_known_args(argv)
+
+
+def select_parts(reproduction, args):
+    """--quick: the CI part; --parts: those (checked); else the module's own
+    rule or every part."""
+    if args.quick:
+        return [reproduction.quick]
+    chosen = reproduction.select(args) if reproduction.select else None
+    if chosen:
+        return chosen
+    if not args.parts:
+        return list(reproduction.parts)
+    chosen = args.parts.split(",")
+    unknown = [p for p in chosen if p not in reproduction.parts]
+    if unknown:
+        raise StudyError(f"--parts: unknown part {unknown[0]!r} "
+                         f"(parts: {', '.join(reproduction.parts)})")
+    return chosen
+
+
+def run_study(reproduction, argv):
+    """The whole command: prepare, run every part with progress (resumed),
+    write the report; --quick exits 1 unless the CI verdict holds -> exit code
+    (2: a bad option or study folder, with one line on stderr)."""
+    args, extra = parse_args(reproduction, argv)
+    root = Path(args.out)
+    report = Path(args.report) if args.report else root / "report.md"
+    try:
+        parts = select_parts(reproduction, args)
+        failed = []
+        if not args.report_only:
+            root.mkdir(parents=True, exist_ok=True)
+            sources = reproduction.prepare(root, parts, args, extra)
+            plan = plan_lines(reproduction.name, sources)
+            print("\n".join(plan), flush=True)
+            for i, (part, line) in enumerate(zip(sources, plan[1:]), 1):
+                print(f"[{i}/{len(sources)}] {line}", flush=True)
+                if run_part(root, part, sources[part], extra) != 0:
+                    failed.append(part)
+        reproduction.write_report(root, report)
+        print(f"report: {report}")
+        if args.quick:
+            verdict = reproduction.verdict(root)
+            print(verdict["text"])
+            return 0 if verdict["ok"] and not failed else 1
+        if failed:
+            print(f"aqmlab study {reproduction.name}: error: runs failed in "
+                  f"{', '.join(failed)}; rerun the same command to resume", file=sys.stderr)
+            return 1
+        return 0
+    except (StudyError, ConfigError, OSError) as error:
+        print(f"aqmlab study {reproduction.name}: error: {error}", file=sys.stderr)
+        return 2
