@@ -277,6 +277,25 @@ def test_an_unfinished_convergence_stops_the_study_with_one_line(tmp_path, monke
     assert not (tmp_path / "s" / "thread_red.toml").exists()
 
 
+def test_quick_command_runs_the_ci_file_and_exits_by_the_direction_check(tmp_path, monkeypatch,
+                                                                         capsys):
+    for name, iw4, code in (("faster", 0.7, 0), ("slower", 1.3, 1)):
+        root, commands = tmp_path / name, []
+
+        def call(command, iw4=iw4, root=root, commands=commands):
+            commands.append(command)
+            write_study(root / rfc2415.QUICK, (FILES / "quick.toml").read_text(),
+                        lambda run: result({"web-iw1": 1.0, "web-iw4": iw4 + 0.01 * run.seed}))
+            return 0
+        monkeypatch.setattr(common.subprocess, "call", call)
+        assert rfc2415.main(["--out", str(root), "--quick", "--no-progress"]) == code, name
+        assert [c[4:] for c in commands] == [[str(FILES / "quick.toml"), "--out",
+                                              str(root / "quick"), "--resume", "--no-progress"]]
+        out = capsys.readouterr().out
+        assert ("passed: IW 1 - IW 4" if code == 0 else "FAILED: IW 1 - IW 4") in out
+        assert "quick CI variant only" in (root / "report.md").read_text()
+
+
 def test_unknown_part_is_one_line_and_exit_2(tmp_path):
     out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "rfc2415", "--out",
                           str(tmp_path / "s"), "--parts", "nope"], capture_output=True, text=True)
