@@ -15,7 +15,7 @@ import pytest
 
 from aqmlab import study
 from aqmlab.config import load_experiment
-from aqmlab.reproductions import rfc2884
+from aqmlab.reproductions import common, rfc2884
 from aqmlab.tuning import TcpTuning, read_sysctl
 from labhelpers import REPO, direct_link
 
@@ -161,7 +161,7 @@ def test_materialise_writes_each_levels_values_into_the_zipped_sweep():
     sweep = tomllib.loads(text)["sweep"]
     assert sweep["aqm.minth"] == [5, 10, 15] and sweep["aqm.maxth"] == [15, 30, 45]
     assert sweep["aqm.wq_log"] == [9, 8, 7]
-    with pytest.raises(rfc2884.StudyError, match="no congestion level 10"):
+    with pytest.raises(common.StudyError, match="no congestion level 10"):
         rfc2884.materialise((FILES / "bulk.toml").read_text(), {2: choice[2], 5: choice[5]})
 
 
@@ -300,7 +300,7 @@ def test_report_labels_quick_results_and_lists_every_published_statement(tmp_pat
     root = tmp_path / "study"
     root.mkdir()
     quick_study(root / "quick", lambda s: 2.5 + s / 10, lambda s: 2.0)
-    (root / rfc2884.WALL_TIMES).write_text(json.dumps(
+    (root / common.WALL_TIMES).write_text(json.dumps(
         {"quick": {"seconds": 195.0, "runs": 6, "duration": 25}}))
     text = rfc2884.write_report(root, tmp_path / "rfc2884.md")
     assert "NOT the full grid, only the quick CI variant" in text
@@ -331,7 +331,7 @@ def test_one_command_calibrates_then_runs_each_part_with_the_chosen_red(tmp_path
         else:
             assert source == str(tmp_path / "s" / f"{out_dir.name}.toml")
         return 0
-    monkeypatch.setattr(rfc2884.subprocess, "call", fake_call)
+    monkeypatch.setattr(common.subprocess, "call", fake_call)
     assert rfc2884.main(["--out", str(tmp_path / "s"), "--parts", "bulk,crr",
                          "--jobs", "2", "--executor", "slurm"]) == 0
     assert [c[6].split("/")[-1] for c in commands] == ["calibration", "bulk", "crr"]
@@ -345,7 +345,7 @@ def test_one_command_calibrates_then_runs_each_part_with_the_chosen_red(tmp_path
     assert chosen["10"]["region"] == 1.0 and set(chosen) == {"2", "5", "10"}
     report = (tmp_path / "s" / "report.md").read_text()
     assert "| high (10 flows) | 15 / 45 / 2^-9 | 1.00 (2) |" in report
-    wall = json.loads((tmp_path / "s" / rfc2884.WALL_TIMES).read_text())
+    wall = json.loads((tmp_path / "s" / common.WALL_TIMES).read_text())
     assert wall["calibration"]["runs"] == 36 and wall["bulk"]["runs"] == 0
 
 

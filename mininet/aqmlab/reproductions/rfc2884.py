@@ -8,29 +8,29 @@ Steps: (1) the calibration of RFC 2884 section 4.4 (experiments/rfc2884/
 calibration.toml): per congestion level, the candidate minth/maxth/wq whose
 RED average stays in [minth, maxth] the largest fraction of the time;
 (2) every part's file with those values written into its sweep, run with
-`aqmlab run FILE --out DIR/<part> --resume` (so a study resumes where it
-stopped, and `--jobs` / `--executor slurm` options pass straight through);
+`aqmlab run FILE --out DIR/<part> --resume` (common.py, shared with the other
+reproductions: a study resumes where it stopped, and `--jobs` / `--executor
+slurm` options pass straight through);
 (3) the report: each published statement of sections 5.1-5.3 and 6 next to
 aqmlab's number with its 95 % interval, whether the trend holds, and plots in
 the style of the RFC's figures.
 """
 
-import argparse
 import csv
 import json
 import math
 import re
-import subprocess
 import sys
-import time
 import tomllib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from aqmlab import metrics, stats, study
-from aqmlab.config import ConfigError, load_experiment, measured_transfer
+from aqmlab.config import load_experiment, measured_transfer
 from aqmlab.report import load_study
+from aqmlab.reproductions.common import (WALL_TIMES, Reproduction, StudyError, fmt, load_lines,
+                                         overhead_estimate, run_part, run_study)
 
 import matplotlib
 matplotlib.use("Agg")
@@ -44,12 +44,7 @@ LEVELS = {2: "low", 5: "moderate", 10: "high"}
 LEVEL_KEY = "workload.background.pairs"
 RED_KEYS = ("aqm.minth", "aqm.maxth", "aqm.wq_log")
 REGION_MIN = 0.5          # "most of the time": a run below this left the RED region
-WALL_TIMES = "wall_times.json"
 CALIBRATION_FILE = "calibration.json"
-
-
-class StudyError(Exception):
-    """A bad option or study folder: one line for the user."""
 
 
 # ---------------------------------------------------------------- the RED region
@@ -328,17 +323,6 @@ def evaluate(statement, parts):
 
 # ---------------------------------------------------------------- wall time
 
-def overhead_estimate(wall):
-    """Mean seconds a run took beyond its traffic duration (lab set-up and
-    teardown, and any queueing behind other runs), from the measured wall
-    times -> (seconds, runs measured) or (nan, 0)."""
-    runs = sum(w["runs"] for w in wall.values())
-    if not runs:
-        return math.nan, 0
-    extra = sum(w["seconds"] - w["runs"] * w["duration"] for w in wall.values())
-    return extra / runs, runs
-
-
 def traffic_seconds(experiment, scenario):
     """How long a run's traffic lasts: its duration, or with until_complete
     until its fixed-size transfers are done, estimated at a fair share of the
@@ -364,15 +348,6 @@ def grid_estimate(overhead):
 
 
 # ---------------------------------------------------------------- the report
-
-def fmt(estimate, digits=3, unit=""):
-    if estimate.n == 0:
-        return "—"
-    if estimate.n == 1:
-        return f"{estimate.mean:.{digits}g}{unit} (n = 1)"
-    return (f"{estimate.mean:.{digits}g}{unit} [{estimate.low:.{digits}g}, "
-            f"{estimate.high:.{digits}g}] (n = {estimate.n})")
-
 
 def load_parts(root):
     parts = {}
@@ -658,17 +633,6 @@ def calibration_lines(root):
     return lines
 
 
-def load_lines(parts):
-    """The machine's 1-minute load average when each run started (run.json)."""
-    loads = [json.loads((p.loaded.folder / r / "run.json").read_text())
-             ["load_average_at_start"][0] for p in parts.values() for r in p.loaded.results]
-    if not loads:
-        return []
-    return ["", f"1-minute load average when the runs started: {min(loads):.1f} - "
-                f"{max(loads):.1f} (2 cores shared with other work; each run's is in its "
-                f"run.json)."]
-
-
 def wall_lines(wall):
     lines = []
     if wall:
@@ -709,53 +673,6 @@ def wall_lines(wall):
 
 # ---------------------------------------------------------------- the command
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        prog="aqmlab study rfc2884", description="RFC 2884 reproduced: calibration, the "
-        "fairness / bulk / transactional grids (RFC TCP and today's), the report. Other options "
-        "(--jobs, --executor slurm, --slurm-*, --build-dir, --no-progress) go to every "
-        "`aqmlab run`.")
-    parser.add_argument("--out", required=True, help="study folder (created, or resumed)")
-    parser.add_argument("--quick", action="store_true", help="the CI variant only (< 5 min)")
-    parser.add_argument("--parts", default=None, help=f"comma list of {', '.join(PARTS)} "
-                        "(default: all)")
-    parser.add_argument("--report", default=None, help="report file (default OUT/report.md)")
-    parser.add_argument("--report-only", action="store_true", help="rebuild the report only")
-    return parser.parse_known_args(argv)
-
-
-def select_parts(args):
-    if args.quick:
-        return [QUICK]
-    if not args.parts:
-        return list(PARTS)
-    chosen = args.parts.split(",")
-    unknown = [p for p in chosen if p not in PARTS]
-    if unknown:
-        raise StudyError(f"--parts: unknown part {unknown[0]!r} (parts: {', '.join(PARTS)})")
-    return chosen
-
-
-def run_part(root, part, source, extra):
-    """`aqmlab run` of one file into root/part (resumed); its wall time and the
-    runs it completed are added to root/wall_times.json -> exit code."""
-    out_dir = Path(root) / part
-    command = [sys.executable, "-m", "aqmlab", "run", str(source), "--out", str(out_dir),
-               "--resume"] + extra
-    before = len(list(out_dir.glob(f"*/{study.COMPLETE}")))
-    started = time.monotonic()
-    code = subprocess.call(command)
-    seconds = time.monotonic() - started
-    runs = len(list(out_dir.glob(f"*/{study.COMPLETE}"))) - before
-    path = Path(root) / WALL_TIMES
-    wall = json.loads(path.read_text()) if path.exists() else {}
-    entry = wall.setdefault(part, {"seconds": 0.0, "runs": 0})
-    entry.update(seconds=entry["seconds"] + seconds, runs=entry["runs"] + runs,
-                 duration=tomllib.loads(Path(source).read_text())["duration"])
-    path.write_text(json.dumps(wall, indent=2))
-    return code
-
-
 def calibrate(root, extra):
     """Run (or resume) the calibration and keep its choice in root."""
     path = root / CALIBRATION_FILE
@@ -771,39 +688,30 @@ def calibrate(root, extra):
     return choice
 
 
+def prepare(root, parts, args, extra):
+    """The calibration first (not for --quick), then each part's file with
+    its chosen RED values in root -> {part: file to run}."""
+    choice = None if args.quick else calibrate(root, extra)
+    sources = {}
+    for part in parts:
+        template = (EXPERIMENTS / f"{part}.toml").read_text()
+        source = root / f"{part}.toml"
+        text = template if choice is None else materialise(template, choice)
+        if not source.exists() or source.read_text() != text:
+            source.write_text(text)
+        sources[part] = source
+    return sources
+
+
+REPRODUCTION = Reproduction(
+    name="rfc2884", description="RFC 2884 reproduced: calibration, the fairness / bulk / "
+    "transactional grids (RFC TCP and today's), the report.", experiments=EXPERIMENTS,
+    parts=PARTS, quick=QUICK, prepare=prepare, write_report=lambda root, path:
+    write_report(root, path), verdict=lambda root: main_effect(Part.load(QUICK, root / QUICK)))
+
+
 def main(argv):
-    args, extra = parse_args(argv)
-    root = Path(args.out)
-    report = Path(args.report) if args.report else root / "report.md"
-    try:
-        parts = select_parts(args)
-        failed = []
-        if not args.report_only:
-            root.mkdir(parents=True, exist_ok=True)
-            choice = None if args.quick else calibrate(root, extra)
-            for i, part in enumerate(parts, 1):
-                template = (EXPERIMENTS / f"{part}.toml").read_text()
-                source = root / f"{part}.toml"
-                text = template if choice is None else materialise(template, choice)
-                if not source.exists() or source.read_text() != text:
-                    source.write_text(text)
-                print(f"[{i}/{len(parts)}] {part}", flush=True)
-                if run_part(root, part, source, extra) != 0:
-                    failed.append(part)
-        write_report(root, report)
-        print(f"report: {report}")
-        if args.quick:
-            verdict = main_effect(Part.load(QUICK, root / QUICK))
-            print(verdict["text"])
-            return 0 if verdict["ok"] and not failed else 1
-        if failed:
-            print(f"aqmlab study rfc2884: error: runs failed in {', '.join(failed)}; rerun the "
-                  f"same command to resume", file=sys.stderr)
-            return 1
-        return 0
-    except (StudyError, ConfigError, OSError) as error:
-        print(f"aqmlab study rfc2884: error: {error}", file=sys.stderr)
-        return 2
+    return run_study(REPRODUCTION, argv)
 
 
 if __name__ == "__main__":
