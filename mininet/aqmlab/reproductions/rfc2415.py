@@ -699,6 +699,22 @@ def write_report(root, path):
         "- Emulation, not simulation: real time on a shared 2-core machine; the run records its "
         "load average (below).",
         "",
+        "## Running the full study", "",
+        "```",
+        "aqmlab study rfc2415 --out results/rfc2415     # convergence first, then every part; "
+        "rerun to resume",
+        "aqmlab study rfc2415 --out results/rfc2415 --parts http10,http11,thread_droptail,"
+        "thread_red,thread_mix,thread_http11 --jobs 2   # halves the time; halves.toml (64 webs) "
+        "stays --jobs 1",
+        "aqmlab study rfc2415 --out /shared/rfc2415 --executor slurm [--slurm-partition P] "
+        "[--jobs 1]",
+        "aqmlab study rfc2415 --out results/rfc2415 --parts http10 --paper-length   # one table "
+        "set, 360 s",
+        "tar -C results/rfc2415 --exclude lab --exclude '*.png' --exclude report.md -cf - . |",
+        "    tar -C docs/reproductions/rfc2415/study -xf -",
+        "aqmlab study rfc2415 --out docs/reproductions/rfc2415/study --report-only "
+        "--report docs/reproductions/rfc2415.md",
+        "```", "",
         "## Wall time", "",
         *wall_lines(root),
         *load_lines(parts),
