@@ -296,6 +296,20 @@ def test_quick_command_runs_the_ci_file_and_exits_by_the_direction_check(tmp_pat
         assert "quick CI variant only" in (root / "report.md").read_text()
 
 
+def test_a_reproduction_can_bring_its_own_wall_time_estimate(tmp_path, monkeypatch, capsys):
+    """Reproduction.seconds_of replaces study.estimated_seconds in the plan
+    (RFC 2884's until_complete runs end before their cap)."""
+    import dataclasses
+    reproduction = dataclasses.replace(rfc2415.REPRODUCTION,
+                                       seconds_of=lambda experiment, runs: 3600 * len(runs))
+    root, commands = tmp_path / "s", []
+    monkeypatch.setattr(common.subprocess, "call", fake_aqmlab_run(root, commands))
+    assert common.run_study(reproduction, ["--out", str(root), "--parts", "thread_red",
+                                           "--paper-length"]) == 0
+    assert "[1/1] thread_red: 100 runs of 360 s, estimated 100.0 h one run at a time" in \
+        capsys.readouterr().out
+
+
 def test_unknown_part_is_one_line_and_exit_2(tmp_path):
     out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "rfc2415", "--out",
                           str(tmp_path / "s"), "--parts", "nope"], capture_output=True, text=True)

@@ -39,6 +39,7 @@ class Reproduction:
     verdict: Callable           # (root) -> {"ok": bool, "text": str} of the quick variant
     add_options: Callable = None   # (parser) -> None: the module's own options
     select: Callable = None        # (args) -> [parts] or None for the shared rule
+    seconds_of: Callable = study.estimated_seconds   # (experiment, runs) -> wall seconds, plan
 
 
 # ---------------------------------------------------------------- the report's numbers
@@ -165,7 +166,7 @@ def run_study(reproduction, argv):
         if not args.report_only:
             root.mkdir(parents=True, exist_ok=True)
             sources = reproduction.prepare(root, parts, args, extra)
-            plan = plan_lines(reproduction.name, sources)
+            plan = plan_lines(reproduction.name, sources, reproduction.seconds_of)
             print("\n".join(plan), flush=True)
             for i, (part, line) in enumerate(zip(sources, plan[1:]), 1):
                 print(f"[{i}/{len(sources)}] {line}", flush=True)
