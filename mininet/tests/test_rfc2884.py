@@ -71,6 +71,18 @@ def test_modern_parts_and_ablation_use_todays_defaults_and_switch_rack_tlp():
                                               ("tlp-only", 0, 3), ("neither", 0, 0)}
 
 
+def test_planned_time_of_bulk_runs_ends_with_their_transfers():
+    e = load_experiment(FILES / "bulk.toml")
+    runs = [r for r in study.expand(e) if r.repetition == 0]
+    low = next(r for r in runs if rfc2884.background_flows(r.scenario) == 2)
+    # 20 MB at a quarter of 1.5 Mb/s (2 background + 2 measured flows), from t = 20 s
+    assert rfc2884.traffic_seconds(e, low.scenario) == pytest.approx(20 + 8 * 20e6 * 4 / 1.5e6)
+    assert rfc2884.planned_seconds(e, [low]) == pytest.approx(
+        study.estimated_seconds(e, [low]) - 1500 + 20 + 8 * 20e6 * 4 / 1.5e6)
+    high = next(r for r in runs if rfc2884.background_flows(r.scenario) == 10)
+    assert rfc2884.traffic_seconds(e, high.scenario) == pytest.approx(20 + 8 * 20e6 * 12 / 1.5e6)
+
+
 def test_quick_variant_fits_ci_budget():
     e = load_experiment(FILES / "quick.toml")
     runs = study.expand(e)
