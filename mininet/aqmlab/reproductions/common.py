@@ -79,6 +79,33 @@ def overhead_estimate(wall):
     return extra / runs, runs
 
 
+def read_wall(root):
+    """root/wall_times.json ({part: {seconds, runs, duration}}), or {}."""
+    path = Path(root) / WALL_TIMES
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def measured_lines(wall):
+    """The measured wall time of each part, as a sentence (none if nothing ran)."""
+    if not wall:
+        return []
+    return ["Measured (wall clock of each part's `aqmlab run` as started by this command, this "
+            "machine): " + ", ".join(f"{part} {w['seconds'] / 60:.1f} min for {w['runs']} runs "
+                                     f"of {w['duration']:g} s traffic"
+                                     for part, w in wall.items()) + "."]
+
+
+def save_report(path, lines, figures, plots, heading):
+    """Write the report's lines, then a `## heading` section showing each
+    (file, caption) of `plots` from the folder `figures` -> the markdown text."""
+    if plots:
+        lines = lines + [f"## {heading}", ""] + [
+            f"![{caption}]({Path(figures).name}/{name})" for name, caption in plots] + [""]
+    text = "\n".join(lines)
+    Path(path).write_text(text)
+    return text
+
+
 def run_part(root, part, source, extra):
     """`aqmlab run` of one file into root/part (resumed); its wall time and the
     runs it completed are added to root/wall_times.json -> exit code."""

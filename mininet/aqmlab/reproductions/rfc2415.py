@@ -28,8 +28,9 @@ from pathlib import Path
 from aqmlab import stats, study
 from aqmlab.config import load_experiment
 from aqmlab.report import load_study
-from aqmlab.reproductions.common import (WALL_TIMES, Reproduction, StudyError, fmt, load_lines,
-                                         overhead_estimate, plan_lines, run_part, run_study)
+from aqmlab.reproductions.common import (Reproduction, StudyError, fmt, load_lines,
+                                         measured_lines, overhead_estimate, plan_lines,
+                                         read_wall, run_part, run_study, save_report)
 
 import matplotlib
 matplotlib.use("Agg")
@@ -562,14 +563,8 @@ def full_estimate(overhead, duration=None):
 
 
 def wall_lines(root):
-    path = Path(root) / WALL_TIMES
-    wall = json.loads(path.read_text()) if path.exists() else {}
-    lines = []
-    if wall:
-        lines.append("Measured (wall clock of each part's `aqmlab run` started by this command, "
-                     "this 2-core machine): " + ", ".join(
-                         f"{part} {w['seconds'] / 60:.1f} min for {w['runs']} runs of "
-                         f"{w['duration']:g} s traffic" for part, w in wall.items()) + ".")
+    wall = read_wall(root)
+    lines = measured_lines(wall)
     overhead, runs = overhead_estimate(wall)
     if not runs:
         return lines + ["No runs measured: no per-run time."]
@@ -720,12 +715,8 @@ def write_report(root, path):
         *load_lines(parts),
         "",
     ]
-    if plots:
-        lines += ["## Figures (95 % intervals; normalised per seed to IW 1)", ""]
-        lines += [f"![{caption}]({figures.name}/{name})" for name, caption in plots] + [""]
-    text = "\n".join(lines)
-    path.write_text(text)
-    return text
+    return save_report(path, lines, figures, plots,
+                       "Figures (95 % intervals; normalised per seed to IW 1)")
 
 
 # ---------------------------------------------------------------- the command
