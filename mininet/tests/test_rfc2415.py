@@ -294,6 +294,7 @@ def test_quick_command_runs_the_ci_file_and_exits_by_the_direction_check(tmp_pat
         out = capsys.readouterr().out
         assert ("passed: IW 1 - IW 4" if code == 0 else "FAILED: IW 1 - IW 4") in out
         assert "quick CI variant only" in (root / "report.md").read_text()
+        assert not (root / "report" / "quick-page-delay.png").exists()     # no pages recorded
 
 
 def test_a_reproduction_can_bring_its_own_wall_time_estimate(tmp_path, monkeypatch, capsys):
@@ -331,4 +332,5 @@ def test_quick_variant_runs_and_checks_the_direction_of_the_iw_effect(tmp_path):
     assert "passed: IW 1 - IW 4" in out.stdout
     report = (tmp_path / "s" / "report.md").read_text()
     assert "quick CI variant only" in report and "Direction check: passed" in report
+    assert (tmp_path / "s" / "report" / "quick-page-delay.png").exists()
     assert json.loads((tmp_path / "s" / "wall_times.json").read_text())["quick"]["runs"] == 5

@@ -521,6 +521,31 @@ def main_effect(part):
     return {"ok": ok, "difference": difference, "text": text, "iw1": iw1, "iw4": iw4}
 
 
+def plot_quick(part, folder):
+    """The CI variant's page delays, every complete page of every run pooled
+    per IW group, as distribution functions -> [(file, caption)]."""
+    groups = {k: sorted(d for run_id in part.loaded.results for _, d in
+                        page_records(part.loaded.folder / run_id, [f"web-iw{k}"]))
+              for k in (1, 4)}
+    if not all(groups.values()):
+        return []
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for k, delays in groups.items():
+        ax.step(delays, [(i + 1) / len(delays) for i in range(len(delays))], where="post",
+                label=f"IW {k} ({len(delays)} pages)")
+    ax.set_xscale("log")
+    ax.set_xlabel("page delay (s)")
+    ax.set_ylabel("fraction of pages")
+    ax.set_title("quick variant: page delays of the IW 1 and IW 4 clients (same runs)",
+                 fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    name = "quick-page-delay.png"
+    fig.savefig(Path(folder) / name, dpi=110)
+    plt.close(fig)
+    return [(name, "quick variant: page delay distribution, IW 1 vs IW 4")]
+
+
 def quick_lines(parts):
     part = parts.get(QUICK)
     if not part:
@@ -540,7 +565,10 @@ def quick_lines(parts):
             f"| IW 1 - IW 4 (paired per seed) | {fmt(verdict['difference'], unit=' s')} |",
             f"| % decrease IW 1 -> IW 4 | {fmt(pct, unit=' %')} |",
             f"| bottleneck utilisation | {fmt(part.estimate(key, utilisation_pct), unit=' %')} |",
-            f"| drop rate | {fmt(part.estimate(key, drop_pct), unit=' %')} |", "",
+            f"| drop rate | {fmt(part.estimate(key, drop_pct), unit=' %')} |",
+            *[f"| IW {k} clients' network power (MB per 360 s / s) | "
+              f"{fmt(part.estimate(key, lambda r, k=k: web_power(r, f'web-iw{k}')))} |"
+              for k in (1, 4)], "",
             "Published nearest: RFC 2415 Table 1, 16 webs / 1 FTP: 1.04 s at IW 1, 35.6 % "
             "decrease at IW 4 (360 s, all clients with the same IW); RFC 2415 Table 6 and the "
             "thread's 32-client mix found each half of a mixed population close to its "
@@ -610,6 +638,8 @@ def write_report(root, path):
         plots += plot_power(parts["http10"], figures, ftp_power,
                             "RFC 2415 Table 3: FTP network power (HTTP/1.0 webs)",
                             "http10-ftp-power")
+    if QUICK in parts:
+        plots += plot_quick(parts[QUICK], figures)
     full = [n for n in PARTS if n in parts and not parts[n].loaded.quick]
     p = parts.get
     t = pub["rfc2415"]
