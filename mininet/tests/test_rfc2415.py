@@ -257,6 +257,7 @@ def test_one_command_chooses_the_run_length_then_runs_each_part_with_options_pas
     assert "thread_droptail, thread_red (full study parts)" in report
     assert report.count("RED helps more (interval above 0)") == 3
     assert "| 8 | drop-tail | 2.4-2.8 |" in report
+    assert "| 4 | 19 \\| 9.92 [9.84, 9.99] (n = 5) | 28 \\| 19.8 [19.7, 20] (n = 5) |" in report
     assert "with the convergence's run length (220 s)" in report
 
 

@@ -266,6 +266,21 @@ def drop_range_lines(parts, published_ranges):
     return lines
 
 
+def improvement_table(part, rows, iws=(2, 3, 4)):
+    """The thread's '% improvement in page delays' from IW 1, per FTP count
+    (published | aqmlab's per-seed % decrease)."""
+    lines = ["| FTPs | " + " | ".join(f"IW 1 -> {k} %" for k in iws) + " |",
+             "|---" * (1 + len(iws)) + "|"]
+    for row in rows:
+        published = row["improvement_pct"]
+        published = published[1:] if isinstance(published, list) else [published]
+        cells = [f"{cell(pub)} \\| " + (fmt(decrease(part, (16, row["ftps"], 1),
+                                                       (16, row["ftps"], k))) if part
+                                         else "not run") for k, pub in zip(iws, published)]
+        lines.append(f"| {row['ftps']} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def mix_table(part, published_mix):
     lines = ["| population | IW 1 clients: median page delay s (published \\| aqmlab) | "
              "IW 3 clients |", "|---|---|---|"]
@@ -695,14 +710,20 @@ def write_report(root, path):
         *halves_table(p("halves"), t["table6"]), "",
         "## The tcp-impl thread: 16 webs, drop-tail, 22 packets", "",
         *thread_table(p("thread_droptail"), th["droptail"]), "",
+        "Percentage improvement in page delay from IW 1:", "",
+        *improvement_table(p("thread_droptail"), th["droptail"]), "",
         "## The tcp-impl thread: the same with RED", "",
         *thread_table(p("thread_red"), th["red"]), "",
+        "Percentage improvement in page delay from IW 1:", "",
+        *improvement_table(p("thread_red"), th["red"]), "",
         *drop_range_lines(parts, th["drop_ranges"]),
         "",
         "## The tcp-impl thread: 32 webs, IW 1 / IW 3 mix", "",
         *mix_table(p("thread_mix"), th["mix32"]), "",
         "## The tcp-impl thread: HTTP/1.1", "",
         *thread_table(p("thread_http11"), th["http11"], iws=(1, 3)), "",
+        "Percentage improvement in page delay from IW 1:", "",
+        *improvement_table(p("thread_http11"), th["http11"], iws=(3,)), "",
         "## The CI variant (`aqmlab study rfc2415 --quick`)", "",
         *quick_lines(parts), "",
         "## Run-length convergence (`--convergence`)", "",
