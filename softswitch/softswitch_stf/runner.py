@@ -54,6 +54,7 @@ class _Run:
         self.mc_nodes = []
         self.mc_groups = {}
         self.implicit_members = {}   # profile -> {(action, args): member id}
+        self.queue = {}              # queue metadata for the packets sent from now on
         self.result = Result()
         self.found = []       # (where, failure), reported in file order
 
@@ -135,6 +136,9 @@ class _Run:
         reg = self.program.register(name, where)
         self.switch.register_write(reg["name"], int(index), parse_number(value, where))
 
+    def do_queue(self, where, fields):
+        self.queue = dict(fields)
+
     def do_wait(self, where):
         """Processing is synchronous: everything sent so far has already come out."""
 
@@ -142,7 +146,7 @@ class _Run:
 
     def do_packet(self, where, port, data):
         self.result.packets_in += 1
-        for out_port, frame in self.switch.process_packet(port, data):
+        for out_port, frame in self.switch.process_packet(port, data, **self.queue):
             self.result.log.append((where, out_port, bytes(frame)))
             if out_port in self.observed:
                 self.received[out_port].append((where, bytes(frame)))

@@ -210,6 +210,25 @@ def _parse_group(rest, where):
     return {"profile": words[0], "group": int(words[1]), "members": [int(w) for w in words[2:]]}
 
 
+QUEUE_FIELDS = ("enq_qdepth", "enq_timestamp", "deq_timedelta", "deq_qdepth")
+
+
+def _parse_queue(rest, where):
+    """`queue FIELD=N ...` (queue metadata egress sees from now on) or `queue reset`."""
+    usage = f"usage: queue reset | queue FIELD=N ... (FIELD: {', '.join(QUEUE_FIELDS)})"
+    if rest == "reset":
+        return {"fields": {}}
+    fields = {}
+    for item in rest.split():
+        name, eq, value = item.partition("=")
+        if name not in QUEUE_FIELDS or not eq or not value.isdigit():
+            raise StfError(where, usage)
+        fields[name] = int(value)
+    if not fields:
+        raise StfError(where, usage)
+    return {"fields": fields}
+
+
 def _parse_register_write(rest, where):
     words = rest.split()
     if len(words) != 3 or not words[1].isdigit():
@@ -230,6 +249,7 @@ _PARSERS = {
     "check_counter": lambda rest, where: _parse_check(rest, where, "check_counter"),
     "check_register": lambda rest, where: _parse_check(rest, where, "check_register"),
     "register_write": _parse_register_write,
+    "queue": _parse_queue,
     "member": _parse_member,
     "group": _parse_group,
 }

@@ -86,6 +86,9 @@ def test_short_names_and_number_spellings_resolve():
     ("mc_node_create 1", "t.stf:1: error: usage: mc_node_create RID PORT"),
     ("check_counter c(1) packets = 2", "t.stf:1: error: usage: check_counter"),
     ("wait 5", "t.stf:1: error: wait takes no arguments"),
+    ("queue", "t.stf:1: error: usage: queue reset | queue FIELD=N"),
+    ("queue depth=3", "t.stf:1: error: usage: queue reset | queue FIELD=N"),
+    ("queue enq_qdepth=x", "t.stf:1: error: usage: queue reset | queue FIELD=N"),
 ])
 def test_malformed_lines_are_one_line_errors(line, message):
     with pytest.raises(StfError) as e:
