@@ -1,16 +1,20 @@
 """The built-in target loaded with p4src/red_ecn.p4 and one port's RED
-configuration, and the packet-by-packet comparison with the reference model
+configuration, the packet-by-packet comparison with the reference model
 (``redctl.redmodel.decide``) that test_redmodel_target.py and
-test_redtrace_target.py share."""
+test_redtrace_target.py share, and the recorded trace's replay through the
+pipeline (``replay_trace``), whose decisions and draws hw/fpga/tests/test_red_rtl.py
+also gives the RTL."""
 from __future__ import annotations
 
+import csv
+from dataclasses import dataclass
 from pathlib import Path
 
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from redctl import compiler
-from redctl.convert import QDEPTH_MAX, RedConstants
+from redctl.convert import QDEPTH_MAX, PortSpec, RedConfig, RedConstants, to_constants
 from redctl.redmodel import PortState, Step, decide
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,3 +84,34 @@ def run_and_compare(sw, constants: RedConstants, enq_qdepth: int, enq_timestamp:
     sent_ecn = [Ether(f)[IP].tos & 3 for _, f in out]
     assert sent_ecn == ([] if step.decision >= 2 else [step.ecn]), (where, step)
     return step
+
+
+# The queue trace of a real lab run (2 ECN TCP flows + not-ECT UDP through a
+# 10 Mb/s RED bottleneck) and what hw/fpga/traces/record.py installed on its port.
+TRACE = REPO / "hw" / "fpga" / "traces" / "bottleneck_red.csv"
+TRACE_RED = to_constants(RedConfig(minth=5, maxth=15, maxp=0.1, wq_log=4, ecn=True),
+                         PortSpec(buffer_packets=100, rate_bps=10e6))
+
+
+def read_trace(path: Path = TRACE) -> list[dict[str, int]]:
+    """A recorded queue trace: one dict per packet (enq_timestamp_us, enq_qdepth,
+    deq_timedelta_us, ecn, bytes)."""
+    with open(path, newline="") as f:
+        return [{k: int(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+@dataclass(frozen=True)
+class Replay:
+    steps: list[Step]    # per packet; decision and ECN are the pipeline's (run_and_compare asserts it)
+    draws: list[int]     # the uniform R the pipeline drew, in order (one per step that drew)
+
+
+def replay_trace(se, out_dir: Path, rows: list[dict[str, int]], constants: RedConstants = TRACE_RED) -> Replay:
+    """The trace through p4src/red_ecn.p4 on the built-in target, each packet
+    checked against the model fed the program's draw; returns the decisions
+    and the draws, which the RTL replay (hw/fpga/tests) injects."""
+    sw = red_switch(se, compile_red_ecn(out_dir), constants)
+    steps = [run_and_compare(sw, constants, r["enq_qdepth"], r["enq_timestamp_us"], r["deq_timedelta_us"],
+                             r["ecn"], r["bytes"])
+             for r in rows]
+    return Replay(steps, [s.state.rand for s in steps if s.drew])

@@ -53,14 +53,15 @@ class Lfsr:
 
 
 class Draws:
-    """A fixed list of draws (what a trace replay injects into every implementation)."""
+    """A fixed list of draws (what a trace replay injects into every implementation).
+    Past its end `value` is None, which the model cannot draw (TypeError)."""
 
     def __init__(self, values: list[int]):
         self.values, self.next = values, 0
 
     @property
-    def value(self) -> int:
-        return self.values[self.next]
+    def value(self) -> int | None:
+        return self.values[self.next] if self.next < len(self.values) else None
 
     def advance(self) -> None:
         self.next += 1
@@ -151,13 +152,10 @@ def random_scenario(seed: int, ports: int, phases: int, packets_per_phase: int) 
     return out
 
 
-def trace_phase(path, constants: RedConstants, port: int) -> Phase:
-    """A recorded queue trace (hw/fpga/traces/*.csv) as one phase on `port`,
-    packets back to back (the hardest case for the per-port state)."""
-    import csv
-    with open(path, newline="") as f:
-        packets = [Packet(port=port, qdepth=int(r["enq_qdepth"]),
-                          timestamp=int(r["enq_timestamp_us"]) & MASK32,
-                          deq_timedelta=int(r["deq_timedelta_us"]), ecn=int(r["ecn"]))
-                   for r in csv.DictReader(f)]
+def trace_phase(rows: list[dict[str, int]], constants: RedConstants, port: int) -> Phase:
+    """A recorded queue trace (rows of red_target_rig.read_trace) as one phase
+    on `port`, packets back to back (the hardest case for the per-port state)."""
+    packets = [Packet(port=port, qdepth=r["enq_qdepth"], timestamp=r["enq_timestamp_us"] & MASK32,
+                      deq_timedelta=r["deq_timedelta_us"], ecn=r["ecn"])
+               for r in rows]
     return Phase({port: constants}, packets)

@@ -169,10 +169,11 @@ async def decisions_match_model(dut):
     latencies = sorted({round((got[0] - s) / CLOCK_NS) for got, s in zip(results, sent)})
     summary = {"decisions": len(results), "packets": len(packets),
                "mismatches": len(mismatches), "first_mismatches": mismatches[:5],
-               "latencies": latencies,
+               "latencies": latencies, "draws_used": used[0],
+               "rtl_decisions": [got[2] for got in results], "rtl_ecn": [got[3] for got in results],
                "decision_counts": [sum(e.decision == d for e in expected) for d in range(4)]}
     with open(os.environ["RED_TB_SUMMARY"], "w") as f:
-        json.dump(summary, f, indent=1)
+        json.dump(summary, f)
     assert len(results) == len(packets), f"{len(results)} decisions for {len(packets)} packets"
     assert latencies == [LATENCY], f"latencies {latencies}, expected always {LATENCY}"
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[0]}"

@@ -1,19 +1,22 @@
 """The RTL (hw/fpga/rtl) against the integer RED model, decision by decision,
-on Icarus Verilog through cocotb: randomised traffic and configurations,
+on Icarus Verilog through cocotb: randomised traffic and configurations, a
+recorded trace with the P4 pipeline's own draws (RTL == model == pipeline),
 deliberately broken variants that must be caught."""
 import json
 import pickle
-import random
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 from cocotb_tools.runner import get_results, get_runner
 
 from red_scenario import random_scenario, trace_phase
-from redctl.convert import PortSpec, RedConfig, to_constants
+from redctl.redmodel import MARK
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[2] / "control" / "tests"))   # the pipeline's trace replay
+from red_target_rig import TRACE_RED, read_trace, replay_trace  # noqa: E402
 RTL = HERE.parent / "rtl"
 SOURCES = ["red_ecn_marker.v", "red_core.v", "red_lfsr.v"]
 PORT_BITS = 3
@@ -57,22 +60,24 @@ def test_randomised_decisions_match_model(tmp_path):
     assert result["failed"] == 0
 
 
-TRACE = HERE.parent / "traces" / "bottleneck_red.csv"
-# what hw/fpga/traces/record.py installed on the bottleneck port
-TRACE_RED = to_constants(RedConfig(minth=5, maxth=15, maxp=0.1, wq_log=4, ecn=True),
-                         PortSpec(buffer_packets=100, rate_bps=10e6))
-
-
-def test_recorded_trace_matches_model(tmp_path):
+def test_recorded_trace_rtl_model_and_pipeline_agree(tmp_path):
     """The queue trace of a real lab run (2 ECN TCP flows + not-ECT UDP through a
-    10 Mb/s RED bottleneck) replayed with the same injected draws: every
-    decision equal, and the trace reaches the marking and dropping regions."""
-    phase = trace_phase(TRACE, TRACE_RED, port=1)
-    rng = random.Random(2026)
-    draws = [rng.getrandbits(32) for _ in range(len(phase.packets))]
-    result = run_rtl(tmp_path, [phase], ("list", draws))
-    assert result["decisions"] == len(phase.packets) >= 2000
+    10 Mb/s RED bottleneck) replayed through p4src/red_ecn.p4 on the built-in
+    target (which checks it against the model fed the program's draws), then
+    through the RTL with exactly the draws the pipeline made injected: the RTL
+    uses all of them, and its decision and outgoing ECN field equal the model's
+    and the pipeline's on every packet."""
+    se = pytest.importorskip("softswitch_engine")
+    rows = read_trace()
+    pipeline = replay_trace(se, tmp_path / "p4", rows)
+    result = run_rtl(tmp_path, [trace_phase(rows, TRACE_RED, port=1)], ("list", pipeline.draws))
+    assert result["decisions"] == len(rows) >= 2000
     assert result["mismatches"] == 0, result["first_mismatches"]
+    assert result["draws_used"] == len(pipeline.draws) > 10
+    differing = [(i, s.decision, s.ecn, d, e) for i, (s, d, e)
+                 in enumerate(zip(pipeline.steps, result["rtl_decisions"], result["rtl_ecn"]))
+                 if d != s.decision or (d <= MARK and e != s.ecn)]
+    assert not differing, f"{len(differing)} packets differ (packet, pipeline decision/ecn, RTL): {differing[:5]}"
     pass_, mark, early_drop, _ = result["decision_counts"]
     assert mark > 10 and early_drop > 10 and pass_ > 1000, result["decision_counts"]
     assert result["failed"] == 0
