@@ -23,6 +23,15 @@ class MatchFieldInfo:
     name: str
     bitwidth: int
     match_type: int
+    # An `error`-typed key (P4Info bitwidth 0, as p4c writes it): values are the
+    # error's name (P4Runtime spec: error members have no integer value). The
+    # pipeline check fills the names' codes and the data-plane width from the JSON.
+    error_codes: dict = None
+    engine_width: int = 0
+
+    @property
+    def is_error(self) -> bool:
+        return self.bitwidth == 0
 
 
 @dataclass
@@ -122,9 +131,12 @@ class P4InfoIndex:
         self._claim_id(t.preamble)
         fields = {}
         for mf in t.match_fields:
-            if mf.id in fields or mf.bitwidth <= 0 or mf.match_type not in SUPPORTED_MATCH:
+            if mf.id in fields or mf.bitwidth < 0 or mf.match_type not in SUPPORTED_MATCH:
                 raise invalid(f"P4Info: table '{t.preamble.name}' match field '{mf.name}' "
-                              "has a duplicate id, no width or an unsupported match kind")
+                              "has a duplicate id or an unsupported match kind")
+            if mf.bitwidth == 0 and not self._error_key(mf):
+                raise invalid(f"P4Info: table '{t.preamble.name}' match field '{mf.name}' has no "
+                              "width (only an exact or optional key of type error may have none)")
             fields[mf.id] = MatchFieldInfo(mf.id, mf.name, mf.bitwidth, mf.match_type)
         scopes = {}
         for ref in t.action_refs:
@@ -135,6 +147,11 @@ class P4InfoIndex:
             raise invalid(f"P4Info: table '{t.preamble.name}' uses an action profile, not supported")
         return TableInfo(t.preamble.id, t.preamble.name, fields, scopes,
                          t.const_default_action_id, t.is_const_table, t.size)
+
+    def _error_key(self, mf) -> bool:
+        """p4c gives an error-typed key bitwidth 0 and lists the errors in type_info."""
+        return (self.p4info.type_info.HasField("error") and not mf.HasField("type_name")
+                and mf.match_type in (MatchType.EXACT, MatchType.OPTIONAL))
 
     def _array(self, obj, size, unit=0, bitwidth=0):
         self._claim_id(obj.preamble)

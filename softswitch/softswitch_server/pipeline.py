@@ -39,6 +39,7 @@ class _JsonProgram:
                 (h["name"], f[0]): f[1]
                 for h in self._headers_with_types(doc) for f in h["fields"]}
             self.tables = {t["name"]: t for p in doc["pipelines"] for t in p.get("tables", [])}
+            self.errors = [tuple(e) for e in doc.get("errors", [])]
             self.actions = {}
             for a in doc.get("actions", []):
                 self.actions.setdefault(a["name"], []).append(a)
@@ -153,7 +154,9 @@ def _check_table(table, index, prog):
         if key.get("match_type") not in JSON_MATCH_KINDS[mf.match_type]:
             raise _mismatch(f"table '{table.name}' field '{mf.name}' match kind differs")
         width = _key_width(key, prog)
-        if width is not None and width != mf.bitwidth:
+        if mf.is_error:
+            _bind_error_key(table, mf, key, width, prog)
+        elif width is not None and width != mf.bitwidth:
             raise _mismatch(f"table '{table.name}' field '{mf.name}' is {width} bits in the "
                             f"JSON, {mf.bitwidth} in the P4Info")
     json_actions = set(jt.get("actions", []))
@@ -161,6 +164,18 @@ def _check_table(table, index, prog):
         name = index.actions[action_id].name
         if name not in json_actions:
             raise _mismatch(f"table '{table.name}' lacks action '{name}' in the JSON")
+
+
+ERROR_BITS = 32   # BMv2 JSON holds error values (parser_error) in 32-bit fields
+
+
+def _bind_error_key(table, mf, key, width, prog):
+    """An error-typed key: the JSON's error codes and the field's width."""
+    codes = dict(prog.errors)
+    if width != ERROR_BITS or not codes:
+        raise _mismatch(f"table '{table.name}' field '{mf.name}' has no width in the P4Info "
+                        "but is not an error-typed field of the JSON")
+    mf.error_codes, mf.engine_width = codes, width
 
 
 def _key_width(key, prog):

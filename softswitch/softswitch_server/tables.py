@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from p4.v1 import p4runtime_pb2
 
-from .bytestrings import canonical, decode, lpm_mask, padded
+from .bytestrings import canonical, decode, lpm_mask, padded, shown
 from .errors import invalid, unimplemented
 from .p4info_index import MatchType, P4InfoIndex, Scope, TableInfo
 
@@ -67,6 +67,8 @@ def _field_value(table, info, fm):
                       f"{MATCH_ONEOF[info.match_type]} match, got {kind}")
     what = f"table '{table.name}' field '{info.name}'"
     width = info.bitwidth
+    if info.is_error:
+        return (kind, _error_code(info, getattr(fm, kind).value, what), None)
     if kind == "exact":
         return ("exact", decode(fm.exact.value, width, what), None)
     if kind == "optional":
@@ -76,6 +78,15 @@ def _field_value(table, info, fm):
     if kind == "ternary":
         return _ternary(fm.ternary, width, what)
     return _range(fm.range, width, what)
+
+
+def _error_code(info, data: bytes, what: str) -> int:
+    """An error-typed key's value is the error's name (P4Runtime: no integer value)."""
+    name = data.decode("utf-8", "replace")
+    if name not in info.error_codes:
+        raise invalid(f"{what}: {shown(data)} is not an error name "
+                      f"(one of {', '.join(sorted(info.error_codes))})")
+    return info.error_codes[name]
 
 
 def _lpm(lpm, width, what):
@@ -151,7 +162,7 @@ def engine_keys(table: TableInfo, key: MatchKey) -> list:
 
 
 def _engine_key(info, value):
-    w = info.bitwidth
+    w = info.engine_width if info.is_error else info.bitwidth
     full = (1 << w) - 1
     if info.match_type == MatchType.EXACT:
         return ("exact", padded(value[1], w))
@@ -181,7 +192,10 @@ def fill_match(table: TableInfo, key: MatchKey, entry: p4runtime_pb2.TableEntry)
             continue
         fm = entry.match.add(field_id=info.id)
         kind, a, b = value
-        if kind == "exact":
+        if info.is_error:
+            names = {code: name for name, code in info.error_codes.items()}
+            getattr(fm, kind).value = names[a].encode()
+        elif kind == "exact":
             fm.exact.value = canonical(a)
         elif kind == "optional":
             fm.optional.value = canonical(a)
