@@ -9,6 +9,13 @@ table per port, the same keys:
     rate = "10mbit"
     buffer = 100
     delay = "20ms"
+    loss = "gemodel 1% 30%"
+
+`loss` follows Linux netem: `loss=P` or `loss=random P` loses each frame
+independently; `loss=gemodel p r [1-h [1-k]]` is the Gilbert-Elliott model
+(good->bad p, bad->good r, loss 1-h in the bad state (default 100 %), 1-k in
+the good state (default 0 %)). Each probability is `N%` or a fraction 0..1
+(a bare number is a fraction below 1, unlike netem where it is a percent).
 """
 import re
 import tomllib
@@ -31,6 +38,8 @@ class PortConfig:
     delay_us: int = 0
     ingress_delay_us: int = 0
     prio_queues: int = 1
+    loss: float = 0.0
+    loss_gemodel: tuple | None = None
 
     def engine_kwargs(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -52,6 +61,31 @@ def parse_delay(text) -> int:
     return round(float(m.group(1)) * DELAY_UNITS[m.group(2)])
 
 
+def parse_probability(text) -> float:
+    """'1%' -> 0.01, '0.01' -> 0.01 (a fraction); 0..1 only."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?(?:e-?\d+)?)(%?)", str(text).strip().lower())
+    value = float(m.group(1)) / (100 if m.group(2) else 1) if m else -1
+    # A bare 1 or more is most likely netem's percent without '%': refuse it.
+    if not (0 <= value <= 1) or (m and not m.group(2) and value >= 1):
+        raise TmError(f"probability '{text}': expected N% (0-100%) or a fraction below 1")
+    return value
+
+
+def parse_loss(text) -> tuple:
+    """netem's loss: '1%' / 'random 1%' / 'gemodel p r [1-h [1-k]]' -> (loss, loss_gemodel)."""
+    words = str(text).split()
+    if words[:1] == ["gemodel"]:
+        if not 3 <= len(words) <= 5:
+            raise TmError(f"loss '{text}': expected gemodel p r [1-h [1-k]]")
+        p, r, loss_bad, loss_good = ([parse_probability(w) for w in words[1:]] + [1.0, 0.0])[:4]
+        return 0.0, (p, r, loss_bad, loss_good)
+    if words[:1] == ["random"]:
+        words = words[1:]
+    if len(words) != 1:
+        raise TmError(f"loss '{text}': expected P, random P or gemodel p r [1-h [1-k]] (no correlation)")
+    return parse_probability(words[0]), None
+
+
 def _count(text, name, low, high=None) -> int:
     try:
         value = int(str(text), 10)
@@ -69,6 +103,7 @@ SETTERS = {
     "delay": ("delay_us", parse_delay),
     "ingress-delay": ("ingress_delay_us", parse_delay),
     "prio-queues": ("prio_queues", lambda v: _count(v, "prio-queues", 1, 8)),
+    "loss": (("loss", "loss_gemodel"), parse_loss),
 }
 
 
@@ -78,9 +113,14 @@ def apply_settings(config: PortConfig, settings: dict, where: str) -> None:
             raise TmError(f"{where}: unknown option '{key}' (known: {', '.join(SETTERS)})")
         attr, parse = SETTERS[key]
         try:
-            setattr(config, attr, parse(value))
+            parsed = parse(value)
         except TmError as e:
             raise TmError(f"{where}: {e}") from None
+        if isinstance(attr, tuple):
+            for name, part in zip(attr, parsed):
+                setattr(config, name, part)
+        else:
+            setattr(config, attr, parsed)
 
 
 def parse_port(text) -> int:

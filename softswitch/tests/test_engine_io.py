@@ -11,6 +11,7 @@ import pytest
 from scapy.layers.inet import IP, UDP, ICMP
 from scapy.layers.l2 import Ether
 from scapy.utils import rdpcap
+from scipy.stats import binom
 
 import softswitch_engine as se
 
@@ -220,3 +221,43 @@ def test_control_plane_changes_while_packets_flow(lab, switch):
         stop.set()
         worker.join()
     assert len(got) == 2000
+
+
+# Link loss on the wire. Counts are checked against exact two-sided 99.9 %
+# binomial intervals (scipy.stats.binom.interval); the switch seed is fixed,
+# so the outcome is repeatable up to the frame sequence the port sees.
+LOSS_FRAMES = 3000
+LOSS_RATE_BPS = 10_000_000  # paced, so the receiver's socket never overflows
+
+
+def lossy_burst(lab, switch, **loss):
+    switch.configure_port(1, rate_bps=LOSS_RATE_BPS, buffer_packets=LOSS_FRAMES + 100, **loss)
+    got = udp_burst(lab, LOSS_FRAMES, size=200, timeout=4.0)
+    stats = switch.port_stats()[1]
+    # Every frame is accounted for: delivered or lost on the wire, none dropped in the queue.
+    assert stats["drops"] == 0 and len(got) + stats["lost"] == LOSS_FRAMES
+    received = {g["seq"] for g in got}
+    return [seq not in received for seq in range(LOSS_FRAMES)]
+
+
+def assert_in_binomial_interval(hits, n, p):
+    low, high = binom.interval(0.999, n, p)
+    assert low <= hits <= high, f"{hits} of {n}, 99.9 % interval for p={p}: [{low:.0f}, {high:.0f}]"
+
+
+def test_random_loss_rate_on_the_wire(lab, switch):
+    lost = lossy_burst(lab, switch, loss=0.1)
+    assert_in_binomial_interval(sum(lost), LOSS_FRAMES, 0.1)
+
+
+def test_gilbert_elliott_bursts_on_the_wire(lab, switch):
+    # With 1-h = 100 % and 1-k = 0 % a frame is lost exactly in the bad state:
+    # a burst starts after a delivered frame with probability p and ends after
+    # a lost one with probability r (mean burst length 1/r = 2 frames).
+    p, r = 0.05, 0.5
+    lost = lossy_burst(lab, switch, loss_gemodel=(p, r, 1.0, 0.0))
+    pairs = list(zip(lost, lost[1:]))
+    delivered_then = [b for a, b in pairs if not a]
+    lost_then = [b for a, b in pairs if a]
+    assert_in_binomial_interval(sum(delivered_then), len(delivered_then), p)
+    assert_in_binomial_interval(lost_then.count(False), len(lost_then), r)

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from softswitch_server.cli import parse_args
-from softswitch_server.tm import PortConfig, TmError, build_port_configs, parse_delay, parse_rate
+from softswitch_server.tm import PortConfig, TmError, apply_settings, build_port_configs, parse_delay, parse_rate
 
 
 def test_flags_mirror_simple_switch_grpc():
@@ -38,10 +38,33 @@ def test_tm_file_then_flags_override(tmp_path):
     assert configs[0] == PortConfig(rate_bps=10**6)
 
 
+@pytest.mark.parametrize("text,loss,gemodel", [
+    ("0.01", 0.01, None), ("1%", 0.01, None), ("random 0.5%", 0.005, None), (0.25, 0.25, None),
+    ("100%", 1.0, None), ("gemodel 2% 25%", 0.0, (0.02, 0.25, 1.0, 0.0)),
+    ("gemodel 0.02 0.25 90% 1%", 0.0, (0.02, 0.25, 0.9, 0.01)),
+])
+def test_loss_follows_netem_syntax(text, loss, gemodel):
+    config = PortConfig()
+    apply_settings(config, {"loss": text}, "test")
+    assert config.loss == pytest.approx(loss)
+    assert config.loss_gemodel == (pytest.approx(gemodel) if gemodel else None)
+
+
+def test_a_later_loss_replaces_the_earlier_model(tmp_path):
+    f = tmp_path / "tm.toml"
+    f.write_text('[ports.1]\nloss = "gemodel 1% 30%"\n')
+    assert build_port_configs([], str(f), {1: "b"})[1].loss_gemodel == pytest.approx((0.01, 0.3, 1.0, 0.0))
+    config = build_port_configs(["1:loss=2%"], str(f), {1: "b"})[1]
+    assert (config.loss, config.loss_gemodel) == (pytest.approx(0.02), None)
+
+
 @pytest.mark.parametrize("flags,contents", [
     (["1:rate=fast"], None), (["1:delay=20"], None), (["1:buffer=0"], None),
     (["1:color=red"], None), (["1"], None), (["7:rate=1mbit"], None),
     (["1:prio-queues=9"], None), ([], "[ports.1]\nrate = [1]\n"), ([], "not toml ="),
+    (["1:loss=1"], None), (["1:loss=101%"], None), (["1:loss=random 1% 25%"], None),
+    (["1:loss=gemodel 1%"], None), (["1:loss=gemodel 1% 2% 3% 4% 5%"], None), (["1:loss=-0.1"], None),
+    (["1:loss=lots"], None), ([], "[ports.1]\nloss = 2.5\n"),
     ([], "[switch]\nx = 1\n"),
 ])
 def test_bad_tm_options_name_the_problem(tmp_path, flags, contents):

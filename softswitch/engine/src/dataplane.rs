@@ -11,7 +11,7 @@ use crate::afpacket::{RawPort, RecvBufs, Received, SendScratch};
 use crate::clock::{tighten_timer_slack, Clock};
 use crate::pcap::PortCapture;
 use crate::shared::{Digest, Pipeline, Shared};
-use crate::tm::{DelayLine, Departure, EgressQueue};
+use crate::tm::{loss_seed, DelayLine, Departure, EgressQueue};
 use p4core::{EgressOutcome, Executor, IngressOutcome, QueueMeta, QueuedPacket};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -113,8 +113,9 @@ impl PacketLoop {
             return;
         }
         self.config_gen = gen;
+        let seed = self.shared.seed;
         for (&port, &cfg) in self.shared.port_config.lock().iter() {
-            self.queues.entry(port).and_modify(|q| q.reconfigure(cfg)).or_insert_with(|| EgressQueue::new(cfg));
+            self.queues.entry(port).and_modify(|q| q.reconfigure(cfg)).or_insert_with(|| EgressQueue::new(cfg, loss_seed(seed, port)));
         }
     }
 
@@ -335,6 +336,10 @@ impl PacketLoop {
                 if self.shared.packet_in.0.try_send(frame).is_err() {
                     self.shared.count(port, |c| &c.drops, 1);
                 }
+            }
+            Some(_) if self.queues.get_mut(&port).unwrap().loss.lose_next() => {
+                self.shared.count(port, |c| &c.lost, 1);
+                self.trace(dep.deq_ns, format_args!("port {port} lost on the wire"));
             }
             Some((_, frame)) => self.wire.get_mut(&port).unwrap().push(dep.deliver_ns, frame),
             None => self.trace(dep.deq_ns, format_args!("port {port} egress dropped")),

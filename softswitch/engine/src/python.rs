@@ -5,7 +5,7 @@ use crate::afpacket::RawPort;
 use crate::clock::Clock;
 use crate::dataplane::PacketLoop;
 use crate::shared::{Pipeline, Shared};
-use crate::tm::PortConfig;
+use crate::tm::{Loss, PortConfig};
 use p4core::{Indirect, Executor, MatchKey, MeterConfig, Program, QueueMeta, RuntimeError, State};
 use parking_lot::Mutex;
 use pyo3::create_exception;
@@ -157,10 +157,19 @@ impl Switch {
         })
     }
 
-    #[pyo3(signature = (port, rate_bps=0, buffer_packets=64, buffer_bytes=0, delay_us=0, ingress_delay_us=0, prio_queues=1))]
-    fn configure_port(&self, port: u32, rate_bps: u64, buffer_packets: u32, buffer_bytes: u64, delay_us: u64, ingress_delay_us: u64, prio_queues: u8) -> PyResult<()> {
+    /// `loss`: random loss probability (fraction); `loss_gemodel`: netem's
+    /// Gilbert-Elliott (p, r, 1-h, 1-k) as fractions. At most one of them.
+    #[pyo3(signature = (port, rate_bps=0, buffer_packets=64, buffer_bytes=0, delay_us=0, ingress_delay_us=0, prio_queues=1, loss=0.0, loss_gemodel=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn configure_port(&self, port: u32, rate_bps: u64, buffer_packets: u32, buffer_bytes: u64, delay_us: u64, ingress_delay_us: u64, prio_queues: u8, loss: f64, loss_gemodel: Option<(f64, f64, f64, f64)>) -> PyResult<()> {
         self.known_port(port)?;
-        let cfg = PortConfig { rate_bps, buffer_packets, buffer_bytes, delay_ns: delay_us * 1000, ingress_delay_ns: ingress_delay_us * 1000, prio_queues };
+        let loss = match (loss, loss_gemodel) {
+            (l, Some(_)) if l != 0.0 => return Err(PyValueError::new_err(format!("port {port}: give loss or loss_gemodel, not both"))),
+            (_, Some((p, r, loss_bad, loss_good))) => Loss::GilbertElliott { p, r, loss_bad, loss_good },
+            (0.0, None) => Loss::None,
+            (l, None) => Loss::Random(l),
+        };
+        let cfg = PortConfig { rate_bps, buffer_packets, buffer_bytes, delay_ns: delay_us * 1000, ingress_delay_ns: ingress_delay_us * 1000, prio_queues, loss };
         cfg.validate().map_err(|e| PyValueError::new_err(format!("port {port}: {e}")))?;
         self.shared.port_config.lock().insert(port, cfg);
         self.shared.config_gen.fetch_add(1, SeqCst);
@@ -372,6 +381,7 @@ impl Switch {
             d.set_item("rx", c.rx.load(Relaxed))?;
             d.set_item("tx", c.tx.load(Relaxed))?;
             d.set_item("drops", c.drops.load(Relaxed))?;
+            d.set_item("lost", c.lost.load(Relaxed))?;
             d.set_item("qdepth", c.qdepth.load(Relaxed))?;
             result.set_item(port, d)?;
         }

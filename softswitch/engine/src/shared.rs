@@ -20,6 +20,8 @@ pub struct PortCounters {
     pub rx: AtomicU64,
     pub tx: AtomicU64,
     pub drops: AtomicU64,
+    /// Frames the link's loss model dropped on the wire (not in `drops`).
+    pub lost: AtomicU64,
     pub qdepth: AtomicU64,
 }
 

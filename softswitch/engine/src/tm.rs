@@ -9,8 +9,93 @@
 //! Queue metadata follows BMv2: `enq_qdepth` counts the packets already
 //! queued (not the arriving one), `deq_qdepth` the packets left after the
 //! dequeue, `deq_timedelta` is dequeue time minus enqueue time.
+//!
+//! Link loss (netem's `loss` and `loss gemodel`) happens on the wire, after
+//! serialisation: a lost frame was queued, ran egress and occupied the link
+//! for its serialisation time (so the queue and RED saw it), then never
+//! reaches the far end, like a frame corrupted on a noisy line.
 
+use rand_core::{RngCore, SeedableRng};
+use rand_pcg::Pcg64Mcg;
 use std::collections::VecDeque;
+
+/// Which frames the link loses (probabilities are fractions in 0..=1).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub enum Loss {
+    #[default]
+    None,
+    /// Each frame is lost independently with this probability (netem `loss random P`).
+    Random(f64),
+    /// netem's `loss gemodel p r 1-h 1-k`: two states; `p` good->bad and `r`
+    /// bad->good per frame, frames lost with `loss_bad` (1-h) in the bad and
+    /// `loss_good` (1-k) in the good state.
+    GilbertElliott { p: f64, r: f64, loss_bad: f64, loss_good: f64 },
+}
+
+impl Loss {
+    fn validate(&self) -> Result<(), String> {
+        let probs: &[f64] = match self {
+            Loss::None => &[],
+            Loss::Random(p) => &[*p],
+            Loss::GilbertElliott { p, r, loss_bad, loss_good } => &[*p, *r, *loss_bad, *loss_good],
+        };
+        if probs.iter().all(|x| (0.0..=1.0).contains(x)) {
+            Ok(())
+        } else {
+            Err("loss probabilities must be between 0 and 1".into())
+        }
+    }
+}
+
+/// The loss stream of `port`: distinct per port and from the pipeline's
+/// random stream, fixed by the switch seed.
+pub fn loss_seed(switch_seed: u64, port: u32) -> u64 {
+    switch_seed ^ 0x4c4f_5353_0000_0000 ^ (port as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// The loss process of one link: the model, its state and its own random
+/// stream (seeded from the switch seed and the port, so runs repeat).
+pub struct LinkLoss {
+    model: Loss,
+    bad: bool,
+    rng: Pcg64Mcg,
+}
+
+impl LinkLoss {
+    pub fn new(model: Loss, seed: u64) -> Self {
+        LinkLoss { model, bad: false, rng: Pcg64Mcg::seed_from_u64(seed) }
+    }
+
+    fn chance(&mut self, probability: f64) -> bool {
+        // 53 random bits -> uniform in [0, 1); probability 1 always hits, 0 never.
+        ((self.rng.next_u64() >> 11) as f64) * (1.0 / (1u64 << 53) as f64) < probability
+    }
+
+    /// Whether the next frame on the wire is lost. Gilbert-Elliott decides the
+    /// loss in the current state, then moves the chain (as Linux netem does).
+    pub fn lose_next(&mut self) -> bool {
+        match self.model {
+            Loss::None => false,
+            Loss::Random(p) => self.chance(p),
+            Loss::GilbertElliott { p, r, loss_bad, loss_good } => {
+                let lost = self.chance(if self.bad { loss_bad } else { loss_good });
+                let leave = if self.bad { r } else { p };
+                if self.chance(leave) {
+                    self.bad = !self.bad;
+                }
+                lost
+            }
+        }
+    }
+
+    /// Takes a new model; the chain state and random stream carry on.
+    pub fn set_model(&mut self, model: Loss) {
+        if self.model != model {
+            self.bad = false;
+        }
+        self.model = model;
+    }
+}
 
 /// Per-port link and queue settings (0 means unlimited for rate and bytes).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -21,12 +106,13 @@ pub struct PortConfig {
     pub delay_ns: u64,
     pub ingress_delay_ns: u64,
     pub prio_queues: u8,
+    pub loss: Loss,
 }
 
 impl Default for PortConfig {
     /// BMv2's default: 64-packet queue, no rate limit, no delay.
     fn default() -> Self {
-        PortConfig { rate_bps: 0, buffer_packets: 64, buffer_bytes: 0, delay_ns: 0, ingress_delay_ns: 0, prio_queues: 1 }
+        PortConfig { rate_bps: 0, buffer_packets: 64, buffer_bytes: 0, delay_ns: 0, ingress_delay_ns: 0, prio_queues: 1, loss: Loss::None }
     }
 }
 
@@ -41,7 +127,7 @@ impl PortConfig {
         if !(1..=8).contains(&self.prio_queues) {
             return Err("prio_queues must be between 1 and 8".into());
         }
-        Ok(())
+        self.loss.validate()
     }
 
     /// Time to serialise `len` bytes at the line rate (0 when unlimited).
@@ -83,11 +169,14 @@ pub struct EgressQueue<P> {
     bytes: u64,
     link_free_ns: u64,
     pub drops: u64,
+    pub loss: LinkLoss,
 }
 
 impl<P> EgressQueue<P> {
-    pub fn new(cfg: PortConfig) -> Self {
+    /// `loss_seed` seeds the link's loss process.
+    pub fn new(cfg: PortConfig, loss_seed: u64) -> Self {
         EgressQueue {
+            loss: LinkLoss::new(cfg.loss, loss_seed),
             queues: (0..cfg.prio_queues).map(|_| VecDeque::new()).collect(),
             cfg,
             packets: 0,
@@ -112,6 +201,7 @@ impl<P> EgressQueue<P> {
         while self.queues.len() < n {
             self.queues.push(VecDeque::new());
         }
+        self.loss.set_model(cfg.loss);
         self.cfg = cfg;
     }
 
@@ -230,7 +320,7 @@ mod tests {
 
     #[test]
     fn burst_builds_queue_and_tail_drops() {
-        let mut q = EgressQueue::new(cfg(1_000_000, 4));
+        let mut q = EgressQueue::new(cfg(1_000_000, 4), 0);
         let depths: Vec<_> = (0..6).map(|i| q.enqueue(i, 125, 0, 0)).collect();
         assert_eq!(depths[..4].iter().map(|r| *r.as_ref().unwrap()).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
         assert!(depths[4].is_err() && depths[5].is_err());
@@ -240,7 +330,7 @@ mod tests {
     #[test]
     fn serialises_at_line_rate_in_virtual_time() {
         // 125 bytes at 1 Mb/s = 1 ms each; popping late must not change departures.
-        let mut q = EgressQueue::new(PortConfig { delay_ns: 5_000_000, ..cfg(1_000_000, 10) });
+        let mut q = EgressQueue::new(PortConfig { delay_ns: 5_000_000, ..cfg(1_000_000, 10) }, 0);
         for i in 0..3 {
             q.enqueue(i, 125, 0, 0).unwrap();
         }
@@ -253,7 +343,7 @@ mod tests {
 
     #[test]
     fn byte_limit_drops_frames_that_do_not_fit() {
-        let mut q = EgressQueue::new(PortConfig { buffer_bytes: 3000, ..cfg(0, 100) });
+        let mut q = EgressQueue::new(PortConfig { buffer_bytes: 3000, ..cfg(0, 100) }, 0);
         assert!(q.enqueue(0, 1500, 0, 0).is_ok());
         assert!(q.enqueue(1, 1500, 0, 0).is_ok());
         assert!(q.enqueue(2, 64, 0, 0).is_err());
@@ -261,7 +351,7 @@ mod tests {
 
     #[test]
     fn higher_priority_served_first_among_waiting() {
-        let mut q = EgressQueue::new(PortConfig { prio_queues: 2, ..cfg(1_000_000, 10) });
+        let mut q = EgressQueue::new(PortConfig { prio_queues: 2, ..cfg(1_000_000, 10) }, 0);
         q.enqueue("low-a", 125, 0, 0).unwrap();
         q.enqueue("low-b", 125, 0, 0).unwrap();
         q.enqueue("high", 125, 1, 10).unwrap();
@@ -271,12 +361,93 @@ mod tests {
 
     #[test]
     fn idle_link_starts_at_arrival() {
-        let mut q = EgressQueue::new(cfg(1_000_000, 10));
+        let mut q = EgressQueue::new(cfg(1_000_000, 10), 0);
         q.enqueue(0, 125, 0, 0).unwrap();
         q.pop_due(0).unwrap();
         q.enqueue(1, 125, 0, 5_000_000).unwrap();
         assert!(q.pop_due(4_999_999).is_none());
         let d = q.pop_due(5_000_000).unwrap();
         assert_eq!((d.deq_ns, d.deq_timedelta_us()), (5_000_000, 0));
+    }
+
+    // Statistical checks: counts of independent Bernoulli trials must lie
+    // within the two-sided 99.9 % normal band of Binomial(n, p) (z = 3.2905;
+    // every n*p*(1-p) here is above 900, where the normal bound is accurate).
+    // The seeds are fixed, so each test is deterministic; a correct model
+    // passes for 99.9 % of seeds.
+    fn assert_binomial(what: &str, hits: u64, n: u64, p: f64) {
+        let (mean, sd) = (n as f64 * p, (n as f64 * p * (1.0 - p)).sqrt());
+        assert!(sd * sd > 900.0, "{what}: too few trials for the normal bound");
+        assert!((hits as f64 - mean).abs() <= 3.2905 * sd, "{what}: {hits} of {n}, expected {mean:.0} +- {:.0}", 3.2905 * sd);
+    }
+
+    #[test]
+    fn random_loss_rate_is_binomial() {
+        let mut link = LinkLoss::new(Loss::Random(0.01), loss_seed(1, 1));
+        let n = 200_000;
+        let lost = (0..n).filter(|_| link.lose_next()).count() as u64;
+        assert_binomial("random loss", lost, n, 0.01);
+    }
+
+    #[test]
+    fn loss_extremes_are_exact() {
+        let mut all = LinkLoss::new(Loss::Random(1.0), 7);
+        let mut none = LinkLoss::new(Loss::Random(0.0), 7);
+        assert!((0..10_000).all(|_| all.lose_next() && !none.lose_next()));
+    }
+
+    #[test]
+    fn gilbert_elliott_bursts_have_geometric_length() {
+        // 1-h = 100 %, 1-k = 0 %: frames are lost exactly in the bad state, so
+        // on the wire a burst starts after a delivered frame with probability p
+        // and ends after a lost frame with probability r (mean burst 1/r).
+        let (p, r) = (0.02, 0.25);
+        let mut link = LinkLoss::new(Loss::GilbertElliott { p, r, loss_bad: 1.0, loss_good: 0.0 }, loss_seed(2, 1));
+        let wire: Vec<bool> = (0..1_000_000).map(|_| link.lose_next()).collect();
+        let pairs = || wire.windows(2).map(|w| (w[0], w[1]));
+        let delivered = pairs().filter(|&(a, _)| !a).count() as u64;
+        let lost = pairs().filter(|&(a, _)| a).count() as u64;
+        let starts = pairs().filter(|&(a, b)| !a && b).count() as u64;
+        let ends = pairs().filter(|&(a, b)| a && !b).count() as u64;
+        assert_binomial("burst starts", starts, delivered, p);
+        assert_binomial("burst ends", ends, lost, r);
+        // Burst lengths are i.i.d. geometric (variance (1-r)/r^2): same 99.9 % band.
+        let mean_burst = lost as f64 / ends as f64;
+        let band = 3.2905 * ((1.0 - r) / (r * r) / ends as f64).sqrt();
+        assert!((mean_burst - 1.0 / r).abs() <= band, "mean burst {mean_burst}, expected {} +- {band:.3}", 1.0 / r);
+    }
+
+    #[test]
+    fn gilbert_elliott_loses_per_state_probabilities() {
+        let model = Loss::GilbertElliott { p: 0.05, r: 0.2, loss_bad: 0.6, loss_good: 0.01 };
+        let mut link = LinkLoss::new(model, loss_seed(3, 2));
+        let (mut in_bad, mut lost_bad, mut in_good, mut lost_good) = (0, 0, 0, 0);
+        for _ in 0..1_000_000 {
+            let bad = link.bad;
+            let lost = link.lose_next() as u64;
+            if bad { (in_bad, lost_bad) = (in_bad + 1, lost_bad + lost) } else { (in_good, lost_good) = (in_good + 1, lost_good + lost) }
+        }
+        assert_binomial("bad-state loss", lost_bad, in_bad, 0.6);
+        assert_binomial("good-state loss", lost_good, in_good, 0.01);
+        // Stationary share of the bad state: p / (p + r) = 0.2 (0.01 is about 5
+        // standard deviations for ~40 000 good/bad cycles).
+        assert!((in_bad as f64 / 1e6 - 0.2).abs() < 0.01, "bad share {in_bad}");
+    }
+
+    #[test]
+    fn loss_repeats_with_the_seed_and_differs_per_port() {
+        let run = |port| {
+            let mut link = LinkLoss::new(Loss::Random(0.3), loss_seed(42, port));
+            (0..256).map(|_| link.lose_next()).collect::<Vec<_>>()
+        };
+        assert_eq!(run(1), run(1));
+        assert_ne!(run(1), run(2));
+    }
+
+    #[test]
+    fn loss_probabilities_outside_0_1_are_refused() {
+        for loss in [Loss::Random(1.5), Loss::Random(f64::NAN), Loss::GilbertElliott { p: 0.1, r: -0.1, loss_bad: 1.0, loss_good: 0.0 }] {
+            assert!(PortConfig { loss, ..PortConfig::default() }.validate().is_err());
+        }
     }
 }
