@@ -16,6 +16,9 @@ independently; `loss=gemodel p r [1-h [1-k]]` is the Gilbert-Elliott model
 (good->bad p, bad->good r, loss 1-h in the bad state (default 100 %), 1-k in
 the good state (default 0 %)). Each probability is `N%` or a fraction 0..1
 (a bare number is a fraction below 1, unlike netem where it is a percent).
+`delay = "20ms 5ms"` adds netem's jitter, shaped by `distribution` (uniform
++-jitter by default, normal or pareto with standard deviation jitter);
+frames are never reordered.
 """
 import re
 import tomllib
@@ -40,6 +43,8 @@ class PortConfig:
     prio_queues: int = 1
     loss: float = 0.0
     loss_gemodel: tuple | None = None
+    jitter_us: int = 0
+    distribution: str = "uniform"
 
     def engine_kwargs(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -86,6 +91,23 @@ def parse_loss(text) -> tuple:
     return parse_probability(words[0]), None
 
 
+def parse_delay_jitter(text) -> tuple:
+    """netem's 'delay TIME [JITTER]': '20ms 5ms' -> (20000, 5000)."""
+    words = str(text).split()
+    if not 1 <= len(words) <= 2:
+        raise TmError(f"delay '{text}': expected TIME [JITTER] (no correlation)")
+    return parse_delay(words[0]), parse_delay(words[1]) if len(words) == 2 else 0
+
+
+DISTRIBUTIONS = ("uniform", "normal", "pareto")
+
+
+def parse_distribution(text) -> str:
+    if text not in DISTRIBUTIONS:
+        raise TmError(f"distribution '{text}': expected one of {', '.join(DISTRIBUTIONS)}")
+    return text
+
+
 def _count(text, name, low, high=None) -> int:
     try:
         value = int(str(text), 10)
@@ -100,7 +122,8 @@ SETTERS = {
     "rate": ("rate_bps", parse_rate),
     "buffer": ("buffer_packets", lambda v: _count(v, "buffer", 1)),
     "buffer-bytes": ("buffer_bytes", lambda v: _count(v, "buffer-bytes", 0)),
-    "delay": ("delay_us", parse_delay),
+    "delay": (("delay_us", "jitter_us"), parse_delay_jitter),
+    "distribution": ("distribution", parse_distribution),
     "ingress-delay": ("ingress_delay_us", parse_delay),
     "prio-queues": ("prio_queues", lambda v: _count(v, "prio-queues", 1, 8)),
     "loss": (("loss", "loss_gemodel"), parse_loss),

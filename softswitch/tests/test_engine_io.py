@@ -261,3 +261,17 @@ def test_gilbert_elliott_bursts_on_the_wire(lab, switch):
     lost_then = [b for a, b in pairs if a]
     assert_in_binomial_interval(sum(delivered_then), len(delivered_then), p)
     assert_in_binomial_interval(lost_then.count(False), len(lost_then), r)
+
+
+def test_delay_variation_never_reorders_frames_on_the_wire(lab, switch):
+    # Jitter (sd 20 ms) far above the frame spacing (~0.2 ms): without the FIFO
+    # rule most neighbours would swap; with it every frame arrives, in order.
+    switch.configure_port(1, rate_bps=LOSS_RATE_BPS, buffer_packets=1000, delay_us=30_000,
+                          jitter_us=20_000, distribution="normal")
+    got = udp_burst(lab, 300, size=200)
+    assert [g["seq"] for g in got] == list(range(300))
+
+
+def test_unknown_delay_distribution_is_refused(switch):
+    with pytest.raises(ValueError, match="distribution 'paretonormal'"):
+        switch.configure_port(1, delay_us=1000, jitter_us=100, distribution="paretonormal")

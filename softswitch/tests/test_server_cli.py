@@ -50,6 +50,12 @@ def test_loss_follows_netem_syntax(text, loss, gemodel):
     assert config.loss_gemodel == (pytest.approx(gemodel) if gemodel else None)
 
 
+def test_delay_takes_netem_jitter_and_distribution():
+    config = build_port_configs(["1:delay=20ms 5ms,distribution=pareto"], None, {1: "b"})[1]
+    assert (config.delay_us, config.jitter_us, config.distribution) == (20000, 5000, "pareto")
+    assert build_port_configs(["1:delay=20ms"], None, {1: "b"})[1].jitter_us == 0
+
+
 def test_a_later_loss_replaces_the_earlier_model(tmp_path):
     f = tmp_path / "tm.toml"
     f.write_text('[ports.1]\nloss = "gemodel 1% 30%"\n')
@@ -65,6 +71,7 @@ def test_a_later_loss_replaces_the_earlier_model(tmp_path):
     (["1:loss=1"], None), (["1:loss=101%"], None), (["1:loss=random 1% 25%"], None),
     (["1:loss=gemodel 1%"], None), (["1:loss=gemodel 1% 2% 3% 4% 5%"], None), (["1:loss=-0.1"], None),
     (["1:loss=lots"], None), ([], "[ports.1]\nloss = 2.5\n"),
+    (["1:delay=20ms 5"], None), (["1:delay=20ms 5ms 25%"], None), (["1:distribution=paretonormal"], None),
     ([], "[switch]\nx = 1\n"),
 ])
 def test_bad_tm_options_name_the_problem(tmp_path, flags, contents):

@@ -5,7 +5,7 @@ use crate::afpacket::RawPort;
 use crate::clock::Clock;
 use crate::dataplane::PacketLoop;
 use crate::shared::{Pipeline, Shared};
-use crate::tm::{Loss, PortConfig};
+use crate::tm::{JitterDist, Loss, PortConfig};
 use p4core::{Indirect, Executor, MatchKey, MeterConfig, Program, QueueMeta, RuntimeError, State};
 use parking_lot::Mutex;
 use pyo3::create_exception;
@@ -159,17 +159,25 @@ impl Switch {
 
     /// `loss`: random loss probability (fraction); `loss_gemodel`: netem's
     /// Gilbert-Elliott (p, r, 1-h, 1-k) as fractions. At most one of them.
-    #[pyo3(signature = (port, rate_bps=0, buffer_packets=64, buffer_bytes=0, delay_us=0, ingress_delay_us=0, prio_queues=1, loss=0.0, loss_gemodel=None))]
+    /// `jitter_us` varies `delay_us` per frame with `distribution`
+    /// ("uniform", "normal", "pareto"), never reordering frames.
+    #[pyo3(signature = (port, rate_bps=0, buffer_packets=64, buffer_bytes=0, delay_us=0, ingress_delay_us=0, prio_queues=1, loss=0.0, loss_gemodel=None, jitter_us=0, distribution="uniform"))]
     #[allow(clippy::too_many_arguments)]
-    fn configure_port(&self, port: u32, rate_bps: u64, buffer_packets: u32, buffer_bytes: u64, delay_us: u64, ingress_delay_us: u64, prio_queues: u8, loss: f64, loss_gemodel: Option<(f64, f64, f64, f64)>) -> PyResult<()> {
+    fn configure_port(&self, port: u32, rate_bps: u64, buffer_packets: u32, buffer_bytes: u64, delay_us: u64, ingress_delay_us: u64, prio_queues: u8, loss: f64, loss_gemodel: Option<(f64, f64, f64, f64)>, jitter_us: u64, distribution: &str) -> PyResult<()> {
         self.known_port(port)?;
+        let jitter_dist = match distribution {
+            "uniform" => JitterDist::Uniform,
+            "normal" => JitterDist::Normal,
+            "pareto" => JitterDist::Pareto,
+            other => return Err(PyValueError::new_err(format!("port {port}: distribution '{other}': expected uniform, normal or pareto"))),
+        };
         let loss = match (loss, loss_gemodel) {
             (l, Some(_)) if l != 0.0 => return Err(PyValueError::new_err(format!("port {port}: give loss or loss_gemodel, not both"))),
             (_, Some((p, r, loss_bad, loss_good))) => Loss::GilbertElliott { p, r, loss_bad, loss_good },
             (0.0, None) => Loss::None,
             (l, None) => Loss::Random(l),
         };
-        let cfg = PortConfig { rate_bps, buffer_packets, buffer_bytes, delay_ns: delay_us * 1000, ingress_delay_ns: ingress_delay_us * 1000, prio_queues, loss };
+        let cfg = PortConfig { rate_bps, buffer_packets, buffer_bytes, delay_ns: delay_us * 1000, ingress_delay_ns: ingress_delay_us * 1000, prio_queues, loss, jitter_ns: jitter_us * 1000, jitter_dist };
         cfg.validate().map_err(|e| PyValueError::new_err(format!("port {port}: {e}")))?;
         self.shared.port_config.lock().insert(port, cfg);
         self.shared.config_gen.fetch_add(1, SeqCst);

@@ -13,9 +13,12 @@
 //! Link loss (netem's `loss` and `loss gemodel`) happens on the wire, after
 //! serialisation: a lost frame was queued, ran egress and occupied the link
 //! for its serialisation time (so the queue and RED saw it), then never
-//! reaches the far end, like a frame corrupted on a noisy line.
+//! reaches the far end, like a frame corrupted on a noisy line. Delay
+//! variation (netem's jitter) is added to the propagation delay and never
+//! reorders frames.
 
 use rand_core::{RngCore, SeedableRng};
+use rand_distr::{Distribution, Normal, Pareto};
 use rand_pcg::Pcg64Mcg;
 use std::collections::VecDeque;
 
@@ -47,6 +50,62 @@ impl Loss {
     }
 }
 
+/// Shape of the delay variation (netem's `distribution`): each has mean 0 and
+/// standard deviation `jitter`, except uniform, which spans +-jitter like netem's default.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub enum JitterDist {
+    #[default]
+    Uniform,
+    Normal,
+    /// Pareto with shape 3 (finite variance, long tail towards late frames), standardised.
+    Pareto,
+}
+
+const PARETO_SHAPE: f64 = 3.0;
+
+/// Per-frame delay variation around the port's delay, FIFO on the wire: a
+/// frame never overtakes the one before it (a serial line does not reorder),
+/// so it leaves at the later of its own due time and its predecessor's.
+pub struct DelayJitter {
+    rng: Pcg64Mcg,
+    last_deliver_ns: u64,
+}
+
+impl DelayJitter {
+    pub fn new(seed: u64) -> Self {
+        DelayJitter { rng: Pcg64Mcg::seed_from_u64(seed), last_deliver_ns: 0 }
+    }
+
+    /// One sample of the variation in ns (may be negative).
+    pub fn sample_ns(&mut self, dist: JitterDist, jitter_ns: u64) -> f64 {
+        let j = jitter_ns as f64;
+        if j == 0.0 {
+            return 0.0;
+        }
+        match dist {
+            JitterDist::Uniform => (2.0 * unit_interval(&mut self.rng) - 1.0) * j,
+            JitterDist::Normal => Normal::new(0.0, j).unwrap().sample(&mut self.rng),
+            JitterDist::Pareto => {
+                let a = PARETO_SHAPE;
+                let (mean, sd) = (a / (a - 1.0), (a / ((a - 1.0) * (a - 1.0) * (a - 2.0))).sqrt());
+                (Pareto::new(1.0, a).unwrap().sample(&mut self.rng) - mean) / sd * j
+            }
+        }
+    }
+
+    /// When a frame whose last bit left at `sent_ns` reaches the far end.
+    pub fn deliver_ns(&mut self, cfg: &PortConfig, sent_ns: u64) -> u64 {
+        let due = sent_ns as f64 + cfg.delay_ns as f64 + self.sample_ns(cfg.jitter_dist, cfg.jitter_ns);
+        self.last_deliver_ns = (due.max(sent_ns as f64) as u64).max(self.last_deliver_ns);
+        self.last_deliver_ns
+    }
+}
+
+fn unit_interval(rng: &mut Pcg64Mcg) -> f64 {
+    // 53 random bits -> uniform in [0, 1).
+    ((rng.next_u64() >> 11) as f64) * (1.0 / (1u64 << 53) as f64)
+}
+
 /// The loss stream of `port`: distinct per port and from the pipeline's
 /// random stream, fixed by the switch seed.
 pub fn loss_seed(switch_seed: u64, port: u32) -> u64 {
@@ -67,8 +126,8 @@ impl LinkLoss {
     }
 
     fn chance(&mut self, probability: f64) -> bool {
-        // 53 random bits -> uniform in [0, 1); probability 1 always hits, 0 never.
-        ((self.rng.next_u64() >> 11) as f64) * (1.0 / (1u64 << 53) as f64) < probability
+        // Probability 1 always hits, 0 never.
+        unit_interval(&mut self.rng) < probability
     }
 
     /// Whether the next frame on the wire is lost. Gilbert-Elliott decides the
@@ -107,12 +166,15 @@ pub struct PortConfig {
     pub ingress_delay_ns: u64,
     pub prio_queues: u8,
     pub loss: Loss,
+    /// Delay variation around `delay_ns` (netem's jitter), and its shape.
+    pub jitter_ns: u64,
+    pub jitter_dist: JitterDist,
 }
 
 impl Default for PortConfig {
     /// BMv2's default: 64-packet queue, no rate limit, no delay.
     fn default() -> Self {
-        PortConfig { rate_bps: 0, buffer_packets: 64, buffer_bytes: 0, delay_ns: 0, ingress_delay_ns: 0, prio_queues: 1, loss: Loss::None }
+        PortConfig { rate_bps: 0, buffer_packets: 64, buffer_bytes: 0, delay_ns: 0, ingress_delay_ns: 0, prio_queues: 1, loss: Loss::None, jitter_ns: 0, jitter_dist: JitterDist::Uniform }
     }
 }
 
@@ -170,13 +232,15 @@ pub struct EgressQueue<P> {
     link_free_ns: u64,
     pub drops: u64,
     pub loss: LinkLoss,
+    jitter: DelayJitter,
 }
 
 impl<P> EgressQueue<P> {
-    /// `loss_seed` seeds the link's loss process.
+    /// `loss_seed` seeds the link's loss and delay-variation processes.
     pub fn new(cfg: PortConfig, loss_seed: u64) -> Self {
         EgressQueue {
             loss: LinkLoss::new(cfg.loss, loss_seed),
+            jitter: DelayJitter::new(loss_seed ^ 0x4a49_5454_4552),
             queues: (0..cfg.prio_queues).map(|_| VecDeque::new()).collect(),
             cfg,
             packets: 0,
@@ -249,7 +313,7 @@ impl<P> EgressQueue<P> {
             enq_qdepth: w.enq_qdepth,
             deq_ns: start,
             deq_qdepth: self.packets,
-            deliver_ns: self.link_free_ns + self.cfg.delay_ns,
+            deliver_ns: self.jitter.deliver_ns(&self.cfg, self.link_free_ns),
         })
     }
 
@@ -449,5 +513,47 @@ mod tests {
         for loss in [Loss::Random(1.5), Loss::Random(f64::NAN), Loss::GilbertElliott { p: 0.1, r: -0.1, loss_bad: 1.0, loss_good: 0.0 }] {
             assert!(PortConfig { loss, ..PortConfig::default() }.validate().is_err());
         }
+    }
+
+    /// Theoretical quantile of the standardised variation (in units of jitter).
+    fn quantile(dist: JitterDist, q: f64) -> f64 {
+        match dist {
+            JitterDist::Uniform => 2.0 * q - 1.0,
+            // Phi^-1(q) for the q used below.
+            JitterDist::Normal => [(0.1, -1.2815515655446004), (0.5, 0.0), (0.9, 1.2815515655446004)]
+                .iter().find(|(p, _)| *p == q).unwrap().1,
+            JitterDist::Pareto => {
+                let a = PARETO_SHAPE;
+                ((1.0 - q).powf(-1.0 / a) - a / (a - 1.0)) / (a / ((a - 1.0) * (a - 1.0) * (a - 2.0))).sqrt()
+            }
+        }
+    }
+
+    #[test]
+    fn delay_variation_follows_its_distribution() {
+        // Distribution-free: the number of samples below the q-quantile is
+        // Binomial(n, q), checked at q = 0.1, 0.5, 0.9 (99.9 % bands).
+        let n = 100_000;
+        for dist in [JitterDist::Uniform, JitterDist::Normal, JitterDist::Pareto] {
+            let mut jitter = DelayJitter::new(loss_seed(5, 1));
+            let samples: Vec<f64> = (0..n).map(|_| jitter.sample_ns(dist, 1_000_000) / 1e6).collect();
+            for q in [0.1, 0.5, 0.9] {
+                let below = samples.iter().filter(|&&x| x < quantile(dist, q)).count() as u64;
+                assert_binomial(&format!("{dist:?} below q{q}"), below, n as u64, q);
+            }
+        }
+    }
+
+    #[test]
+    fn jitter_never_reorders_and_never_delivers_before_sending() {
+        let cfg = PortConfig { delay_ns: 1_000_000, jitter_ns: 2_000_000, jitter_dist: JitterDist::Normal, ..PortConfig::default() };
+        let mut jitter = DelayJitter::new(9);
+        let sent: Vec<u64> = (0..10_000).map(|i| i * 100_000).collect();
+        let delivered: Vec<u64> = sent.iter().map(|&t| jitter.deliver_ns(&cfg, t)).collect();
+        assert!(delivered.windows(2).all(|w| w[0] <= w[1]));
+        assert!(sent.iter().zip(&delivered).all(|(s, d)| d >= s));
+        // Widely spaced frames keep their own delay: exactly delay without jitter.
+        let plain = PortConfig { delay_ns: 1_000_000, ..PortConfig::default() };
+        assert_eq!(DelayJitter::new(9).deliver_ns(&plain, 5), 1_000_005);
     }
 }
