@@ -18,7 +18,8 @@ the good state (default 0 %)). Each probability is `N%` or a fraction 0..1
 (a bare number is a fraction below 1, unlike netem where it is a percent).
 `delay = "20ms 5ms"` adds netem's jitter, shaped by `distribution` (uniform
 +-jitter by default, normal or pareto with standard deviation jitter);
-frames are never reordered.
+frames are never reordered. `glitch = "2s 300ms"` stops the transmitter for
+300 ms after exponential gaps of mean 2 s (RFC 889's delay glitches).
 """
 import re
 import tomllib
@@ -45,6 +46,8 @@ class PortConfig:
     loss_gemodel: tuple | None = None
     jitter_us: int = 0
     distribution: str = "uniform"
+    glitch_every_us: int = 0
+    glitch_hold_us: int = 0
 
     def engine_kwargs(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -99,6 +102,17 @@ def parse_delay_jitter(text) -> tuple:
     return parse_delay(words[0]), parse_delay(words[1]) if len(words) == 2 else 0
 
 
+def parse_glitch(text) -> tuple:
+    """'2s 300ms' -> (2000000, 300000): mean gap between glitches, hold time."""
+    words = str(text).split()
+    if len(words) != 2:
+        raise TmError(f"glitch '{text}': expected MEAN_GAP HOLD, e.g. '2s 300ms'")
+    every, hold = parse_delay(words[0]), parse_delay(words[1])
+    if not every or not hold:
+        raise TmError(f"glitch '{text}': gap and hold must be above 0")
+    return every, hold
+
+
 DISTRIBUTIONS = ("uniform", "normal", "pareto")
 
 
@@ -124,6 +138,7 @@ SETTERS = {
     "buffer-bytes": ("buffer_bytes", lambda v: _count(v, "buffer-bytes", 0)),
     "delay": (("delay_us", "jitter_us"), parse_delay_jitter),
     "distribution": ("distribution", parse_distribution),
+    "glitch": (("glitch_every_us", "glitch_hold_us"), parse_glitch),
     "ingress-delay": ("ingress_delay_us", parse_delay),
     "prio-queues": ("prio_queues", lambda v: _count(v, "prio-queues", 1, 8)),
     "loss": (("loss", "loss_gemodel"), parse_loss),

@@ -275,3 +275,14 @@ def test_delay_variation_never_reorders_frames_on_the_wire(lab, switch):
 def test_unknown_delay_distribution_is_refused(switch):
     with pytest.raises(ValueError, match="distribution 'paretonormal'"):
         switch.configure_port(1, delay_us=1000, jitter_us=100, distribution="paretonormal")
+
+
+def test_a_glitch_holds_the_link_so_the_queue_fills(lab, switch):
+    # Unlimited rate and a 10-frame buffer never drop a 100-frame burst by
+    # themselves; a glitch (first one ~0.1 ms in, held 2 s) makes the burst
+    # queue behind it and tail-drop, then the queued frames leave after it.
+    switch.configure_port(1, buffer_packets=10, glitch_every_us=100, glitch_hold_us=2_000_000)
+    got = udp_burst(lab, 100, size=200, timeout=4.0)
+    drops = switch.port_stats()[1]["drops"]
+    assert drops > 0 and len(got) + drops == 100
+    assert [g["seq"] for g in got] == sorted(g["seq"] for g in got)

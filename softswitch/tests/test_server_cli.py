@@ -56,6 +56,11 @@ def test_delay_takes_netem_jitter_and_distribution():
     assert build_port_configs(["1:delay=20ms"], None, {1: "b"})[1].jitter_us == 0
 
 
+def test_glitch_is_mean_gap_and_hold():
+    config = build_port_configs(["1:glitch=2s 300ms"], None, {1: "b"})[1]
+    assert (config.glitch_every_us, config.glitch_hold_us) == (2_000_000, 300_000)
+
+
 def test_a_later_loss_replaces_the_earlier_model(tmp_path):
     f = tmp_path / "tm.toml"
     f.write_text('[ports.1]\nloss = "gemodel 1% 30%"\n')
@@ -72,6 +77,7 @@ def test_a_later_loss_replaces_the_earlier_model(tmp_path):
     (["1:loss=gemodel 1%"], None), (["1:loss=gemodel 1% 2% 3% 4% 5%"], None), (["1:loss=-0.1"], None),
     (["1:loss=lots"], None), ([], "[ports.1]\nloss = 2.5\n"),
     (["1:delay=20ms 5"], None), (["1:delay=20ms 5ms 25%"], None), (["1:distribution=paretonormal"], None),
+    (["1:glitch=2s"], None), (["1:glitch=0s 1ms"], None), (["1:glitch=2s 300"], None),
     ([], "[switch]\nx = 1\n"),
 ])
 def test_bad_tm_options_name_the_problem(tmp_path, flags, contents):

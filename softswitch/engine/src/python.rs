@@ -160,10 +160,11 @@ impl Switch {
     /// `loss`: random loss probability (fraction); `loss_gemodel`: netem's
     /// Gilbert-Elliott (p, r, 1-h, 1-k) as fractions. At most one of them.
     /// `jitter_us` varies `delay_us` per frame with `distribution`
-    /// ("uniform", "normal", "pareto"), never reordering frames.
-    #[pyo3(signature = (port, rate_bps=0, buffer_packets=64, buffer_bytes=0, delay_us=0, ingress_delay_us=0, prio_queues=1, loss=0.0, loss_gemodel=None, jitter_us=0, distribution="uniform"))]
+    /// ("uniform", "normal", "pareto"), never reordering frames. Glitches hold
+    /// the transmitter for `glitch_hold_us`, exponential gaps of mean `glitch_every_us`.
+    #[pyo3(signature = (port, rate_bps=0, buffer_packets=64, buffer_bytes=0, delay_us=0, ingress_delay_us=0, prio_queues=1, loss=0.0, loss_gemodel=None, jitter_us=0, distribution="uniform", glitch_every_us=0, glitch_hold_us=0))]
     #[allow(clippy::too_many_arguments)]
-    fn configure_port(&self, port: u32, rate_bps: u64, buffer_packets: u32, buffer_bytes: u64, delay_us: u64, ingress_delay_us: u64, prio_queues: u8, loss: f64, loss_gemodel: Option<(f64, f64, f64, f64)>, jitter_us: u64, distribution: &str) -> PyResult<()> {
+    fn configure_port(&self, port: u32, rate_bps: u64, buffer_packets: u32, buffer_bytes: u64, delay_us: u64, ingress_delay_us: u64, prio_queues: u8, loss: f64, loss_gemodel: Option<(f64, f64, f64, f64)>, jitter_us: u64, distribution: &str, glitch_every_us: u64, glitch_hold_us: u64) -> PyResult<()> {
         self.known_port(port)?;
         let jitter_dist = match distribution {
             "uniform" => JitterDist::Uniform,
@@ -177,7 +178,7 @@ impl Switch {
             (0.0, None) => Loss::None,
             (l, None) => Loss::Random(l),
         };
-        let cfg = PortConfig { rate_bps, buffer_packets, buffer_bytes, delay_ns: delay_us * 1000, ingress_delay_ns: ingress_delay_us * 1000, prio_queues, loss, jitter_ns: jitter_us * 1000, jitter_dist };
+        let cfg = PortConfig { rate_bps, buffer_packets, buffer_bytes, delay_ns: delay_us * 1000, ingress_delay_ns: ingress_delay_us * 1000, prio_queues, loss, jitter_ns: jitter_us * 1000, jitter_dist, glitch_every_ns: glitch_every_us * 1000, glitch_hold_ns: glitch_hold_us * 1000 };
         cfg.validate().map_err(|e| PyValueError::new_err(format!("port {port}: {e}")))?;
         self.shared.port_config.lock().insert(port, cfg);
         self.shared.config_gen.fetch_add(1, SeqCst);

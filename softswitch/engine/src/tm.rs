@@ -15,7 +15,9 @@
 //! for its serialisation time (so the queue and RED saw it), then never
 //! reaches the far end, like a frame corrupted on a noisy line. Delay
 //! variation (netem's jitter) is added to the propagation delay and never
-//! reorders frames.
+//! reorders frames. Glitches (RFC 889's bursts of long delays) stop the
+//! transmitter for a while, so frames queue behind them and the queue
+//! metadata and RED see the backlog.
 
 use rand_core::{RngCore, SeedableRng};
 use rand_distr::{Distribution, Normal, Pareto};
@@ -101,6 +103,50 @@ impl DelayJitter {
     }
 }
 
+/// The glitch process of one link: windows `[start, start + hold)` in which
+/// no frame starts serialising (a frame already on the wire finishes). The
+/// gap from the end of one window to the start of the next is exponential
+/// with mean `glitch_every_ns`, so windows never overlap. They are drawn
+/// lazily: `start_ns` is the first window not yet over at the latest time
+/// the queue has passed.
+pub struct Glitches {
+    rng: Pcg64Mcg,
+    start_ns: u64,
+    armed: bool,
+}
+
+impl Glitches {
+    pub fn new(seed: u64) -> Self {
+        Glitches { rng: Pcg64Mcg::seed_from_u64(seed), start_ns: 0, armed: false }
+    }
+
+    /// A gap between glitches: exponential with mean `every_ns`.
+    pub fn draw_gap_ns(&mut self, every_ns: u64) -> u64 {
+        (-(1.0 - unit_interval(&mut self.rng)).ln() * every_ns as f64) as u64
+    }
+
+    /// Draws windows until the current one ends after `t_ns`; the first
+    /// window comes one gap after the first time passed.
+    fn pass(&mut self, cfg: &PortConfig, t_ns: u64) {
+        if cfg.glitch_every_ns == 0 {
+            return;
+        }
+        if !self.armed {
+            self.start_ns = t_ns + self.draw_gap_ns(cfg.glitch_every_ns);
+            self.armed = true;
+        }
+        while self.start_ns + cfg.glitch_hold_ns <= t_ns {
+            self.start_ns += cfg.glitch_hold_ns + self.draw_gap_ns(cfg.glitch_every_ns);
+        }
+    }
+
+    /// When a frame ready at `t_ns` may start (after a glitch covering `t_ns`).
+    fn start_at(&self, cfg: &PortConfig, t_ns: u64) -> u64 {
+        let end = self.start_ns + cfg.glitch_hold_ns;
+        if self.armed && cfg.glitch_every_ns > 0 && (self.start_ns..end).contains(&t_ns) { end } else { t_ns }
+    }
+}
+
 fn unit_interval(rng: &mut Pcg64Mcg) -> f64 {
     // 53 random bits -> uniform in [0, 1).
     ((rng.next_u64() >> 11) as f64) * (1.0 / (1u64 << 53) as f64)
@@ -169,12 +215,16 @@ pub struct PortConfig {
     /// Delay variation around `delay_ns` (netem's jitter), and its shape.
     pub jitter_ns: u64,
     pub jitter_dist: JitterDist,
+    /// Delay glitches: the transmitter stops for `glitch_hold_ns` at the
+    /// events of a Poisson process with mean spacing `glitch_every_ns` (0 = none).
+    pub glitch_every_ns: u64,
+    pub glitch_hold_ns: u64,
 }
 
 impl Default for PortConfig {
     /// BMv2's default: 64-packet queue, no rate limit, no delay.
     fn default() -> Self {
-        PortConfig { rate_bps: 0, buffer_packets: 64, buffer_bytes: 0, delay_ns: 0, ingress_delay_ns: 0, prio_queues: 1, loss: Loss::None, jitter_ns: 0, jitter_dist: JitterDist::Uniform }
+        PortConfig { rate_bps: 0, buffer_packets: 64, buffer_bytes: 0, delay_ns: 0, ingress_delay_ns: 0, prio_queues: 1, loss: Loss::None, jitter_ns: 0, jitter_dist: JitterDist::Uniform, glitch_every_ns: 0, glitch_hold_ns: 0 }
     }
 }
 
@@ -188,6 +238,9 @@ impl PortConfig {
         }
         if !(1..=8).contains(&self.prio_queues) {
             return Err("prio_queues must be between 1 and 8".into());
+        }
+        if (self.glitch_every_ns == 0) != (self.glitch_hold_ns == 0) {
+            return Err("glitches need both a mean gap and a hold time (or neither)".into());
         }
         self.loss.validate()
     }
@@ -233,6 +286,7 @@ pub struct EgressQueue<P> {
     pub drops: u64,
     pub loss: LinkLoss,
     jitter: DelayJitter,
+    glitches: Glitches,
 }
 
 impl<P> EgressQueue<P> {
@@ -241,6 +295,7 @@ impl<P> EgressQueue<P> {
         EgressQueue {
             loss: LinkLoss::new(cfg.loss, loss_seed),
             jitter: DelayJitter::new(loss_seed ^ 0x4a49_5454_4552),
+            glitches: Glitches::new(loss_seed ^ 0x474c_4954_4348),
             queues: (0..cfg.prio_queues).map(|_| VecDeque::new()).collect(),
             cfg,
             packets: 0,
@@ -266,6 +321,9 @@ impl<P> EgressQueue<P> {
             self.queues.push(VecDeque::new());
         }
         self.loss.set_model(cfg.loss);
+        if (cfg.glitch_every_ns, cfg.glitch_hold_ns) != (self.cfg.glitch_every_ns, self.cfg.glitch_hold_ns) {
+            self.glitches.armed = false;
+        }
         self.cfg = cfg;
     }
 
@@ -279,6 +337,8 @@ impl<P> EgressQueue<P> {
             self.drops += 1;
             return Err(pkt);
         }
+        // Everything due by now has left, so glitches that ended by now are past.
+        self.glitches.pass(&self.cfg, now_ns);
         let q = (priority as usize).min(self.queues.len() - 1);
         let enq_qdepth = self.packets;
         self.queues[q].push_back(Waiting { pkt, len, enq_ns: now_ns, enq_qdepth });
@@ -290,7 +350,7 @@ impl<P> EgressQueue<P> {
     /// When the next frame starts serialising, if any is queued.
     pub fn next_start_ns(&self) -> Option<u64> {
         let earliest = self.queues.iter().filter_map(|q| q.front()).map(|w| w.enq_ns).min()?;
-        Some(earliest.max(self.link_free_ns))
+        Some(self.glitches.start_at(&self.cfg, earliest.max(self.link_free_ns)))
     }
 
     /// Dequeues the next frame if it starts serialising at or before `now_ns`.
@@ -307,6 +367,7 @@ impl<P> EgressQueue<P> {
         self.packets -= 1;
         self.bytes -= w.len as u64;
         self.link_free_ns = start + self.cfg.serialisation_ns(w.len);
+        self.glitches.pass(&self.cfg, self.link_free_ns);
         Some(Departure {
             pkt: w.pkt,
             enq_ns: w.enq_ns,
@@ -555,5 +616,57 @@ mod tests {
         // Widely spaced frames keep their own delay: exactly delay without jitter.
         let plain = PortConfig { delay_ns: 1_000_000, ..PortConfig::default() };
         assert_eq!(DelayJitter::new(9).deliver_ns(&plain, 5), 1_000_005);
+    }
+
+    fn glitchy(every_ns: u64, hold_ns: u64) -> PortConfig {
+        PortConfig { glitch_every_ns: every_ns, glitch_hold_ns: hold_ns, ..cfg(0, 1000) }
+    }
+
+    #[test]
+    fn glitch_gaps_are_exponential() {
+        // Quantile check as above: P(gap < -ln(1-q) * mean) = q.
+        let mut glitches = Glitches::new(loss_seed(6, 1));
+        let gaps: Vec<u64> = (0..100_000).map(|_| glitches.draw_gap_ns(1_000_000)).collect();
+        for q in [0.1f64, 0.5, 0.9] {
+            let below = gaps.iter().filter(|&&g| (g as f64) < -(1.0 - q).ln() * 1e6).count() as u64;
+            assert_binomial(&format!("gap below q{q}"), below, gaps.len() as u64, q);
+        }
+    }
+
+    #[test]
+    fn frames_wait_out_a_glitch_and_the_queue_sees_it() {
+        // Unlimited rate, one frame every 10 us: no frame may start inside a
+        // glitch window, and the first one after each window waited for it.
+        let (every, hold) = (2_000_000, 500_000);
+        let mut q = EgressQueue::new(glitchy(every, hold), 3);
+        let mut deps = vec![];
+        for i in 0..20_000u64 {
+            let t = i * 10_000;
+            deps.extend(std::iter::from_fn(|| q.pop_due(t)));
+            q.enqueue(i, 100, 0, t).unwrap();
+        }
+        deps.extend(std::iter::from_fn(|| q.pop_due(u64::MAX / 2)));
+        assert_eq!(deps.len(), 20_000);
+        let held: Vec<_> = deps.iter().filter(|d| d.deq_ns > d.enq_ns).collect();
+        // 200 ms of traffic, a glitch every 2.5 ms on average: dozens of windows.
+        let windows = held.iter().filter(|d| d.enq_qdepth == 0).count();
+        assert!((40..=120).contains(&windows), "{windows} glitch windows");
+        // Held frames leave together at a window's end, at most `hold` late.
+        assert!(held.iter().all(|d| d.deq_ns - d.enq_ns <= hold));
+        let in_order = deps.windows(2).all(|w| w[0].deq_ns <= w[1].deq_ns);
+        assert!(in_order);
+    }
+
+    #[test]
+    fn glitches_need_both_gap_and_hold() {
+        assert!(glitchy(1000, 0).validate().is_err() && glitchy(0, 1000).validate().is_err());
+        assert!(glitchy(1000, 1000).validate().is_ok());
+    }
+
+    #[test]
+    fn no_glitches_means_no_holding() {
+        let mut q = EgressQueue::new(cfg(0, 10), 3);
+        q.enqueue(0, 100, 0, 123).unwrap();
+        assert_eq!(q.pop_due(123).unwrap().deq_ns, 123);
     }
 }
