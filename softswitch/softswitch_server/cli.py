@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-console", action="store_true",
                    help="log server events and a per-packet trace to stderr")
     p.add_argument("--pcap", metavar="DIR", help="write a pcap file per port into DIR")
-    p.add_argument("--seed", type=int, default=None, help="seed of the random extern")
+    p.add_argument("--seed", type=int, default=None, help="seed of the random extern and of the links' loss, jitter and glitches")
     p.add_argument("--lenient", action="store_true",
                    help="debugging: also load BMv2 JSON that BMv2 itself refuses but the engine can run")
     p.add_argument("--tm", action="append", default=[], metavar="PORT:OPTS",
