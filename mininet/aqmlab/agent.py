@@ -34,6 +34,7 @@ TCP_INFO = getattr(socket, "TCP_INFO", 11)
 # delivered, delivered_ce, bytes_sent, bytes_retrans.
 TCP_INFO_FORMAT = "=8B24I4Q2I4IQ3Q2I2Q"
 TCP_INFO_FIELDS = {"rtt_us": 23, "snd_cwnd": 26, "total_retrans": 31, "bytes_acked": 34,
+                   "bytes_received": 35,
                    "min_rtt_us": 39, "data_segs_out": 41, "delivered": 46, "delivered_ce": 47,
                    "bytes_retrans": 49}     # index into the unpacked tuple
 
@@ -240,20 +241,27 @@ def run_bulk(client, flow, rng):
 
 
 def bulk_unlimited(client, flow):
-    """One connection for the whole run; goodput samples every 0.5 s."""
+    """One connection for the whole run; every 0.5 s a sample of the bytes the
+    receiving TCP has taken in order (tcp_info bytes_received), read with its
+    time: unlike the bytes the reader has consumed, this count does not lag
+    when the agent is descheduled, so a short window's goodput stays exact."""
     start = time.time()
     next_sample = [start + SAMPLE_INTERVAL]
-
-    def on_progress(got):
-        now = time.time()
-        if now >= next_sample[0]:
-            client.recorder.write(kind="sample", flow=flow, t=now, bytes=got)
-            next_sample[0] = now + SAMPLE_INTERVAL
     got = 0
     try:
         with client.connect() as sock:
+            def sample(now):
+                client.recorder.write(kind="sample", flow=flow, t=now,
+                                      bytes=tcp_info(sock)["bytes_received"])
+                next_sample[0] = now + SAMPLE_INTERVAL
+
+            def on_progress(_):
+                now = time.time()
+                if now >= next_sample[0]:
+                    sample(now)
             client.request(sock, UNLIMITED, flow)
             got = client.receive(sock, UNLIMITED, on_progress)
+            sample(time.time())
     except OSError as error:
         client.recorder.write(kind="error", flow=flow, t=time.time(), error=str(error))
     client.recorder.write(kind="bulk", flow=flow, transfer=0, start=start, end=time.time(),

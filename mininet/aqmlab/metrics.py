@@ -62,7 +62,12 @@ def window_bytes(flow_records, window):
     if finals or samples:
         points = samples
         if finals:
-            points = [(finals[0]["start"], 0)] + samples + [(finals[0]["end"], finals[0]["bytes"])]
+            # the final record counts bytes read; samples count bytes the kernel took
+            # in (ahead of the reader), so it only extends a curve it does not lower
+            final = (finals[0]["end"], finals[0]["bytes"])
+            points = [(finals[0]["start"], 0)] + samples
+            if not samples or final[1] >= samples[-1][1]:
+                points.append(final)
         return _cumulative_at(points, end) - _cumulative_at(points, start)
     return sum(r["bytes"] for r in flow_records
                if r["kind"] in DELAY_KINDS and r["kind"] != "object" and
