@@ -244,8 +244,18 @@ class LabNetwork:
             self.watched.append((watch, proc, self.workdir / log_name))
         return proc
 
-    def dead_processes(self):
-        """One line per watched process that has exited: what, pid, how, its log."""
+    def dead_processes(self, grace_s=0.0):
+        """One line per watched process that has exited: what, pid, how, its log.
+        `grace_s`: after an error, wait up to that long for a death to show: a
+        killed process closes its sockets (the peer's error) before it can be reaped."""
+        deadline = time.monotonic() + grace_s
+        while True:
+            dead = self._exited()
+            if dead or time.monotonic() >= deadline:
+                return dead
+            time.sleep(0.05)
+
+    def _exited(self):
         dead = []
         for what, proc, log in self.watched:
             code = proc.poll()

@@ -144,7 +144,7 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
         except LabProcessDied:
             raise
         except Exception as error:
-            dead = lab.dead_processes()
+            dead = lab.dead_processes(grace_s=2.0)
             if dead:
                 raise LabProcessDied(f"{'; '.join(dead)} (then: {_one_line(error)})") from error
             raise
