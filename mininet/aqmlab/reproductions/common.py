@@ -54,6 +54,13 @@ def fmt(estimate, digits=3, unit=""):
             f"{estimate.high:.{digits}g}] (n = {estimate.n})")
 
 
+def parts_present(parts):
+    """'.** Parts present: ...' for a report's headline: runs complete per part."""
+    return ".** Parts present: " + (", ".join(
+        f"{n}{' (--quick)' if p.loaded.quick else ''}: {len(p.loaded.results)} of "
+        f"{len(p.loaded.runs)} runs complete" for n, p in parts.items()) or "none") + "."
+
+
 def load_lines(parts):
     """The machine's 1-minute load average when each run started (run.json);
     `parts`: {name: object with .loaded (report.load_study)}."""

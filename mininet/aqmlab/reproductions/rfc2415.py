@@ -28,7 +28,7 @@ from pathlib import Path
 from aqmlab import stats, study
 from aqmlab.config import load_experiment
 from aqmlab.report import load_study
-from aqmlab.reproductions.common import (Reproduction, StudyError, fmt, load_lines,
+from aqmlab.reproductions.common import (parts_present, Reproduction, StudyError, fmt, load_lines,
                                          measured_lines, overhead_estimate, plan_lines,
                                          read_wall, run_part, run_study, save_report)
 
@@ -669,9 +669,7 @@ def write_report(root, path):
         "**Results in this report: " + (", ".join(full) + " (full study parts)" if full else
                                         "the quick CI variant only, NOT the full study: every "
                                         "published table below reads \"not run\"")
-        + ".** Parts present: " + (", ".join(
-            f"{n}{' (--quick)' if q.loaded.quick else ''}: {len(q.loaded.results)} of "
-            f"{len(q.loaded.runs)} runs complete" for n, q in parts.items()) or "none") + ".",
+        + parts_present(parts),
         "",
         "Each cell is `published | aqmlab`, aqmlab's being the mean over repetitions (seeds) "
         "with its 95 % Student-t interval and n. A % decrease is computed per seed (IW 1 and "

@@ -29,7 +29,7 @@ from pathlib import Path
 from aqmlab import metrics, stats, study
 from aqmlab.config import load_experiment, measured_transfer
 from aqmlab.report import load_study
-from aqmlab.reproductions.common import (WALL_TIMES, Reproduction, StudyError, fmt, load_lines,
+from aqmlab.reproductions.common import (parts_present, WALL_TIMES, Reproduction, StudyError, fmt, load_lines,
                                          overhead_estimate, run_part, run_study)
 
 import matplotlib
@@ -558,9 +558,7 @@ def write_report(root, path):
                                             "the quick CI variant" for n in parts) or "none")
                                         + ": published statements without data read "
                                           "\"not run\" or \"no data\"")
-        + ".** Parts present: " + (", ".join(
-            f"{n}{' (--quick)' if p.loaded.quick else ''}: {len(p.loaded.results)} of "
-            f"{len(p.loaded.runs)} runs complete" for n, p in parts.items()) or "none") + ".",
+        + parts_present(parts),
         "",
         "Intervals are 95 % Student-t intervals over repetitions (seeds); ECN's relative "
         "advantage is (ECN - non-ECN) / non-ECN per run (both clients share the run), then "
