@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-console", action="store_true",
                    help="log server events and a per-packet trace to stderr")
     p.add_argument("--pcap", metavar="DIR", help="write a pcap file per port into DIR")
+    p.add_argument("--pcap-drops", metavar="DIR", help="write the frames each port's queue "
+                   "tail-drops (headers: first 128 bytes) into DIR/port<N>.drops.pcap")
     p.add_argument("--seed", type=int, default=None, help="seed of the random extern and of the links' loss, jitter and glitches")
     p.add_argument("--lenient", action="store_true",
                    help="debugging: also load BMv2 JSON that BMv2 itself refuses but the engine can run")
@@ -118,8 +120,9 @@ def _check_files(args):
     for path in filter(None, (args.json, args.p4info)):
         if not os.path.isfile(path):
             raise ValueError(f"{path}: no such file")
-    if args.pcap and os.path.exists(args.pcap) and not os.path.isdir(args.pcap):
-        raise ValueError(f"--pcap {args.pcap}: not a directory")
+    for flag, path in (("--pcap", args.pcap), ("--pcap-drops", args.pcap_drops)):
+        if path and os.path.exists(path) and not os.path.isdir(path):
+            raise ValueError(f"{flag} {path}: not a directory")
 
 
 def load_p4info(path: str):
@@ -139,10 +142,11 @@ def run(args) -> int:
     from .errors import P4RuntimeError
     from .server import SoftswitchServer
 
-    if args.pcap:
-        os.makedirs(args.pcap, exist_ok=True)
+    for path in filter(None, (args.pcap, args.pcap_drops)):
+        os.makedirs(path, exist_ok=True)
     sw = se.Switch(ports=args.ports, cpu_port=args.cpu_port, seed=args.seed,
-                   pcap_dir=args.pcap, trace=args.log_console, lenient=args.lenient)
+                   pcap_dir=args.pcap, trace=args.log_console, lenient=args.lenient,
+                   drop_pcap_dir=args.pcap_drops)
     if args.lenient:
         print("softswitch: --lenient: loading JSON that BMv2 would refuse", file=sys.stderr)
     for port, config in args.port_configs.items():

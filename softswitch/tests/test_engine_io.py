@@ -115,6 +115,28 @@ def test_full_buffer_tail_drops_and_counts(lab, switch):
     assert [g["seq"] for g in got] == list(range(len(got)))
 
 
+def test_drop_capture_records_exactly_the_tail_dropped_frames(lab, tmp_path):
+    sw = se.Switch(ports=lab.ports, cpu_port=CPU_PORT, seed=1, drop_pcap_dir=str(tmp_path / "drops"))
+    sw.load_pipeline(iolab.forward_program())
+    lab.install_routes(sw)
+    sw.start()
+    try:
+        sw.configure_port(1, rate_bps=SLOW_BPS, buffer_packets=10)
+        got = udp_burst(lab, 100)
+        drops = sw.port_stats()[1]["drops"]
+    finally:
+        sw.stop()  # flushes the captures
+    dropped = [p for p in rdpcap(str(tmp_path / "drops" / "port1.drops.pcap")) if UDP in p]
+    received = {g["seq"] for g in got}
+    assert drops > 0 and len(dropped) == drops
+    # Each record is a datagram that never arrived: headers only, with the frame's length.
+    seqs = [int.from_bytes(bytes(p[UDP].payload)[:4], "big") for p in dropped]
+    assert sorted(seqs) == sorted(set(range(100)) - received)
+    assert {(len(p), p.wirelen) for p in dropped} == {(128, FRAME_BYTES)}
+    assert [p.time for p in dropped] == sorted(p.time for p in dropped)
+    assert not (tmp_path / "drops" / "port0.drops.pcap").stat().st_size > 24  # header only
+
+
 def test_enq_qdepth_seen_by_the_program_is_the_queue_the_burst_built(lab, switch, tmp_path):
     # Each 1042-byte frame takes 42 ms at SLOW_BPS, far longer than the burst takes to
     # arrive, so frame i finds i-1 frames waiting (frame 0 went straight to the wire).

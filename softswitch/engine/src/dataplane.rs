@@ -28,6 +28,8 @@ const RX_BATCHES_PER_TURN: usize = 4;
 /// Recirculate/clone chains longer than this are dropped (a loop in the program);
 /// p4core bounds resubmits itself.
 const MAX_PASSES: u32 = 16;
+/// Bytes of a tail-dropped frame kept in the drop capture (Ethernet + IPv4 + TCP headers).
+const DROP_SNAP: usize = 128;
 /// A port whose socket reports an error is polled again after this long.
 const FAILING_PORT_RETRY_NS: u64 = 100_000_000;
 
@@ -47,6 +49,10 @@ pub struct PacketLoop {
     arriving: BTreeMap<u32, DelayLine<Vec<u8>>>,
     wire: BTreeMap<u32, DelayLine<Vec<u8>>>,
     captures: BTreeMap<u32, PortCapture>,
+    /// Per egress port: the frames its queue tail-dropped (`drop_pcap_dir`).
+    drop_captures: BTreeMap<u32, PortCapture>,
+    /// Egress ports that tail-dropped the frame now in ingress (first pass).
+    tail_dropped: Vec<u32>,
     bufs: Option<Box<RecvBufs>>,
     send_scratch: SendScratch,
     /// Ports whose receive failed, with the time to try again.
@@ -61,11 +67,17 @@ pub struct PacketLoop {
 
 impl PacketLoop {
     pub fn new(shared: Arc<Shared>, clock: Clock, ports: Arc<BTreeMap<u32, RawPort>>,
-               pcap_dir: Option<&Path>) -> std::io::Result<PacketLoop> {
+               pcap_dir: Option<&Path>, drop_pcap_dir: Option<&Path>) -> std::io::Result<PacketLoop> {
         let mut captures = BTreeMap::new();
         if let Some(dir) = pcap_dir {
             for &p in ports.keys() {
                 captures.insert(p, PortCapture::create(dir, p)?);
+            }
+        }
+        let mut drop_captures = BTreeMap::new();
+        if let Some(dir) = drop_pcap_dir {
+            for &p in ports.keys() {
+                drop_captures.insert(p, PortCapture::create_drops(dir, p)?);
             }
         }
         let ids: Vec<u32> = shared.counters.keys().copied().collect();
@@ -79,6 +91,8 @@ impl PacketLoop {
             active: None,
             config_gen: u64::MAX,
             captures,
+            drop_captures,
+            tail_dropped: Vec::new(),
             bufs: Some(Box::new(RecvBufs::new())),
             send_scratch: SendScratch::default(),
             failing: BTreeMap::new(),
@@ -273,6 +287,12 @@ impl PacketLoop {
         let out = a.exec.ingress(&a.pipeline.state, port, frame, now / 1000);
         self.program_logs(now);
         self.after_ingress(out, now, 0);
+        // The frame as it arrived stands for what the queue dropped (same flow, sequence, id).
+        for egress in std::mem::take(&mut self.tail_dropped) {
+            if let Some(cap) = self.drop_captures.get_mut(&egress) {
+                cap.record_headers(self.clock.wall(now), frame, DROP_SNAP);
+            }
+        }
     }
 
     fn after_ingress(&mut self, out: IngressOutcome, now: u64, pass: u32) {
@@ -306,6 +326,9 @@ impl PacketLoop {
             }
             Err(_) => {
                 self.shared.count(port, |c| &c.drops, 1);
+                if pass == 0 && !self.drop_captures.is_empty() {
+                    self.tail_dropped.push(port);
+                }
                 self.trace(now, format_args!("port {port} buffer full: tail drop"));
             }
         }

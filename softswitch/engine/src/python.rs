@@ -95,6 +95,7 @@ pub struct Switch {
     clock: Clock,
     ports: Arc<BTreeMap<u32, RawPort>>,
     pcap_dir: Option<PathBuf>,
+    drop_pcap_dir: Option<PathBuf>,
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Executor for `process_packet`, rebuilt when the pipeline changes.
     sync_exec: Mutex<Option<(u64, Executor)>>,
@@ -128,8 +129,9 @@ impl Switch {
 #[pymethods]
 impl Switch {
     #[new]
-    #[pyo3(signature = (ports, cpu_port=None, seed=None, pcap_dir=None, trace=false, lenient=false))]
-    fn new(ports: BTreeMap<u32, String>, cpu_port: Option<u32>, seed: Option<u64>, pcap_dir: Option<PathBuf>, trace: bool, lenient: bool) -> PyResult<Switch> {
+    #[pyo3(signature = (ports, cpu_port=None, seed=None, pcap_dir=None, trace=false, lenient=false, drop_pcap_dir=None))]
+    fn new(ports: BTreeMap<u32, String>, cpu_port: Option<u32>, seed: Option<u64>, pcap_dir: Option<PathBuf>, trace: bool, lenient: bool,
+           drop_pcap_dir: Option<PathBuf>) -> PyResult<Switch> {
         if let Some(cpu) = cpu_port {
             if ports.contains_key(&cpu) {
                 return Err(PyValueError::new_err(format!("cpu_port {cpu} is also an interface port")));
@@ -151,6 +153,7 @@ impl Switch {
             clock: Clock::new(),
             ports: Arc::new(sockets),
             pcap_dir,
+            drop_pcap_dir,
             thread: Mutex::new(None),
             sync_exec: Mutex::new(None),
             lenient,
@@ -207,7 +210,8 @@ impl Switch {
         if thread.is_some() {
             return Ok(());
         }
-        let packet_loop = PacketLoop::new(self.shared.clone(), self.clock, self.ports.clone(), self.pcap_dir.as_deref())
+        let packet_loop = PacketLoop::new(self.shared.clone(), self.clock, self.ports.clone(), self.pcap_dir.as_deref(),
+                                         self.drop_pcap_dir.as_deref())
             .map_err(|e| PyOSError::new_err(format!("pcap_dir: {e}")))?;
         let handle = std::thread::Builder::new().name("softswitch-io".into()).spawn(move || packet_loop.run())
             .map_err(|e| PyOSError::new_err(e.to_string()))?;
