@@ -233,3 +233,79 @@ def _delay_kind(records):
                                                           if r["kind"] == "bulk")):
             return kind
     return None
+
+
+def red_idle_periods(samples, rate_bps, wq_log, minth, min_seconds=0.1, rel_tol=0.02):
+    """RED's average across each period in which arriving packets found the
+    bottleneck queue empty, against classic RED (Floyd & Jacobson 1993).
+
+    `samples` are the pipeline's telemetry (time_us = enqueue time of the last
+    packet dequeued, qdepth = the queue it found, avg = RED's average after it),
+    one per arriving packet. A period starts when the last packet of the busy
+    queue (enqueued at t with q ahead) has been sent: t + (q + 1) s, s the MTU
+    time at the rate, as the data plane's idle clock assumes. Classic RED
+    multiplies the average by (1 - wq)^m at each arrival, m = the time the
+    queue was empty / s, then weighs in q = 0. Per period (at least
+    `min_seconds` to its last arrival): the average at the start and at the
+    last arrival, classic RED's value there, and the time to fall below minth:
+    predicted (classic RED, continuous) and observed (the first arrival whose
+    average is below minth, `resolution` after the previous one). `agrees`:
+    the prediction falls within the observation's resolution widened by
+    `rel_tol` of average (or, with no crossing seen, after the last arrival)."""
+    s_us = MTU_BITS / rate_bps * 1e6
+    keep = 1 - 2.0 ** -wq_log
+    tolerance_s = s_us / 1e6 * math.log1p(rel_tol) / -math.log(keep)
+    rows = [s for s in samples if s["time_us"] > 0]
+    periods = []
+    for busy, empty in _empty_runs(rows):
+        start_us = busy["time_us"] + (busy["qdepth"] + 1) * s_us
+        length_s = (empty[-1]["time_us"] - start_us) / 1e6
+        if length_s < min_seconds or busy["avg"] <= 0:
+            continue
+        classic = _classic_red(busy["avg"], start_us, [e["time_us"] for e in empty], s_us, keep)
+        periods.append(_idle_period(busy["avg"], start_us, empty, classic, length_s,
+                                    minth, s_us, keep, tolerance_s))
+    return periods
+
+
+def _empty_runs(rows):
+    """(last sample with a queue, the consecutive empty-queue samples after it)."""
+    i = 1
+    while i < len(rows):
+        if rows[i]["qdepth"] or rows[i - 1]["qdepth"] == 0:
+            i += 1
+            continue
+        j = i
+        while j < len(rows) and rows[j]["qdepth"] == 0:
+            j += 1
+        yield rows[i - 1], rows[i:j]
+        i = j
+
+
+def _classic_red(avg, start_us, arrivals_us, s_us, keep):
+    """Classic RED's average at each arrival to the empty queue."""
+    averages, empty_since = [], start_us
+    for t in arrivals_us:
+        avg *= keep ** (max(0.0, t - empty_since) / s_us) * keep
+        averages.append(avg)
+        empty_since = t + s_us
+    return averages
+
+
+def _idle_period(avg0, start_us, empty, classic, length_s, minth, s_us, keep, tolerance_s):
+    offsets = [(e["time_us"] - start_us) / 1e6 for e in empty]
+    below = next((i for i, e in enumerate(empty) if e["avg"] < minth), None)
+    predicted = (max(0.0, s_us / 1e6 * (math.log(minth / avg0) / math.log(keep) - 1))
+                 if avg0 >= minth else 0.0)
+    if below is None:
+        observed = resolution = None
+        agrees = predicted >= offsets[-1] - tolerance_s
+    else:
+        observed = offsets[below]
+        resolution = observed - (offsets[below - 1] if below else 0.0)
+        agrees = observed - resolution - tolerance_s <= predicted <= observed + tolerance_s
+    return {"start_us": start_us, "seconds": length_s, "arrivals": len(empty),
+            "avg_start": avg0, "avg_end": empty[-1]["avg"], "classic_end": classic[-1],
+            "end_error": empty[-1]["avg"] / classic[-1] - 1 if classic[-1] else math.nan,
+            "below_minth_predicted_s": predicted, "below_minth_observed_s": observed,
+            "resolution_s": resolution, "agrees": agrees}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import matplotlib
 
-from aqmlab import stats, study
+from aqmlab import metrics, stats, study
 from aqmlab.config import parse_experiment
 
 matplotlib.use("Agg")
@@ -142,6 +142,36 @@ def plot_flow_goodput(path, result):
     ax.set_title(f"Per-flow goodput — {result['scenario']} (seed {result['seed']})")
     ax.legend(fontsize=6, loc="upper right", ncol=2)
     _save(fig, path)
+
+
+def idle_decay_table(run_folder, min_seconds=0.1):
+    """Markdown lines: RED's average across a RED run's empty-queue periods
+    against classic RED (metrics.red_idle_periods on queue.csv and run.json);
+    times in the run's clock."""
+    folder = Path(run_folder)
+    scenario = json.loads((folder / "run.json").read_text())["scenario"]
+    aqm, rate = scenario["aqm"], scenario["topology"]["bottleneck"]["rate_bps"]
+    if aqm["mode"] != "red":
+        raise ValueError(f"{folder}: not a RED run (aqm.mode = {aqm['mode']})")
+    with open(folder / "queue.csv") as f:
+        samples = [{"t": float(r["t"]), "time_us": int(r["time_us"]),
+                    "qdepth": int(r["qdepth"]), "avg": float(r["avg"])}
+                   for r in csv.DictReader(f)]
+    clock = min(s["t"] - s["time_us"] / 1e6 for s in samples if s["time_us"])
+    periods = metrics.red_idle_periods(samples, rate, aqm["wq_log"], aqm["minth"], min_seconds)
+    lines = ["| empty from (s) | for (s) | arrivals | avg at start | avg at last arrival | "
+             "classic RED | error | below minth: classic RED after (s) | observed after (s) | "
+             "agree |", "|" + "---|" * 10]
+    for p in periods:
+        seen = p["below_minth_observed_s"]
+        lines.append(
+            f"| {p['start_us'] / 1e6 + clock:.3f} | {p['seconds']:.3f} | {p['arrivals']} | "
+            f"{p['avg_start']:.2f} | {p['avg_end']:.2f} | {p['classic_end']:.2f} | "
+            f"{p['end_error']:+.1%} | {p['below_minth_predicted_s']:.3f} | "
+            + (f"{seen:.3f} (± {p['resolution_s']:.3f})" if seen is not None else
+               f"not within {p['seconds']:.3f}")
+            + f" | {'yes' if p['agrees'] else 'NO'} |")
+    return lines
 
 
 def _save(fig, path):

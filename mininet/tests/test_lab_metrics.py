@@ -67,3 +67,66 @@ def test_time_average_weights_by_time_and_counts_idle_gaps_as_empty():
     # the rest of each gap is an idle port
     assert metrics.time_average(samples, mtu_s=0.1, period_packets=1) == pytest.approx(
         (5 * 0.6 + 1 * 0.2) / 4)
+
+
+# RED idle decay at 1.5 Mb/s (8 ms per 1500-byte packet), wq = 2^-9, minth 5
+S_US, KEEP = 8000, 1 - 2.0 ** -9
+
+
+def _idle_run(avg_of, arrivals_every_us=50_000, count=140):
+    """A busy sample (q 10 at t 1 s, avg 16) then `count` packets finding the
+    queue empty; the queue ran dry at 1 s + 11 packet times."""
+    start = 1_000_000 + 11 * S_US
+    busy = [{"time_us": 900_000, "qdepth": 12, "avg": 15.0},
+            {"time_us": 1_000_000, "qdepth": 10, "avg": 16.0}]
+    empty = [{"time_us": start + k * arrivals_every_us, "qdepth": 0,
+              "avg": avg_of(k * arrivals_every_us)} for k in range(1, count + 1)]
+    return busy + empty + [{"time_us": empty[-1]["time_us"] + 1000, "qdepth": 1, "avg": 1.0}]
+
+
+def test_idle_periods_follow_classic_red_below_minth():
+    # classic RED at an arrival x after the queue ran dry: avg0 (1 - wq)^(x/s) (1 - wq)
+    samples = _idle_run(lambda x: 16.0 * KEEP ** (x / S_US + 1))
+    [period] = metrics.red_idle_periods(samples, 1.5e6, 9, 5)
+    crossing = S_US / 1e6 * (math.log(5 / 16) / math.log(KEEP) - 1)          # 4.75 s
+    assert period["below_minth_predicted_s"] == pytest.approx(crossing)
+    assert period["below_minth_observed_s"] == pytest.approx(math.ceil(crossing / 0.05) * 0.05)
+    assert period["resolution_s"] == pytest.approx(0.05)
+    assert (period["arrivals"], period["seconds"]) == (140, pytest.approx(7.0))
+    assert period["end_error"] == pytest.approx(0, abs=1e-9) and period["agrees"]
+
+
+def test_idle_periods_catch_an_average_that_does_not_decay():
+    # the old shift decay: halved per 1.57 s of idle, so below minth 1.4 s early
+    samples = _idle_run(lambda x: 16.0 / 2 ** int(x / 1.57e6))
+    [period] = metrics.red_idle_periods(samples, 1.5e6, 9, 5)
+    assert period["below_minth_observed_s"] == pytest.approx(3.15)
+    assert not period["agrees"] and period["end_error"] < -0.3
+    locked = metrics.red_idle_periods(_idle_run(lambda x: 16.0), 1.5e6, 9, 5)
+    assert locked[0]["below_minth_observed_s"] is None and not locked[0]["agrees"]
+
+
+def test_idle_periods_skip_short_ones_and_report_no_crossing_before_it_is_due():
+    samples = _idle_run(lambda x: 16.0 * KEEP ** (x / S_US + 1), count=10)   # 0.5 s
+    [period] = metrics.red_idle_periods(samples, 1.5e6, 9, 5)
+    assert period["below_minth_observed_s"] is None and period["agrees"]
+    assert metrics.red_idle_periods(samples, 1.5e6, 9, 5, min_seconds=0.6) == []
+
+
+def test_idle_decay_table_reads_a_run_folder(tmp_path):
+    import csv
+    import json
+
+    from aqmlab import report
+
+    samples = _idle_run(lambda x: 16.0 * KEEP ** (x / S_US + 1))
+    (tmp_path / "run.json").write_text(json.dumps({"scenario": {
+        "aqm": {"mode": "red", "minth": 5, "wq_log": 9},
+        "topology": {"bottleneck": {"rate_bps": 1_500_000}}}}))
+    with open(tmp_path / "queue.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, ("t", "time_us", "qdepth", "avg", "decision"))
+        writer.writeheader()
+        writer.writerows({**s, "t": s["time_us"] / 1e6 - 0.5, "decision": "pass"} for s in samples)
+    header, rule, row = report.idle_decay_table(tmp_path)
+    assert row.startswith("| 0.588 | 7.000 | 140 | 16.00 | ") and row.endswith(
+        "| +0.0% | 4.752 | 4.800 (± 0.050) | yes |")
