@@ -12,12 +12,13 @@ from p4.v1 import p4runtime_pb2
 
 from . import engine_calls as ec
 from .errors import P4RuntimeError, aborted, failed_precondition, invalid, unimplemented
+from .action_profiles import ActionProfiles
 from .externs import (Counters, DigestConfigs, DirectResources, Meters, Registers,
                       ReplicationEngine)
 from .p4info_index import P4InfoIndex
 from .pipeline import check_consistent, parse_device_config
 from .table_store import TableStore
-from .tables import action_spec, match_key
+from .tables import action_call, action_spec, match_key
 
 SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest.Action
 ResponseType = p4runtime_pb2.GetForwardingPipelineConfigRequest.ResponseType
@@ -38,7 +39,8 @@ class EntityState:
     """Everything the controller wrote for one committed pipeline."""
 
     def __init__(self, sw, index: P4InfoIndex):
-        self.tables = TableStore(sw, index)
+        self.profiles = ActionProfiles(sw, index)
+        self.tables = TableStore(sw, index, self.profiles)
         self.counters = Counters(sw, index)
         self.meters = Meters(sw, index)
         self.registers = Registers(sw, index)
@@ -49,6 +51,8 @@ class EntityState:
     def writers(self):
         return {
             "table_entry": self.tables.write,
+            "action_profile_member": self.profiles.write_member,
+            "action_profile_group": self.profiles.write_group,
             "counter_entry": self.counters.write,
             "direct_counter_entry": self.direct.write_counter,
             "meter_entry": self.meters.write,
@@ -61,6 +65,8 @@ class EntityState:
     def readers(self):
         return {
             "table_entry": self.tables.read,
+            "action_profile_member": self.profiles.read_members,
+            "action_profile_group": self.profiles.read_groups,
             "counter_entry": self.counters.read,
             "direct_counter_entry": self.direct.read_counters,
             "meter_entry": self.meters.read,
@@ -139,8 +145,18 @@ class Device:
         self._commit(pipeline, replay)
 
     def _replay_list(self) -> list:
+        """Kept entities as INSERT/MODIFY updates, members before the groups
+        and groups before the table entries that use them."""
         s = self.state
-        items = [(Update.MODIFY if e.is_default_action else Update.INSERT,
+        profiles = []
+        add_profile = lambda: profiles.append(p4runtime_pb2.Entity()) or profiles[-1]  # noqa: E731
+        for _ in itertools.chain(
+                s.profiles.read_members(p4runtime_pb2.ActionProfileMember(),
+                                        lambda: add_profile().action_profile_member),
+                s.profiles.read_groups(p4runtime_pb2.ActionProfileGroup(),
+                                       lambda: add_profile().action_profile_group)):
+            pass
+        items = [(Update.INSERT, entity) for entity in profiles] + [(Update.MODIFY if e.is_default_action else Update.INSERT,
                   p4runtime_pb2.Entity(table_entry=e)) for e in s.tables.replay_protos()]
         kept = []
         add = lambda: kept.append(p4runtime_pb2.Entity()) or kept[-1]  # noqa: E731
@@ -262,8 +278,28 @@ def _check_entity_fits(index: P4InfoIndex, entity) -> None:
             table = index.table(e.table_id)
             if not e.is_default_action:
                 match_key(table, e)
-            action_spec(index, table, e.action, default=e.is_default_action)
+            if table.is_indirect:
+                _check_indirect_action_fits(index, table, e.action)
+            else:
+                action_spec(index, table, e.action, default=e.is_default_action)
+        elif kind == "action_profile_member":
+            m = entity.action_profile_member
+            profile = index.profile(m.action_profile_id)
+            action_call(index, profile.name, profile.action_scopes, m.action, default=False)
+        elif kind == "action_profile_group" and \
+                not index.profile(entity.action_profile_group.action_profile_id).with_selector:
+            raise invalid("a group's action profile has no selector any more")
         elif kind == "digest_entry" and entity.digest_entry.digest_id not in index.digests:
             raise invalid(f"digest {entity.digest_entry.digest_id} is gone")
     except P4RuntimeError as e:
         raise invalid(f"RECONCILE_AND_COMMIT: kept state does not fit the new pipeline: {e.message}") from None
+
+
+def _check_indirect_action_fits(index, table, table_action) -> None:
+    profile = index.profile(table.implementation_id)
+    kind = table_action.WhichOneof("type")
+    if kind == "action" or (kind != "action_profile_member_id" and not profile.with_selector):
+        raise invalid(f"table '{table.name}' cannot run {kind} any more")
+    if kind == "action_profile_action_set":
+        for item in table_action.action_profile_action_set.action_profile_actions:
+            action_call(index, table.name, table.action_scopes, item.action, default=False)

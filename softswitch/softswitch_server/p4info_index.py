@@ -52,10 +52,29 @@ class TableInfo:
     size: int
     direct_counter_id: int = 0
     direct_meter_id: int = 0
+    implementation_id: int = 0   # the action profile/selector of an indirect table
+
+    @property
+    def is_indirect(self) -> bool:
+        return bool(self.implementation_id)
 
     @property
     def needs_priority(self) -> bool:
         return any(f.match_type in PRIORITY_MATCH for f in self.match_fields.values())
+
+
+@dataclass
+class ProfileInfo:
+    """An action profile (with_selector: an action selector) and its tables."""
+    id: int
+    name: str
+    table_ids: list
+    with_selector: bool
+    size: int
+    max_group_size: int
+    sum_of_members: bool   # selector_size_semantics: group size counts members, not weights
+    max_member_weight: int
+    action_scopes: dict    # the actions its members may call (those of its tables)
 
 
 @dataclass
@@ -108,7 +127,9 @@ class P4InfoIndex:
         self.digests = {d.preamble.id: self._digest(d) for d in p4info.digests}
         self.packet_metadata = {c.preamble.name: self._packet_metadata(c)
                                 for c in p4info.controller_packet_metadata}
-        for unsupported in ("action_profiles", "value_sets", "externs"):
+        self.action_profiles = {p.preamble.id: self._profile(p) for p in p4info.action_profiles}
+        self._check_implementations()
+        for unsupported in ("value_sets", "externs"):
             if len(getattr(p4info, unsupported)):
                 raise invalid(f"P4Info: {unsupported} are not supported by this target")
         self.action_by_name = {a.name: a for a in self.actions.values()}
@@ -143,10 +164,36 @@ class P4InfoIndex:
             if ref.id not in self.actions:
                 raise invalid(f"P4Info: table '{t.preamble.name}' refers to unknown action {ref.id}")
             scopes[ref.id] = ref.scope
-        if t.implementation_id:
-            raise invalid(f"P4Info: table '{t.preamble.name}' uses an action profile, not supported")
         return TableInfo(t.preamble.id, t.preamble.name, fields, scopes,
-                         t.const_default_action_id, t.is_const_table, t.size)
+                         t.const_default_action_id, t.is_const_table, t.size,
+                         implementation_id=t.implementation_id)
+
+    def _profile(self, p):
+        self._claim_id(p.preamble)
+        name = p.preamble.name
+        tables = [self.tables.get(tid) for tid in p.table_ids]
+        if not tables or None in tables or p.size <= 0 or p.max_group_size < 0:
+            raise invalid(f"P4Info: action profile '{name}' needs known table_ids and a positive size")
+        scopes = tables[0].action_scopes
+        if any(t.action_scopes.keys() != scopes.keys() for t in tables):
+            raise invalid(f"P4Info: the tables of action profile '{name}' must have the same actions")
+        by_members = p.WhichOneof("selector_size_semantics") == "sum_of_members"
+        return ProfileInfo(p.preamble.id, name, list(p.table_ids), p.with_selector, p.size,
+                           p.max_group_size, by_members,
+                           p.sum_of_members.max_member_weight if by_members else 0, scopes)
+
+    def _check_implementations(self):
+        """Each indirect table names a profile that lists it, and conversely."""
+        for table in self.tables.values():
+            profile = self.action_profiles.get(table.implementation_id)
+            if table.is_indirect and (profile is None or table.id not in profile.table_ids):
+                raise invalid(f"P4Info: table '{table.name}' has implementation_id "
+                              f"{table.implementation_id}, not an action profile listing it")
+        for profile in self.action_profiles.values():
+            for tid in profile.table_ids:
+                if self.tables[tid].implementation_id != profile.id:
+                    raise invalid(f"P4Info: action profile '{profile.name}' lists table "
+                                  f"'{self.tables[tid].name}', whose implementation_id differs")
 
     def _error_key(self, mf) -> bool:
         """p4c gives an error-typed key bitwidth 0 and lists the errors in type_info."""
@@ -199,6 +246,12 @@ class P4InfoIndex:
         info = self.tables.get(table_id)
         if info is None:
             raise not_found(f"unknown table id {table_id}")
+        return info
+
+    def profile(self, profile_id: int) -> ProfileInfo:
+        info = self.action_profiles.get(profile_id)
+        if info is None:
+            raise not_found(f"unknown action profile id {profile_id}")
         return info
 
     def action(self, action_id: int) -> ActionInfo:

@@ -48,6 +48,8 @@ class _JsonProgram:
             self.registers = {r["name"]: r for r in doc.get("register_arrays", [])}
             self.learn_lists = {l["name"]: l for l in doc.get("learn_lists", [])}
             self.value_sets = [v["name"] for v in doc.get("parse_vsets", [])]
+            self.profiles = {a["name"]: a for p in doc["pipelines"]
+                             for a in p.get("action_profiles", [])}
         except (KeyError, TypeError, IndexError) as e:
             raise invalid(f"BMv2 JSON: malformed object list ({e!r})") from None
 
@@ -83,6 +85,8 @@ def _check_p4info_in_json(index, prog):
         _check_register(r, prog)
     for d in index.digests.values():
         _check_digest(d, prog)
+    for p in index.action_profiles.values():
+        _check_profile(p, index, prog)
 
 
 def _check_json_in_p4info(index, prog):
@@ -111,6 +115,10 @@ def _check_json_in_p4info(index, prog):
                 continue
             if name not in in_p4info:
                 raise _mismatch(f"{kind} '{name}' of the JSON is not in the P4Info")
+    profiles = _names(index.action_profiles)
+    for name in prog.profiles:
+        if name not in profiles:
+            raise _mismatch(f"action profile '{name}' of the JSON is not in the P4Info")
     if prog.value_sets:   # the P4Info would need value_sets, which this target does not serve
         raise _mismatch(f"parser value set '{prog.value_sets[0]}' of the JSON is not in the P4Info")
 
@@ -159,6 +167,9 @@ def _check_table(table, index, prog):
         elif width is not None and width != mf.bitwidth:
             raise _mismatch(f"table '{table.name}' field '{mf.name}' is {width} bits in the "
                             f"JSON, {mf.bitwidth} in the P4Info")
+    if bool(jt.get("action_profile")) != table.is_indirect:
+        raise _mismatch(f"table '{table.name}': an action profile implements it in only "
+                        "one of the JSON and the P4Info")
     json_actions = set(jt.get("actions", []))
     for action_id in table.action_scopes:
         name = index.actions[action_id].name
@@ -206,6 +217,21 @@ def _check_register(info, prog):
         raise _mismatch(f"register '{info.name}' is not in the JSON")
     if arr.get("size") != info.size or arr.get("bitwidth") != info.bitwidth:
         raise _mismatch(f"register '{info.name}' size/width differ")
+
+
+def _check_profile(info, index, prog):
+    """Same name, size and selector, and implements the same tables."""
+    ap = prog.profiles.get(info.name)
+    if ap is None:
+        raise _mismatch(f"action profile '{info.name}' is not in the JSON")
+    if ap.get("max_size") != info.size or ("selector" in ap) != info.with_selector:
+        raise _mismatch(f"action profile '{info.name}': size or selector differ "
+                        f"(JSON max_size {ap.get('max_size')}, P4Info size {info.size})")
+    for table_id in info.table_ids:
+        name = index.tables[table_id].name
+        if prog.tables[name].get("action_profile") != info.name:
+            raise _mismatch(f"table '{name}' is not implemented by action profile "
+                            f"'{info.name}' in the JSON")
 
 
 def _check_digest(info, prog):

@@ -32,9 +32,10 @@ class StoredEntry:
 
 
 class TableStore:
-    def __init__(self, sw, index: P4InfoIndex):
+    def __init__(self, sw, index: P4InfoIndex, profiles):
         self.sw = sw
         self.index = index
+        self.profiles = profiles   # ActionProfiles: what entries of indirect tables run
         self.entries = {tid: {} for tid in index.tables}
         self.defaults = {tid: self._engine_default(t) for tid, t in index.tables.items()}
         self.initial_defaults = dict(self.defaults)
@@ -76,8 +77,24 @@ class TableStore:
         if entry.idle_timeout_ns:
             raise invalid(f"table '{table.name}' does not support idle timeout")
 
+    def _entry_action(self, table, entry):
+        """An ActionSpec, or for an indirect table a member, group or action set."""
+        if table.is_indirect:
+            return self.profiles.entry_target(table, entry.action)
+        return action_spec(self.index, table, entry.action, default=False)
+
+    def _engine_action(self, table, action) -> tuple:
+        """(engine action, args); installs an action set's members and group."""
+        if table.is_indirect:
+            return self.profiles.acquire(table, action), []
+        return self.index.actions[action.action_id].name, engine_args(self.index, action)
+
+    def _release(self, table, action) -> None:
+        if table.is_indirect:
+            self.profiles.release(table, action)
+
     def _insert(self, table, key, entry):
-        spec = action_spec(self.index, table, entry.action, default=False)
+        spec = self._entry_action(table, entry)
         self._check_extras(table, entry)
         entries = self.entries[table.id]
         if key in entries:
@@ -85,13 +102,18 @@ class TableStore:
         if table.size and len(entries) >= table.size:
             raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                  f"table '{table.name}' is full ({table.size} entries)")
-        handle = ec.call(self.sw.table_add, table.name, engine_keys(table, key),
-                         self.index.actions[spec.action_id].name,
-                         engine_args(self.index, spec), priority=key.priority)
+        engine_action, args = self._engine_action(table, spec)
+        try:
+            handle = ec.call(self.sw.table_add, table.name, engine_keys(table, key),
+                             engine_action, args, priority=key.priority)
+        except P4RuntimeError:
+            self._release(table, spec)
+            raise
         try:
             self._apply_extras(table, handle, entry)
         except P4RuntimeError:
             ec.call(self.sw.table_delete, table.name, handle)
+            self._release(table, spec)
             raise
         entries[key] = StoredEntry(handle, spec, entry.controller_metadata, entry.metadata,
                                    _meter_or_none(entry))
@@ -105,13 +127,18 @@ class TableStore:
             ec.call(self.sw.direct_meter_set, table.name, handle, c.cir, c.cburst, c.pir, c.pburst)
 
     def _modify(self, table, key, entry):
-        spec = action_spec(self.index, table, entry.action, default=False)
+        spec = self._entry_action(table, entry)
         self._check_extras(table, entry)
         stored = self._lookup(table, key)
-        ec.call(self.sw.table_modify, table.name, stored.handle,
-                self.index.actions[spec.action_id].name, engine_args(self.index, spec))
-        self._apply_extras(table, stored.handle, entry)
+        engine_action, args = self._engine_action(table, spec)
+        try:
+            ec.call(self.sw.table_modify, table.name, stored.handle, engine_action, args)
+        except P4RuntimeError:
+            self._release(table, spec)
+            raise
+        self._release(table, stored.action)
         stored.action = spec
+        self._apply_extras(table, stored.handle, entry)
         stored.controller_metadata = entry.controller_metadata
         stored.metadata = entry.metadata
         if entry.HasField("meter_config"):
@@ -121,6 +148,7 @@ class TableStore:
         stored = self._lookup(table, key)
         ec.call(self.sw.table_delete, table.name, stored.handle)
         del self.entries[table.id][key]
+        self._release(table, stored.action)
 
     def _lookup(self, table, key) -> StoredEntry:
         stored = self.entries[table.id].get(key)
@@ -135,6 +163,8 @@ class TableStore:
             raise invalid(f"table '{table.name}': default entry must have no match and no priority")
         if table.const_default_action_id:
             raise permission_denied(f"table '{table.name}' has a const default action")
+        if table.is_indirect:   # spec §9.1.3: an indirect table's default is a constant NoAction
+            raise permission_denied(f"table '{table.name}' is indirect: its default entry is constant")
         if entry.HasField("action"):
             spec = action_spec(self.index, table, entry.action, default=True)
         else:
@@ -192,7 +222,10 @@ class TableStore:
         entry.table_id = table.id
         entry.controller_metadata, entry.metadata = stored.controller_metadata, stored.metadata
         fill_match(table, key, entry)
-        fill_action(self.index, stored.action, entry)
+        if table.is_indirect:
+            self.profiles.fill_target(stored.action, entry.action)
+        else:
+            fill_action(self.index, stored.action, entry)
         if stored.meter_config is not None:
             entry.meter_config.CopyFrom(stored.meter_config)
         if counters:

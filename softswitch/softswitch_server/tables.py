@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from p4.v1 import p4runtime_pb2
 
 from .bytestrings import canonical, decode, lpm_mask, padded, shown
-from .errors import invalid, unimplemented
+from .errors import invalid
 from .p4info_index import MatchType, P4InfoIndex, Scope, TableInfo
 
 MATCH_ONEOF = {
@@ -120,16 +120,20 @@ def _range(rng, width, what):
 
 
 def action_spec(index: P4InfoIndex, table: TableInfo, table_action, default: bool) -> ActionSpec:
-    """Validate the action of an entry (or of the default entry)."""
+    """Validate the action of an entry (or of the default entry) of a direct table."""
     kind = table_action.WhichOneof("type")
     if kind is None:
         raise invalid(f"table '{table.name}': entry has no action")
     if kind != "action":
-        raise unimplemented(f"table '{table.name}': action profiles ({kind}) are not supported")
-    action = table_action.action
-    if action.action_id not in table.action_scopes:
-        raise invalid(f"table '{table.name}': action id {action.action_id} is not one of its actions")
-    scope = table.action_scopes[action.action_id]
+        raise invalid(f"table '{table.name}' has no action profile: give an action, not {kind}")
+    return action_call(index, table.name, table.action_scopes, table_action.action, default)
+
+
+def action_call(index: P4InfoIndex, owner: str, scopes: dict, action, default: bool) -> ActionSpec:
+    """Validate an action call of a table (or of an action profile's member)."""
+    if action.action_id not in scopes:
+        raise invalid(f"{owner}: action id {action.action_id} is not one of its actions")
+    scope = scopes[action.action_id]
     info = index.actions[action.action_id]
     if default and scope == Scope.TABLE_ONLY:
         raise invalid(f"action '{info.name}' is @tableonly: not allowed as default action")
@@ -209,7 +213,10 @@ def fill_match(table: TableInfo, key: MatchKey, entry: p4runtime_pb2.TableEntry)
 
 
 def fill_action(index: P4InfoIndex, spec: ActionSpec, entry: p4runtime_pb2.TableEntry) -> None:
-    action = entry.action.action
+    fill_call(index, spec, entry.action.action)
+
+
+def fill_call(index: P4InfoIndex, spec: ActionSpec, action: p4runtime_pb2.Action) -> None:
     action.action_id = spec.action_id
     for param_id, value in zip(index.actions[spec.action_id].params, spec.params):
         action.params.add(param_id=param_id, value=canonical(value))

@@ -147,7 +147,7 @@ UPDATE_CASES = [
     ("insert of the default entry", Update.INSERT, E(table_entry=entry(T_LPM, [], A_DROP, default=True)), "INVALID_ARGUMENT"),
     ("const default action", Update.MODIFY, E(table_entry=entry(T_CONST, [], A_DROP, default=True)), "PERMISSION_DENIED"),
     ("entry without action", Update.INSERT, E(table_entry=entry(fields=LPM_24)), "INVALID_ARGUMENT"),
-    ("action profile member", Update.INSERT, E(table_entry=profile_member_entry()), "UNIMPLEMENTED"),
+    ("action profile member in a direct table", Update.INSERT, E(table_entry=profile_member_entry()), "INVALID_ARGUMENT"),
     ("duplicate insert", Update.INSERT, E(table_entry=lpm_entry(b"\x0a\x00\x00\x00", 8, port=3)), "ALREADY_EXISTS"),
     ("delete of a missing entry", Update.DELETE, E(table_entry=entry(fields=LPM_24)), "NOT_FOUND"),
     ("modify of a missing entry", Update.MODIFY, E(table_entry=entry(fields=LPM_24, **NHOP)), "NOT_FOUND"),
