@@ -2,7 +2,10 @@
 
 Namespace-wide (sysctl): ECN, SACK, loss recovery (RACK: tcp_recovery,
 TLP: tcp_early_retrans), socket buffer limits, per-packet pacing
-(tcp_tso_rtt_log=0, tcp_min_tso_segs=1).
+(tcp_tso_rtt_log=0, tcp_min_tso_segs=1) and its rate: Linux paces at
+ratio x cwnd x MSS / srtt, tcp_pacing_ss_ratio (200 %) in slow start
+(cwnd < ssthresh / 2), tcp_pacing_ca_ratio (120 %) after; 100 % for both
+sends the next segment srtt / cwnd after the previous one.
 Per route (`ip route`): initcwnd, initrwnd, advmss (MSS), and the maximum
 window as a locked `cwnd` (the sender's snd_cwnd_clamp; Linux applies it from
 the TCP metrics cache, so a priming connection seeds the cache first: see
@@ -37,6 +40,8 @@ class TcpTuning:
     mss: int = 0               # bytes; 0 = MTU - 40
     pacing: bool = False
     pacing_rate: int = 0       # bit/s cap when pacing; 0 = kernel's own rate
+    pacing_ss_ratio: int = 0   # % of cwnd/srtt paced in slow start; 0 = kernel default (200)
+    pacing_ca_ratio: int = 0   # % in congestion avoidance; 0 = kernel default (120)
     rmem: int = 0              # bytes, max receive buffer; 0 = kernel default
     wmem: int = 0              # bytes, max send buffer; 0 = kernel default
     recovery: int = 1          # net.ipv4.tcp_recovery: 1 = RACK (default), 0 = dupack threshold
@@ -64,6 +69,10 @@ class TcpTuning:
         if self.pacing:
             values["net.ipv4.tcp_tso_rtt_log"] = 0
             values["net.ipv4.tcp_min_tso_segs"] = 1
+            for phase in ("ss", "ca"):
+                if getattr(self, f"pacing_{phase}_ratio"):
+                    values[f"net.ipv4.tcp_pacing_{phase}_ratio"] = getattr(
+                        self, f"pacing_{phase}_ratio")
         if self.rmem:
             values["net.ipv4.tcp_rmem"] = f"4096 {min(131072, self.rmem)} {self.rmem}"
         if self.wmem:

@@ -1,0 +1,71 @@
+"""What the buffer-sizing study (issue 11) relies on in the lab, checked on
+the wire: Linux's internal pacing at the thesis's rate (next segment srtt /
+cwnd after the previous one) against its default ratios and no pacing; and
+the switch's own per-packet drop records. Needs root."""
+
+import statistics
+
+import pytest
+from scapy.layers.inet import IP, TCP
+from scapy.utils import rdpcap
+
+from aqmlab.config import parse_experiment
+from aqmlab.topology import build
+from aqmlab.workloads import Run
+
+pytestmark = pytest.mark.root
+
+# RTT 2 x (5 + 20 + 5) ms = 60 ms; a 20-segment window is 4 Mb/s, far below
+# the 100 Mb/s links, so the sender's own spacing reaches the wire unchanged.
+LINKS = {"bottleneck": {"rate": "100mbit", "delay": "20ms", "buffer": 1000},
+         "server_access": {"rate": "100mbit", "delay": "5ms"},
+         "client_access": {"rate": "100mbit", "delay": "5ms"}}
+RTT_S = 0.060
+WINDOW = 20
+THESIS_PACING = {"pacing": True, "pacing_ss_ratio": 100, "pacing_ca_ratio": 100}
+RUN_S = 4
+SETTLED_S = 1.5       # slow start and the first RTTs are over by then
+SEGMENT_BYTES = 1000  # data segments only (ACKs and SYNs are smaller)
+
+
+def wire_gaps(lab, tcp):
+    """Gaps (s) between the data segments a window-limited sender puts on its
+    access link (tcpdump on the sender's interface, after its qdisc), from
+    SETTLED_S into the run to its end."""
+    scenario = parse_experiment({
+        "name": "pacing", "topology": LINKS, "aqm": {"mode": "droptail"},
+        "workload": [{"kind": "bulk", "tcp": {"window_clamp": WINDOW, **tcp}}]}).scenarios[0]
+    network = build(scenario, "softswitch", lab)
+    server = network.servers[0]
+    pcap = lab.workdir / f"sender-{len(list(lab.workdir.glob('sender-*')))}.pcap"
+    dump = lab.popen(server.host, ["tcpdump", "-i", server.host.defaultIntf().name, "-s", "96",
+                                   "-U", "-w", str(pcap),
+                                   f"tcp and src host {server.ip} and greater {SEGMENT_BYTES}"],
+                     "tcpdump.log")
+    job = Run(lab, network.pairs, RUN_S, seed=1)
+    job.wait()
+    lab.stop_process(dump)
+    times = [float(p.time) for p in rdpcap(str(pcap)) if TCP in p and IP in p
+             and job.epoch + SETTLED_S <= float(p.time) <= job.epoch + RUN_S]
+    assert len(times) > 50, f"only {len(times)} segments captured"
+    return [b - a for a, b in zip(times, times[1:])]
+
+
+def test_thesis_pacing_sends_one_segment_every_rtt_over_cwnd(lab):
+    gap = statistics.median(wire_gaps(lab, THESIS_PACING))
+    # srtt is the 60 ms path plus the queueing of a 4 Mb/s flow on 100 Mb/s links (< 1 ms).
+    assert gap == pytest.approx(RTT_S / WINDOW, rel=0.2)
+
+
+def test_default_pacing_is_twice_as_fast_in_slow_start(lab):
+    # A clamped window never reaches ssthresh / 2, so Linux keeps its 200 % slow-start ratio.
+    gap = statistics.median(wire_gaps(lab, {"pacing": True}))
+    assert gap == pytest.approx(RTT_S / WINDOW / 2, rel=0.2)
+
+
+def test_unpaced_sender_sends_windows_back_to_back(lab):
+    gaps = wire_gaps(lab, {})
+    # Back to back at the access rate (1514 bytes at 100 Mb/s = 0.12 ms) within a
+    # window, one long gap per RTT.
+    assert statistics.median(gaps) < 0.0005
+    assert max(gaps) > RTT_S / 2
