@@ -242,16 +242,19 @@ def red_idle_periods(samples, rate_bps, wq_log, minth, min_seconds=0.1, rel_tol=
     `samples` are the pipeline's telemetry (time_us = enqueue time of the last
     packet dequeued, qdepth = the queue it found, avg = RED's average after it),
     one per arriving packet. A period starts when the last packet of the busy
-    queue (enqueued at t with q ahead) has been sent: t + (q + 1) s, s the MTU
-    time at the rate, as the data plane's idle clock assumes. Classic RED
-    multiplies the average by (1 - wq)^m at each arrival, m = the time the
-    queue was empty / s, then weighs in q = 0. Per period (at least
-    `min_seconds` to its last arrival): the average at the start and at the
-    last arrival, classic RED's value there, and the time to fall below minth:
-    predicted (classic RED, continuous) and observed (the first arrival whose
-    average is below minth, `resolution` after the previous one). `agrees`:
-    the prediction falls within the observation's resolution widened by
-    `rel_tol` of average (or, with no crossing seen, after the last arrival)."""
+    queue (enqueued at t with q ahead) has been sent, t + (q + 1) s at line rate
+    (s the MTU time at the rate). Classic RED multiplies the average by
+    (1 - wq)^m at each arrival, m = the time the queue was empty / s, then
+    weighs in q = 0. The first arrival is predicted from the busy sample (so
+    its error includes the line-rate drain estimate), the later ones from the
+    first arrival's observed average (only the pipeline's decay between
+    observed arrivals). Per period (at least `min_seconds` to its last arrival):
+    both errors, and the time from the period's start until the average is
+    below minth: classic RED's (continuous between arrivals) and observed (the
+    first arrival below minth, `resolution` after the previous one). `agrees`:
+    the prediction lies within the observation's resolution widened by the
+    time classic RED takes to decay by `rel_tol` (with no crossing seen:
+    after the last arrival, by that margin)."""
     s_us = MTU_BITS / rate_bps * 1e6
     keep = 1 - 2.0 ** -wq_log
     tolerance_s = s_us / 1e6 * math.log1p(rel_tol) / -math.log(keep)
@@ -260,11 +263,9 @@ def red_idle_periods(samples, rate_bps, wq_log, minth, min_seconds=0.1, rel_tol=
     for busy, empty in _empty_runs(rows):
         start_us = busy["time_us"] + (busy["qdepth"] + 1) * s_us
         length_s = (empty[-1]["time_us"] - start_us) / 1e6
-        if length_s < min_seconds or busy["avg"] <= 0:
-            continue
-        classic = _classic_red(busy["avg"], start_us, [e["time_us"] for e in empty], s_us, keep)
-        periods.append(_idle_period(busy["avg"], start_us, empty, classic, length_s,
-                                    minth, s_us, keep, tolerance_s))
+        if length_s >= min_seconds and busy["avg"] > 0:
+            periods.append(_idle_period(busy["avg"], start_us, empty, length_s, minth,
+                                        ClassicRed(s_us, keep, minth), tolerance_s))
     return periods
 
 
@@ -282,30 +283,56 @@ def _empty_runs(rows):
         i = j
 
 
-def _classic_red(avg, start_us, arrivals_us, s_us, keep):
-    """Classic RED's average at each arrival to the empty queue."""
-    averages, empty_since = [], start_us
-    for t in arrivals_us:
-        avg *= keep ** (max(0.0, t - empty_since) / s_us) * keep
-        averages.append(avg)
-        empty_since = t + s_us
-    return averages
+class ClassicRed:
+    """Classic RED's average over arrivals to an empty queue, and when it
+    falls below minth (decaying continuously between arrivals)."""
+
+    def __init__(self, s_us, keep, minth):
+        self.s_us, self.keep, self.minth = s_us, keep, minth
+
+    def run(self, avg, empty_since_us, arrivals_us):
+        """-> (average after each arrival, time it is first below minth)."""
+        averages, below_us = [], None
+        for t in arrivals_us:
+            decayed = avg * self.keep ** (max(0.0, t - empty_since_us) / self.s_us)
+            if below_us is None and decayed < self.minth:
+                below_us = self._below_at(avg, empty_since_us)
+            avg = decayed * self.keep
+            if below_us is None and avg < self.minth:
+                below_us = t
+            averages.append(avg)
+            empty_since_us = t + self.s_us
+        if below_us is None:
+            below_us = self._below_at(avg, empty_since_us)
+        return averages, below_us
+
+    def _below_at(self, avg, empty_since_us):
+        if avg < self.minth:
+            return empty_since_us
+        return empty_since_us + self.s_us * math.log(self.minth / avg) / math.log(self.keep)
 
 
-def _idle_period(avg0, start_us, empty, classic, length_s, minth, s_us, keep, tolerance_s):
-    offsets = [(e["time_us"] - start_us) / 1e6 for e in empty]
-    below = next((i for i, e in enumerate(empty) if e["avg"] < minth), None)
-    predicted = (max(0.0, s_us / 1e6 * (math.log(minth / avg0) / math.log(keep) - 1))
-                 if avg0 >= minth else 0.0)
-    if below is None:
+def _idle_period(avg0, start_us, empty, length_s, minth, classic, tolerance_s):
+    times = [e["time_us"] for e in empty]
+    [first], below_us = classic.run(avg0, start_us, times[:1])
+    rest, later_us = classic.run(empty[0]["avg"], times[0] + classic.s_us, times[1:])
+    if below_us > times[0]:
+        below_us = later_us
+    predicted = (below_us - start_us) / 1e6
+    offsets = [(t - start_us) / 1e6 for t in times]
+    crossing = next((i for i, e in enumerate(empty) if e["avg"] < minth), None)
+    if crossing is None:
         observed = resolution = None
         agrees = predicted >= offsets[-1] - tolerance_s
     else:
-        observed = offsets[below]
-        resolution = observed - (offsets[below - 1] if below else 0.0)
+        observed = offsets[crossing]
+        resolution = observed - (offsets[crossing - 1] if crossing else 0.0)
         agrees = observed - resolution - tolerance_s <= predicted <= observed + tolerance_s
+    end = rest[-1] if rest else first
     return {"start_us": start_us, "seconds": length_s, "arrivals": len(empty),
-            "avg_start": avg0, "avg_end": empty[-1]["avg"], "classic_end": classic[-1],
-            "end_error": empty[-1]["avg"] / classic[-1] - 1 if classic[-1] else math.nan,
+            "avg_start": avg0, "avg_first": empty[0]["avg"], "classic_first": first,
+            "first_error": empty[0]["avg"] / first - 1,
+            "avg_end": empty[-1]["avg"], "classic_end": end,
+            "end_error": empty[-1]["avg"] / end - 1 if end else math.nan,
             "below_minth_predicted_s": predicted, "below_minth_observed_s": observed,
             "resolution_s": resolution, "agrees": agrees}

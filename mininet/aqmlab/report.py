@@ -159,19 +159,24 @@ def idle_decay_table(run_folder, min_seconds=0.1):
                    for r in csv.DictReader(f)]
     clock = min(s["t"] - s["time_us"] / 1e6 for s in samples if s["time_us"])
     periods = metrics.red_idle_periods(samples, rate, aqm["wq_log"], aqm["minth"], min_seconds)
-    lines = ["| empty from (s) | for (s) | arrivals | avg at start | avg at last arrival | "
-             "classic RED | error | below minth: classic RED after (s) | observed after (s) | "
-             "agree |", "|" + "---|" * 10]
+    lines = ["| empty from (s) | for (s) | arrivals | avg before | 1st arrival: avg (classic "
+             "RED, error) | last arrival: avg (classic RED from the 1st, error) | below minth: "
+             "classic RED after (s) | observed after (s) | agree |", "|" + "---|" * 9]
     for p in periods:
         seen = p["below_minth_observed_s"]
         lines.append(
             f"| {p['start_us'] / 1e6 + clock:.3f} | {p['seconds']:.3f} | {p['arrivals']} | "
-            f"{p['avg_start']:.2f} | {p['avg_end']:.2f} | {p['classic_end']:.2f} | "
-            f"{p['end_error']:+.1%} | {p['below_minth_predicted_s']:.3f} | "
+            f"{p['avg_start']:.2f} | {_vs(p['avg_first'], p['classic_first'], p['first_error'])} | "
+            f"{_vs(p['avg_end'], p['classic_end'], p['end_error'])} | "
+            f"{p['below_minth_predicted_s']:.3f} | "
             + (f"{seen:.3f} (± {p['resolution_s']:.3f})" if seen is not None else
                f"not within {p['seconds']:.3f}")
             + f" | {'yes' if p['agrees'] else 'NO'} |")
     return lines
+
+
+def _vs(observed, predicted, error):
+    return f"{observed:.2f} ({predicted:.2f}, {0.0 if abs(error) < 5e-4 else error:+.1%})"
 
 
 def _save(fig, path):

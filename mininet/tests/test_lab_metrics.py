@@ -88,7 +88,8 @@ def test_idle_periods_follow_classic_red_below_minth():
     # classic RED at an arrival x after the queue ran dry: avg0 (1 - wq)^(x/s) (1 - wq)
     samples = _idle_run(lambda x: 16.0 * KEEP ** (x / S_US + 1))
     [period] = metrics.red_idle_periods(samples, 1.5e6, 9, 5)
-    crossing = S_US / 1e6 * (math.log(5 / 16) / math.log(KEEP) - 1)          # 4.75 s
+    # ... and avg0 (1 - wq)^(x/s) between arrivals: below 5 after 4.76 s
+    crossing = S_US / 1e6 * math.log(5 / 16) / math.log(KEEP)
     assert period["below_minth_predicted_s"] == pytest.approx(crossing)
     assert period["below_minth_observed_s"] == pytest.approx(math.ceil(crossing / 0.05) * 0.05)
     assert period["resolution_s"] == pytest.approx(0.05)
@@ -128,5 +129,5 @@ def test_idle_decay_table_reads_a_run_folder(tmp_path):
         writer.writeheader()
         writer.writerows({**s, "t": s["time_us"] / 1e6 - 0.5, "decision": "pass"} for s in samples)
     header, rule, row = report.idle_decay_table(tmp_path)
-    assert row.startswith("| 0.588 | 7.000 | 140 | 16.00 | ") and row.endswith(
-        "| +0.0% | 4.752 | 4.800 (± 0.050) | yes |")
+    assert row == ("| 0.588 | 7.000 | 140 | 16.00 | 15.77 (15.77, +0.0%) | 2.89 (2.89, +0.0%) | "
+                   "4.760 | 4.800 (± 0.050) | yes |")
