@@ -75,6 +75,9 @@ def cmd_run(args):
     if args.quick:
         experiment = experiment.for_quick()
     runs = study.select(study.expand(experiment), args.only)
+    warning = args.executor == "local" and study.jobs_warning(experiment, min(args.jobs, len(runs)))
+    if warning:
+        print(f"aqmlab run: warning: {warning}", file=sys.stderr)
     if os.geteuid() != 0:
         raise SystemExit("aqmlab run: error: needs root (network namespaces)")
     clean_stale_labs()
@@ -155,6 +158,9 @@ def cmd_validate(args):
           f"{experiment.seed}..{experiment.seed + experiment.repeat - 1}, "
           f"{experiment.duration:g} s each; estimated wall time {_duration(seconds)} "
           f"with --jobs {args.jobs}")
+    warning = study.jobs_warning(experiment, min(args.jobs, len(runs)))
+    if warning:
+        print(f"warning: {warning}")
     return 0
 
 

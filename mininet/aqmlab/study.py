@@ -82,6 +82,30 @@ def estimated_seconds(experiment, runs, jobs=1):
     return total / max(1, min(jobs, len(runs)))
 
 
+# The --jobs rule (measured in mininet/bench/JOBS.md: every metric of the same
+# point agrees with --jobs 1 within its 95 % interval): runs side by side per
+# core, by the study's highest bottleneck rate; above the last rate, one run.
+JOBS_PER_CORE = ((10e6, 1),)
+
+
+def faithful_jobs(experiment, cores=None):
+    """The most runs side by side that the measured --jobs rule vouches for."""
+    rate = max(s.topology.bottleneck.rate_bps for s in experiment.scenarios)
+    cores = cores or os.cpu_count() or 1
+    return next((per_core * cores for limit, per_core in JOBS_PER_CORE if rate <= limit), 1)
+
+
+def jobs_warning(experiment, jobs, cores=None):
+    """One line when --jobs exceeds the rule for this study, else None."""
+    allowed = faithful_jobs(experiment, cores)
+    if jobs <= allowed:
+        return None
+    rate = max(s.topology.bottleneck.rate_bps for s in experiment.scenarios)
+    return (f"--jobs {jobs} exceeds the measured rule for a {rate / 1e6:g} Mb/s bottleneck on "
+            f"{cores or os.cpu_count()} cores (at most {allowed}; mininet/bench/JOBS.md): the "
+            f"runs' timing may differ from --jobs 1")
+
+
 def identity(source_text, quick):
     """What makes two invocations the same study: the file's text and --quick."""
     return {"experiment_sha256": hashlib.sha256(source_text.encode()).hexdigest(),

@@ -1,17 +1,20 @@
-"""Does `--jobs 2` change what a low-rate study measures? The same 1.5 Mb/s
-point (jobs_fidelity.toml: 6 repetitions, seeds 1..6) is run with --jobs 1 and
---jobs 2; for each metric, the per-seed difference (jobs 2 - jobs 1) and its
-95 % interval. The runs agree when every interval includes zero. Writes
-JOBS.md and jobs.json next to this file, with the load average of every run.
+"""Does `--jobs N` change what a study measures? The same study (default
+jobs_fidelity.toml: 1.5 Mb/s, 6 repetitions) is run with --jobs 1 and
+--jobs N (the same seeds); for each point and metric, the per-seed
+difference (jobs N - jobs 1) and its 95 % interval. The runs agree when
+every interval includes zero. Adds the measurement to jobs.json (one entry
+per study and N, replacing an earlier one) and rewrites JOBS.md from it,
+with the load average of every run and the uptime before each study.
 
 Take the quiet lock (/tmp/aqmlab-quiet) around it on a shared machine.
-Usage: python mininet/bench/jobs.py [--repeat N]
+Usage: python mininet/bench/jobs.py [--study FILE] [--jobs N] [--repeat R]
 """
 
 import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -19,7 +22,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from aqmlab import stats
+from aqmlab import stats, study
+from aqmlab.config import load_experiment
 from aqmlab.report import ALL, interval_text, load_study
 
 HERE = Path(__file__).resolve().parent
@@ -31,69 +35,118 @@ METRICS = [(ALL, "goodput_mbps"), (ALL, "utilisation"), (ALL, "drop_rate"), (ALL
 
 
 def run_study(study_file, jobs, folder):
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     started = time.time()
     subprocess.run([sys.executable, "-m", "aqmlab", "run", str(study_file), "--out", str(folder),
                     "--jobs", str(jobs), "--no-progress"], check=True, stdout=subprocess.DEVNULL)
     loaded = load_study(folder)
-    loads = [r["load_average_at_end"][0] for r in loaded.results.values()]
-    return loaded, {"jobs": jobs, "wall_s": time.time() - started,
+    loads = [loaded.results[r.run_id]["load_average_at_end"][0] for r in loaded.runs
+             if r.run_id in loaded.results]
+    return loaded, {"jobs": jobs, "wall_s": time.time() - started, "uptime_before": uptime,
                     "load_average_per_run": loads}
 
 
-def compare(one, two):
+def compare(one, other):
     rows = []
-    for workload, metric in METRICS:
-        a, b = one.point_values(0, workload, metric), two.point_values(0, workload, metric)
-        difference = stats.paired_difference(b, a)
-        rows.append({"workload": workload, "metric": metric,
-                     "jobs1": stats.estimate(a.values()), "jobs2": stats.estimate(b.values()),
-                     "difference": difference, "agree": not difference.excludes_zero()})
+    for point, scenario in enumerate(one.experiment.scenarios):
+        for workload, metric in METRICS:
+            a = one.point_values(point, workload, metric)
+            b = other.point_values(point, workload, metric)
+            if not a:
+                continue
+            difference = stats.paired_difference(b, a)
+            rows.append({"point": scenario.name, "workload": workload, "metric": metric,
+                         "jobs1": stats.estimate(a.values()).as_dict(),
+                         "jobsN": stats.estimate(b.values()).as_dict(),
+                         "difference": difference.as_dict(),
+                         "agree": not difference.excludes_zero()})
     return rows
 
 
-def write(rows, runs, repeat):
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [
-        "# --jobs fidelity: the same 1.5 Mb/s point with --jobs 1 and --jobs 2", "",
-        f"Measured {stamp} on {os.cpu_count()} vCPU, kernel {platform.release()} by "
-        f"`python mininet/bench/jobs.py` (`jobs_fidelity.toml`, {repeat} repetitions of "
-        f"30 s, seeds 1..{repeat}), holding the quiet lock.", ""]
-    for run in runs:
+def measurement_lines(m):
+    n = m["jobs"]
+    lines = [f"## {m['study']} ({m['rate_bps'] / 1e6:g} Mb/s): --jobs 1 vs --jobs {n}", "",
+             f"Measured {m['measured']} on {m['cpus']} vCPU, kernel {m['kernel']} by "
+             f"`{m['command']}` ({m['repeat']} repetitions of {m['duration_s']:g} s per point, "
+             f"seeds {m['seeds']}), holding the quiet lock.", ""]
+    for run in m["runs"]:
         loads = ", ".join(f"{x:.2f}" for x in run["load_average_per_run"])
+        before = f"; before: `{run['uptime_before']}`" if run.get("uptime_before") else ""
         lines.append(f"- --jobs {run['jobs']}: wall time {run['wall_s']:.0f} s; 1-min load "
-                     f"average at the end of each run: {loads}")
-    lines += ["", "Difference = jobs 2 - jobs 1 per seed, mean ± 95 % half-width (Student t).",
-              "", "| workload | metric | --jobs 1 | --jobs 2 | difference "
-              "| agree (CI includes 0) |",
-              "|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['workload']} | {r['metric']} | {interval_text(r['jobs1'])} | "
-                     f"{interval_text(r['jobs2'])} | {interval_text(r['difference'])} | "
-                     f"{'yes' if r['agree'] else 'NO'} |")
-    agree = sum(r["agree"] for r in rows)
-    lines += ["", f"{agree} of {len(rows)} metrics agree within their 95 % intervals "
-              f"(with {len(rows)} independent metrics, ~{0.05 * len(rows):.1f} would disagree "
-              "by chance alone)."]
-    (HERE / "JOBS.md").write_text("\n".join(lines) + "\n")
-    (HERE / "jobs.json").write_text(json.dumps({
-        "measured": stamp, "runs": runs,
-        "metrics": [{"workload": r["workload"], "metric": r["metric"],
-                     **{k: r[k].as_dict() for k in ("jobs1", "jobs2", "difference")},
-                     "agree": r["agree"]} for r in rows]}, indent=2))
-    print("\n".join(lines))
+                     f"average at the end of each run: {loads}{before}")
+    lines += ["", f"Difference = jobs {n} - jobs 1 per seed, mean ± 95 % half-width "
+              "(Student t).", "",
+              f"| point | workload | metric | --jobs 1 | --jobs {n} | difference "
+              "| agree (CI includes 0) |", "|---|---|---|---|---|---|---|"]
+    for r in m["metrics"]:
+        lines.append(f"| {r['point']} | {r['workload']} | {r['metric']} | "
+                     f"{interval_text(r['jobs1'])} | {interval_text(r['jobsN'])} | "
+                     f"{interval_text(r['difference'])} | {'yes' if r['agree'] else 'NO'} |")
+    agree = sum(r["agree"] for r in m["metrics"])
+    total = len(m["metrics"])
+    return lines + ["", f"{agree} of {total} metrics agree within their 95 % intervals (with "
+                    f"{total} independent metrics, ~{0.05 * total:.1f} would disagree by "
+                    "chance alone).", ""]
+
+
+def rule_lines():
+    rule = "; ".join(f"up to {per_core} run(s) per core when the study's fastest bottleneck "
+                     f"is at most {rate / 1e6:g} Mb/s" for rate, per_core in study.JOBS_PER_CORE)
+    return ["# --jobs fidelity: the same study with --jobs 1 and --jobs N", "",
+            f"The rule (`study.JOBS_PER_CORE`; `aqmlab run` and `aqmlab validate` warn when "
+            f"--jobs exceeds it): {rule}; otherwise --jobs 1. It rests on the measurements "
+            "below: with N runs side by side, every metric of every point agrees with --jobs 1 "
+            "(same seeds) within its 95 % interval.", ""]
+
+
+def write(measurements):
+    (HERE / "jobs.json").write_text(json.dumps(measurements, indent=2) + "\n")
+    lines = rule_lines()
+    for m in measurements:
+        lines += measurement_lines(m)
+    (HERE / "JOBS.md").write_text("\n".join(lines))
+
+
+def study_copy(path, repeat, folder):
+    """The study file, with `repeat = R` when given."""
+    text = Path(path).read_text()
+    if repeat:
+        text, found = re.subn(r"(?m)^repeat = \d+", f"repeat = {repeat}", text)
+        if not found:
+            raise SystemExit(f"{path}: no `repeat = N` line to set --repeat in")
+    copy = folder / Path(path).name
+    copy.write_text(text)
+    return copy
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=6)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--study", default=str(STUDY))
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--repeat", type=int, help="repetitions per point (default: the file's)")
     args = parser.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="aqmlab-jobs-"))
-    study_file = tmp / "study.toml"
-    study_file.write_text(STUDY.read_text().replace("repeat = 6", f"repeat = {args.repeat}"))
+    study_file = study_copy(args.study, args.repeat, tmp)
+    experiment = load_experiment(study_file)
     one, run1 = run_study(study_file, 1, tmp / "jobs1")
-    two, run2 = run_study(study_file, 2, tmp / "jobs2")
-    write(compare(one, two), [run1, run2], args.repeat)
-    print(f"\nstudies kept in {tmp}/jobs1 and {tmp}/jobs2 (`aqmlab compare` them)")
+    other, run_n = run_study(study_file, args.jobs, tmp / f"jobs{args.jobs}")
+    command = "python mininet/bench/jobs.py" + "".join(
+        f" --{k} {v}" for k, v in (("study", os.path.relpath(args.study, HERE.parent.parent)),
+                                   ("jobs", args.jobs), ("repeat", args.repeat)) if v)
+    measurement = {
+        "study": experiment.name, "jobs": args.jobs, "command": command,
+        "rate_bps": max(s.topology.bottleneck.rate_bps for s in experiment.scenarios),
+        "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpus": os.cpu_count(), "kernel": platform.release(), "repeat": experiment.repeat,
+        "duration_s": experiment.duration,
+        "seeds": f"{experiment.seed}..{experiment.seed + experiment.repeat - 1}",
+        "runs": [run1, run_n], "metrics": compare(one, other)}
+    path = HERE / "jobs.json"
+    earlier = json.loads(path.read_text()) if path.exists() else []
+    write([m for m in earlier if (m["study"], m["jobs"]) != (experiment.name, args.jobs)]
+          + [measurement])
+    print("\n".join(measurement_lines(measurement)))
+    print(f"studies kept in {tmp}/jobs1 and {tmp}/jobs{args.jobs} (`aqmlab compare` them)")
 
 
 if __name__ == "__main__":

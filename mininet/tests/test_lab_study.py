@@ -106,6 +106,21 @@ def test_validate_lists_points_runs_and_wall_time(tmp_path):
     assert f"estimated wall time {seconds // 60:.0f} min" in out
 
 
+def test_jobs_rule_allows_by_bottleneck_rate_and_cores_and_warns_above():
+    def at(rate):
+        return experiment(topology={"bottleneck": {"rate": rate, "delay": "10ms"}})
+    assert [study.faithful_jobs(at(r), cores=2) for r in ("1.5mbit", "10mbit", "100mbit")] == \
+        [2, 2, 1]
+    assert study.jobs_warning(at("1.5mbit"), 2, cores=2) is None
+    assert study.jobs_warning(at("10mbit"), 3, cores=2) == (
+        "--jobs 3 exceeds the measured rule for a 10 Mb/s bottleneck on 2 cores (at most 2; "
+        "mininet/bench/JOBS.md): the runs' timing may differ from --jobs 1")
+    fast_point = experiment(topology={"bottleneck": {"rate": "1.5mbit", "delay": "10ms"}},
+                            scenario=[{"name": "slow"}, {"name": "fast", "topology": {
+                                "bottleneck": {"rate": "100mbit", "delay": "10ms"}}}])
+    assert study.faithful_jobs(fast_point, cores=8) == 1
+
+
 # ----------------------------------------------------- reports from run folders
 STUDY = {"name": "fake", "duration": 10, "repeat": 4,
          "topology": {"bottleneck": {"rate": "10mbit", "delay": "10ms", "buffer": 100}},
