@@ -17,6 +17,7 @@ from .symbols import (ActionSym, BlockSym, ExternFuncSym, FuncSym, Scope,
 from .types import (Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, MatchKindT, StackT,
                     StringT, StructT, TupleT, TypeVar, VarbitT, VoidT, BlockT, same_type,
                     storage_width)
+from .unroll import Unroller
 from .values import FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val, field_val
 
 JSON_VERSION = [2, 23]
@@ -55,6 +56,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.action_bindings = {}        # (action decl, control) -> args bound in a table
         self.action_profiles = []        # JSON action_profiles of the pipeline being lowered
         self.splitter = ConditionSplitter()
+        self.unroller = Unroller(self)
 
     # ------------------------------------------------------------ entry point
     def compile(self):

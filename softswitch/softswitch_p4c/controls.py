@@ -11,7 +11,7 @@ from typing import Any
 
 from . import ast as A
 from .copyinout import params_needing_copies
-from .desugar import calls_function, has_apply, is_hit_test
+from .desugar import calls_function, has_apply, is_hit_test, switch_as_ifs
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
@@ -315,7 +315,7 @@ class ControlMixin:
         if isinstance(s, A.Switch):
             return self.g_switch(s, ctx)
         if isinstance(s, (A.For, A.ForIn)):
-            return self.g_stmt(A.Block(s.loc, self.unroll(s, ctx.scope)), ctx)
+            return self.g_stmt(A.Block(s.loc, self.unroller.unroll(s, ctx.scope)), ctx)
         if isinstance(s, A.Return):
             if s.value is not None:
                 raise CompileError(s.loc, "a control's apply block cannot return a value")
@@ -530,7 +530,7 @@ class ControlMixin:
             if not isinstance(v.type, (Bits, EnumT, ErrorT)):
                 raise CompileError(e.loc, f"switch expression must be bit<>, int<>, an enum or "
                                           f"error, not {v.type}")
-            return self.g_if(self.switch_as_ifs(s), ctx)
+            return self.g_if(switch_as_ifs(s), ctx)
         tsym = self.table_of_apply(e.expr, ctx)
         table_entry, table = self.apply_table(tsym, e.expr)
         branches, pending_labels, default = [], [], None
@@ -550,27 +550,6 @@ class ControlMixin:
                 if not isinstance(c.label, A.DefaultExpr):
                     branches.append((self.switch_label(c, tsym, table), None, None))
         return table_entry, self.switch_exits(table, branches, default)
-
-    def switch_as_ifs(self, s):
-        """`switch (expr)` on a value: an if/else-if chain (labels without body fall through)."""
-        groups, labels, default = [], [], None
-        for case in s.cases:
-            labels.append(case)
-            if case.body is None:
-                continue
-            if any(isinstance(c.label, A.DefaultExpr) for c in labels):
-                default = case.body
-            else:
-                groups.append(([c.label for c in labels], case.body))
-            labels = []
-        chain = default if default is not None else A.Block(s.loc, [])
-        for group_labels, body in reversed(groups):
-            cond = None
-            for label in group_labels:
-                test = A.Binary(label.loc, "==", s.expr, label)
-                cond = test if cond is None else A.Binary(label.loc, "||", cond, test)
-            chain = A.If(s.loc, cond, body, chain)
-        return chain
 
     def switch_label(self, case, tsym, table):
         if not isinstance(case.label, A.Name):

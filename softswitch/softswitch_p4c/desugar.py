@@ -47,6 +47,37 @@ def is_hit_test(e):
             isinstance(e.expr, A.Call) and not has_apply(e.expr.args))
 
 
+def switch_as_ifs(s):
+    """`switch (expr)` on a value (not `t.apply().action_run`): an if/else-if chain, labels
+    without a body falling through to the next body. `expr` must have no side effects
+    (the back-end checks it first): each test reads it again."""
+    groups, labels, default = [], [], None
+    for case in s.cases:
+        labels.append(case)
+        if case.body is None:
+            continue
+        if any(isinstance(c.label, A.DefaultExpr) for c in labels):
+            default = case.body
+        else:
+            groups.append(([c.label for c in labels], case.body))
+        labels = []
+    chain = default if default is not None else A.Block(s.loc, [])
+    for group_labels, body in reversed(groups):
+        cond = None
+        for label in group_labels:
+            test = A.Binary(label.loc, "==", s.expr, label)
+            cond = test if cond is None else A.Binary(label.loc, "||", cond, test)
+        chain = A.If(s.loc, cond, body, chain)
+    return chain
+
+
+def select_as_if(s):
+    """`x = c ? a : b` where x is a header, struct or stack: BMv2's `?:` yields data only,
+    so the choice becomes `if (c) x = a; else x = b;` (only the chosen side is read)."""
+    return A.If(s.loc, s.rhs.cond, A.Assign(s.loc, s.lhs, s.rhs.then),
+                A.Assign(s.loc, s.lhs, s.rhs.other))
+
+
 class ConditionSplitter:
     """Rewrites table-applying conditions into statements; names its temporaries
     `cond$N` (no P4 identifier can clash with them)."""

@@ -23,7 +23,14 @@ def compile_to_objects(path, include_dirs=(), defines=()):
     if not os.path.isfile(path):
         raise CompileError(SrcLoc(path, 1, 1), "no such file")
     text = preprocess(path, include_dirs, defines)
-    comp = Compiler(parse(text, path), path)
+    return compile_ast(parse(text, path), path)
+
+
+def compile_ast(program, source_name, backend=Compiler):
+    """Everything after parsing, on a V1Switch program's AST (`parser.parse`): returns
+    (BMv2 JSON dict, P4Info message). `backend`: the BMv2 back-end class, or a subclass
+    adding extern handlers (`fn_NAME(self, call, args, ctx, dest)`, see stmts.py)."""
+    comp = backend(program, source_name)
     return comp.compile(), build_p4info(comp)
 
 

@@ -6,7 +6,7 @@ calls are inlined; extern calls become BMv2 primitives.
 from . import ast as A
 from .errors import CompileError, unsupported
 from .copyinout import params_needing_copies
-from .desugar import assigned_names
+from .desugar import select_as_if
 from .exprs import Ctx, StackLastRef
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope
 from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
@@ -14,7 +14,6 @@ from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
 from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, bool_expr, expr, field_val, hexstr, param)
 
-MAX_UNROLL = 1024                 # iterations a compile-time loop may take
 _V1_EXTERN_TYPES = {"register", "counter", "direct_counter", "meter", "direct_meter",
                     "packet_in", "packet_out"}
 
@@ -63,9 +62,7 @@ class StmtMixin:
         lhs = self.eval_value(s.lhs, ctx)
         self.check_lvalue(lhs, s.lhs)
         if isinstance(s.rhs, A.Ternary) and not lhs.type.is_scalar:
-            # `h = c ? a : b` on headers/structs: BMv2's ?: yields data only
-            return self.lower_stmt(A.If(s.loc, s.rhs.cond, A.Assign(s.loc, s.lhs, s.rhs.then),
-                                        A.Assign(s.loc, s.lhs, s.rhs.other)), ctx)
+            return self.lower_stmt(select_as_if(s), ctx)
         if isinstance(s.rhs, A.Call):
             produced = self.lower_call(s.rhs, ctx, dest=lhs)
             if produced is None:
@@ -141,108 +138,10 @@ class StmtMixin:
             self.patch_jump(jz, len(ctx.prims))
 
     def st_For(self, s, ctx):
-        for block in self.unroll(s, ctx.scope):
+        for block in self.unroller.unroll(s, ctx.scope):
             self.lower_stmt(block, ctx)
 
     st_ForIn = st_For
-
-    def unroll(self, s, scope):
-        """A loop with compile-time bounds as one block per iteration, each starting with
-        the loop variables as constants (BMv2 has no loops; p4c unrolls them too).
-        `break`/`continue` must be decided at compile time in each iteration."""
-        if isinstance(s, A.ForIn):
-            if not isinstance(s.range, A.Range):
-                raise unsupported(s.range.loc, "for-in over anything but a constant range")
-            lo = self.const_int(s.range.lo, scope, "loop bound")
-            hi = self.const_int(s.range.hi, scope, "loop bound")
-            loop_vars = {s.name: s.type}
-            states = ({s.name: v} for v in range(lo, hi + 1))
-        else:
-            loop_vars = self.loop_vars(s, scope)
-            states = self.loop_states(s, scope, loop_vars)
-        written = assigned_names(s.body) & set(loop_vars)
-        if written:
-            raise unsupported(s.body.loc, f"assignment to loop variable '{sorted(written)[0]}' "
-                                          f"inside the loop body")
-        blocks = []
-        for state in states:
-            inner = self.loop_scope(scope, state, loop_vars, s.loc)
-            body, outcome = self.settle_jumps([s.body], inner)
-            blocks.append(A.Block(s.body.loc, [
-                A.VarDecl(s.loc, [], loop_vars[n], n, A.IntLit(s.loc, v), True)
-                for n, v in state.items()] + body))
-            if outcome == "break":
-                break
-        return blocks
-
-    def settle_jumps(self, stmts, scope):
-        """The statements of one iteration up to a `break`/`continue`, taking the `if`s
-        whose conditions are constant there; returns (statements, "break"/"continue"/None)."""
-        out = []
-        for st in stmts:
-            if isinstance(st, (A.Break, A.Continue)):
-                return out, "break" if isinstance(st, A.Break) else "continue"
-            if isinstance(st, A.Block):
-                body, outcome = self.settle_jumps(st.stmts, scope)
-                out.append(A.Block(st.loc, body))
-            elif isinstance(st, A.If) and _has_jump(st):
-                cond = self.eval_value(st.cond, self.const_ctx(scope))
-                if not isinstance(cond.const, bool):
-                    raise unsupported(st.loc, "break/continue under a condition that is not a "
-                                              "compile-time constant")
-                branch = st.then if cond.const else st.other
-                body, outcome = self.settle_jumps([branch] if branch else [], scope)
-                out.append(A.Block(st.loc, body))
-            else:
-                out.append(st)
-                continue
-            if outcome:
-                return out, outcome
-        return out, None
-
-    def loop_vars(self, s, scope):
-        out = {}
-        for st in s.init:
-            if not isinstance(st, A.VarDecl):
-                raise unsupported(st.loc, "a for-loop initializer that is not a declaration")
-            out[st.name] = st.type
-        return out
-
-    def loop_scope(self, scope, values, loop_vars, loc):
-        inner = Scope(scope)
-        for name, v in values.items():
-            vt = self.resolve_type(loop_vars[name], scope)
-            inner.declare(name, Val(vt, const=v, extra={"is_const": True, "name": name}), loc)
-        return inner
-
-    def loop_states(self, s, scope, loop_vars):
-        values = {}
-        for st in s.init:
-            t = self.resolve_type(st.type, scope)
-            values[st.name] = self.loop_value(st.init, t, scope, values, loop_vars)
-        for _ in range(MAX_UNROLL + 1):
-            if s.cond is not None:
-                go = self.loop_value(s.cond, None, scope, values, loop_vars)
-                if not isinstance(go, bool):
-                    raise CompileError(s.cond.loc, "loop condition must be a compile-time bool")
-                if not go:
-                    return
-            yield dict(values)
-            for u in s.updates:
-                if not (isinstance(u, A.Assign) and isinstance(u.lhs, A.Name)
-                        and u.lhs.name in loop_vars):
-                    raise unsupported(u.loc, "a for-loop update other than assigning a loop "
-                                             "variable")
-                t = self.resolve_type(loop_vars[u.lhs.name], scope)
-                values[u.lhs.name] = self.loop_value(u.rhs, t, scope, values, loop_vars)
-        raise unsupported(s.loc, f"a loop running more than {MAX_UNROLL} times")
-
-    def loop_value(self, e, t, scope, values, loop_vars):
-        inner = self.loop_scope(scope, values, loop_vars, e.loc)
-        v = self.eval_value(e, self.const_ctx(inner), t)
-        if v.const is None:
-            raise CompileError(e.loc, "loop bounds must be compile-time constants")
-        return v.const if t is None else self.coerce(v, t, e.loc, "loop variable").const
 
     def st_Return(self, s, ctx):
         if ctx.return_jumps is None:
@@ -975,19 +874,6 @@ class StmtMixin:
 def _readonly(v):
     return Val(v.type, const=v.const, json=v.json, ref=v.ref, is_boolexpr=v.is_boolexpr,
                extra=dict(v.extra, readonly=True))
-
-
-def _has_jump(node):
-    """Does a statement tree contain `break`/`continue` (not inside a nested loop)?"""
-    if isinstance(node, (A.Break, A.Continue)):
-        return True
-    if isinstance(node, (A.For, A.ForIn)) or node is None:
-        return False
-    if isinstance(node, A.Block):
-        return any(_has_jump(x) for x in node.stmts)
-    if isinstance(node, A.If):
-        return _has_jump(node.then) or _has_jump(node.other)
-    return False
 
 
 def _storage_read(v):

@@ -1,0 +1,133 @@
+"""Loop unrolling: an AST-to-AST pass run before lowering (BMv2 has no loops; p4c
+unrolls them too).
+
+A `for` loop with compile-time bounds becomes one block per iteration, each
+starting with the loop variables as constants. `break`/`continue` must be decided
+at compile time in each iteration: the `if`s around them are settled here, so the
+back-end never sees a jump out of a loop. Constants are evaluated by the checker
+passed in (`const_int`, `eval_value`, `const_ctx`, `coerce`, `resolve_type`).
+"""
+from . import ast as A
+from .desugar import assigned_names
+from .errors import CompileError, unsupported
+from .symbols import Scope
+from .values import Val
+
+MAX_UNROLL = 1024                 # iterations a compile-time loop may take
+
+
+class Unroller:
+    def __init__(self, checker):
+        self.checker = checker
+
+    def unroll(self, s, scope):
+        """The iterations of loop `s` (A.For / A.ForIn) as a list of A.Block."""
+        c = self.checker
+        if isinstance(s, A.ForIn):
+            if not isinstance(s.range, A.Range):
+                raise unsupported(s.range.loc, "for-in over anything but a constant range")
+            lo = c.const_int(s.range.lo, scope, "loop bound")
+            hi = c.const_int(s.range.hi, scope, "loop bound")
+            loop_vars = {s.name: s.type}
+            states = ({s.name: v} for v in range(lo, hi + 1))
+        else:
+            loop_vars = self.loop_vars(s)
+            states = self.loop_states(s, scope, loop_vars)
+        written = assigned_names(s.body) & set(loop_vars)
+        if written:
+            raise unsupported(s.body.loc, f"assignment to loop variable '{sorted(written)[0]}' "
+                                          f"inside the loop body")
+        blocks = []
+        for state in states:
+            inner = self.loop_scope(scope, state, loop_vars, s.loc)
+            body, outcome = self.settle_jumps([s.body], inner)
+            blocks.append(A.Block(s.body.loc, [
+                A.VarDecl(s.loc, [], loop_vars[n], n, A.IntLit(s.loc, v), True)
+                for n, v in state.items()] + body))
+            if outcome == "break":
+                break
+        return blocks
+
+    def settle_jumps(self, stmts, scope):
+        """The statements of one iteration up to a `break`/`continue`, taking the `if`s
+        whose conditions are constant there; returns (statements, "break"/"continue"/None)."""
+        out = []
+        for st in stmts:
+            if isinstance(st, (A.Break, A.Continue)):
+                return out, "break" if isinstance(st, A.Break) else "continue"
+            if isinstance(st, A.Block):
+                body, outcome = self.settle_jumps(st.stmts, scope)
+                out.append(A.Block(st.loc, body))
+            elif isinstance(st, A.If) and has_jump(st):
+                cond = self.checker.eval_value(st.cond, self.checker.const_ctx(scope))
+                if not isinstance(cond.const, bool):
+                    raise unsupported(st.loc, "break/continue under a condition that is not a "
+                                              "compile-time constant")
+                branch = st.then if cond.const else st.other
+                body, outcome = self.settle_jumps([branch] if branch else [], scope)
+                out.append(A.Block(st.loc, body))
+            else:
+                out.append(st)
+                continue
+            if outcome:
+                return out, outcome
+        return out, None
+
+    @staticmethod
+    def loop_vars(s):
+        out = {}
+        for st in s.init:
+            if not isinstance(st, A.VarDecl):
+                raise unsupported(st.loc, "a for-loop initializer that is not a declaration")
+            out[st.name] = st.type
+        return out
+
+    def loop_scope(self, scope, values, loop_vars, loc):
+        inner = Scope(scope)
+        for name, v in values.items():
+            vt = self.checker.resolve_type(loop_vars[name], scope)
+            inner.declare(name, Val(vt, const=v, extra={"is_const": True, "name": name}), loc)
+        return inner
+
+    def loop_states(self, s, scope, loop_vars):
+        values = {}
+        for st in s.init:
+            t = self.checker.resolve_type(st.type, scope)
+            values[st.name] = self.loop_value(st.init, t, scope, values, loop_vars)
+        for _ in range(MAX_UNROLL + 1):
+            if s.cond is not None:
+                go = self.loop_value(s.cond, None, scope, values, loop_vars)
+                if not isinstance(go, bool):
+                    raise CompileError(s.cond.loc, "loop condition must be a compile-time bool")
+                if not go:
+                    return
+            yield dict(values)
+            for u in s.updates:
+                if not (isinstance(u, A.Assign) and isinstance(u.lhs, A.Name)
+                        and u.lhs.name in loop_vars):
+                    raise unsupported(u.loc, "a for-loop update other than assigning a loop "
+                                             "variable")
+                t = self.checker.resolve_type(loop_vars[u.lhs.name], scope)
+                values[u.lhs.name] = self.loop_value(u.rhs, t, scope, values, loop_vars)
+        raise unsupported(s.loc, f"a loop running more than {MAX_UNROLL} times")
+
+    def loop_value(self, e, t, scope, values, loop_vars):
+        c = self.checker
+        inner = self.loop_scope(scope, values, loop_vars, e.loc)
+        v = c.eval_value(e, c.const_ctx(inner), t)
+        if v.const is None:
+            raise CompileError(e.loc, "loop bounds must be compile-time constants")
+        return v.const if t is None else c.coerce(v, t, e.loc, "loop variable").const
+
+
+def has_jump(node):
+    """Does a statement tree contain `break`/`continue` (not inside a nested loop)?"""
+    if isinstance(node, (A.Break, A.Continue)):
+        return True
+    if isinstance(node, (A.For, A.ForIn)) or node is None:
+        return False
+    if isinstance(node, A.Block):
+        return any(has_jump(x) for x in node.stmts)
+    if isinstance(node, A.If):
+        return has_jump(node.then) or has_jump(node.other)
+    return False
