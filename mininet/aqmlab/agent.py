@@ -344,8 +344,84 @@ def run_surge(client, flow, rng):
         client.sleep(interval())
 
 
+# ------------------------------------------------------------ echo (RFC 889)
+SO_TIMESTAMPNS = 35          # linux/asm-generic/socket.h (also SCM_TIMESTAMPNS); not in `socket`
+ICMP_ECHO_REQUEST, ICMP_ECHO_REPLY = 8, 0
+IP_ICMP_HEADERS = 28         # the 20-octet IPv4 header (no options) + the 8-octet ICMP header
+
+
+def icmp_checksum(data):
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    total = (total >> 16) + (total & 0xFFFF)
+    total += total >> 16
+    return ~total & 0xFFFF
+
+
+def echo_request(ident, seq, length):
+    """An ICMP echo request whose IP datagram is `length` octets."""
+    payload = bytes(length - IP_ICMP_HEADERS)
+    header = struct.pack("!BBHHH", ICMP_ECHO_REQUEST, 0, 0, ident, seq)
+    return struct.pack("!BBHHH", ICMP_ECHO_REQUEST, 0, icmp_checksum(header + payload),
+                       ident, seq) + payload
+
+
+def await_reply(sock, ident, seq, until):
+    """The kernel's receive time of the matching echo reply, or None at `until`."""
+    while True:
+        left = until - time.time()
+        if left <= 0:
+            return None
+        sock.settimeout(left)
+        try:
+            data, ancillary, _, _ = sock.recvmsg(2048, socket.CMSG_SPACE(16))
+        except socket.timeout:
+            return None
+        icmp = data[(data[0] & 0x0F) * 4:]
+        if len(icmp) < 8:
+            continue
+        kind, _, _, got_ident, got_seq = struct.unpack("!BBHHH", icmp[:8])
+        if (kind, got_ident, got_seq) != (ICMP_ECHO_REPLY, ident, seq):
+            continue
+        for level, kind, value in ancillary:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                seconds, nanoseconds = struct.unpack("qq", value[:16])
+                return seconds + nanoseconds * 1e-9
+        return time.time()
+
+
+def run_echo(client, flow, rng):
+    """RFC 889's probe: ICMP echoes to the server, one in flight, lengths
+    (IP octets) drawn uniformly or fixed; one `echo` record per volley: start =
+    sent, end = the reply's kernel timestamp (delay = round trip), complete =
+    replied; no reply within `timeout` is a lost volley (end = start +
+    timeout). A volley the run's end cuts short is not recorded. Records name
+    their `probe`, not a `flow`: probes are not goodput flows."""
+    opts, spec = client.opts, client.opts.object_size
+    length = (lambda: int(spec["value"])) if spec["dist"] == "fixed" else \
+        (lambda: rng.randint(int(spec["low"]), int(spec["high"])))
+    ident = rng.getrandbits(16)
+    with socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        for seq in range(opts.volleys):
+            if client.time_left() <= 0:
+                break
+            octets = length()
+            packet = echo_request(ident, seq & 0xFFFF, octets)
+            sent = time.time()
+            sock.sendto(packet, (opts.server, 0))
+            received = await_reply(sock, ident, seq & 0xFFFF,
+                                   min(sent + opts.timeout, client.deadline))
+            if received is None and time.time() < sent + opts.timeout:
+                break                       # the run ended first
+            client.recorder.write(kind="echo", probe=flow, transfer=seq, start=sent,
+                                  end=received if received else sent + opts.timeout,
+                                  bytes=octets, size=octets, complete=received is not None)
+
+
 WORKLOADS = {"bulk": run_bulk, "http10": run_http10, "http11": run_http11,
-             "crr": run_crr, "surge": run_surge}
+             "crr": run_crr, "surge": run_surge, "echo": run_echo}
 
 
 def prime(opts):
@@ -411,6 +487,8 @@ def parse_args(argv):
     client.add_argument("--embedded", type=int, default=3)
     client.add_argument("--max-size", type=int, default=100_000_000)
     client.add_argument("--rcvbuf", type=int, default=0)
+    client.add_argument("--volleys", type=int, default=512, help="echo: cycles")
+    client.add_argument("--timeout", type=float, default=30.0, help="echo: seconds to a loss")
     return parser.parse_args(argv)
 
 

@@ -12,12 +12,15 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from softswitch_server.tm import DISTRIBUTIONS as JITTER_DISTRIBUTIONS
+from softswitch_server.tm import TmError, parse_glitch, parse_loss
+
 from aqmlab.tuning import TcpTuning
 from aqmlab.units import parse_delay, parse_rate, parse_size
 
 UNLIMITED = -1
 TOPOLOGY_KINDS = ("dumbbell", "rfc2884", "single_bottleneck")
-WORKLOAD_KINDS = ("bulk", "http10", "http11", "crr", "surge")
+WORKLOAD_KINDS = ("bulk", "http10", "http11", "crr", "surge", "echo")
 TARGETS = ("softswitch", "bmv2")
 AQM_MODES = ("red", "droptail")
 BUFFER_RULES = ("bdp", "bdp/sqrtn")
@@ -52,6 +55,8 @@ SURGE_SIZES = {"dist": "surge", "mu": 9.357, "sigma": 1.318, "k": 133_000, "alph
 SURGE_INTERVAL = {"dist": "pareto", "k": 1.0, "alpha": 1.5}
 WEB_OBJECT = {"dist": "lognormal", "mu": 7.6, "sigma": 1.0}   # median ~2 KB: two packets
 THINK_TIME = {"dist": "uniform", "low": 1.0, "high": 5.0}
+ECHO_LENGTH = {"dist": "uniform", "low": 40, "high": 256}    # RFC 889: IP octets
+ECHO_LENGTH_RANGE = (28, 1500)    # an IP + ICMP header .. the MTU (no fragments)
 
 
 class ConfigError(ValueError):
@@ -63,6 +68,11 @@ class LinkSpec:
     rate_bps: int
     delay_s: float
     buffer: object = 1000      # packets (int) or a rule from BUFFER_RULES
+    # impairments (bottleneck only), each direction, in the softswitch's traffic manager:
+    jitter_s: float = 0.0      # netem `delay TIME JITTER`
+    distribution: str = "uniform"
+    loss: str = ""             # netem loss text ("1%", "gemodel 1% 30%"), validated
+    glitch: str = ""           # "MEAN_GAP HOLD" (RFC 889's delay glitches), validated
 
 
 @dataclass(frozen=True)
@@ -106,6 +116,8 @@ class WorkloadSpec:
     max_size: int
     tcp: TcpTuning
     tool: str = "agent"
+    volleys: int = 512          # echo: echo/reply cycles per client (the run's duration caps them)
+    timeout_s: float = 30.0     # echo: no reply within this = lost (RFC 889: 30 s)
 
 
 @dataclass(frozen=True)
@@ -132,7 +144,7 @@ class Experiment:
     sweep: tuple = ({},)        # {dotted path: value} of each sweep point
     quick_repeat: int = 1       # repeat under --quick
     capture: bool = False       # pcap on R1 -> per-workload drops and CE marks (capture.py)
-    until_complete: bool = False  # end once every fixed-size bulk transfer is done; duration caps
+    until_complete: bool = False  # end once every fixed-size bulk transfer / echo series is done
 
     def for_quick(self):
         """The same experiment shortened to quick_duration (CI, `--quick`);
@@ -212,8 +224,11 @@ def _merge(base, override):
 
 
 # ------------------------------------------------------------------ sections
-def parse_link(table, path, default_buffer):
-    _check_keys(table, ("rate", "delay", "buffer"), path)
+IMPAIRMENTS = ("loss", "distribution", "glitch")   # and a jitter in `delay`
+
+
+def parse_link(table, path, default_buffer, impairments=False):
+    _check_keys(table, ("rate", "delay", "buffer") + (IMPAIRMENTS if impairments else ()), path)
     buffer = table.get("buffer", default_buffer)
     if isinstance(buffer, str):
         if buffer not in BUFFER_RULES:
@@ -221,8 +236,33 @@ def parse_link(table, path, default_buffer):
                                     f"got {buffer!r}")
     else:
         buffer = _number(table, "buffer", path, default_buffer, low=1, integer=True)
-    return LinkSpec(_unit(table, "rate", path, parse_rate), _unit(table, "delay", path, parse_delay),
-                    buffer)
+    delay, jitter = _delay_jitter(table, path, impairments)
+    return LinkSpec(_unit(table, "rate", path, parse_rate), delay, buffer, jitter,
+                    _choice(table, "distribution", path, JITTER_DISTRIBUTIONS, "uniform"),
+                    _tm_text(table, "loss", path, parse_loss),
+                    _tm_text(table, "glitch", path, parse_glitch))
+
+
+def _delay_jitter(table, path, jitter_allowed):
+    """`delay = "20ms"` or, with impairments, netem's `"20ms 5ms"` -> (delay, jitter) seconds."""
+    words = str(table.get("delay", "")).split()
+    if len(words) == 2 and jitter_allowed:
+        return tuple(_unit({"delay": word}, "delay", path, parse_delay) for word in words)
+    if len(words) == 2:
+        _fail(f"{path}.delay", "a jitter (TIME JITTER) is allowed on the bottleneck only")
+    return _unit(table, "delay", path, parse_delay), 0.0
+
+
+def _tm_text(table, key, path, parser):
+    """An impairment in netem's words, checked with the switch's own parser."""
+    value = table.get(key, "")
+    if value == "":
+        return ""
+    try:
+        parser(value)
+    except TmError as error:
+        _fail(f"{path}.{key}", str(error))
+    return " ".join(str(value).split())
 
 
 def parse_topology(table, path="topology"):
@@ -232,7 +272,7 @@ def parse_topology(table, path="topology"):
     table = _merge(TOPOLOGY_PRESETS[kind], table)
     return TopologySpec(
         kind, _boolean(table, "shared_server", path, False),
-        parse_link(table["bottleneck"], f"{path}.bottleneck", 100),
+        parse_link(table["bottleneck"], f"{path}.bottleneck", 100, impairments=True),
         parse_link(table["server_access"], f"{path}.server_access", 1000),
         parse_link(table["client_access"], f"{path}.client_access", 1000))
 
@@ -300,7 +340,8 @@ def parse_distribution(value, path, default):
 
 
 WORKLOAD_FIELDS = ("name", "kind", "pairs", "connections", "start", "size", "repeat",
-                   "request_bytes", "object_size", "think", "embedded", "max_size", "tcp", "tool")
+                   "request_bytes", "object_size", "think", "embedded", "max_size", "tcp", "tool",
+                   "volleys", "timeout")
 TOOLS = ("agent", "iperf3")
 
 
@@ -318,6 +359,10 @@ def parse_workload(table, path, tcp_defaults):
     else:
         size = _unit(table, "size", path, parse_size, size)
     is_surge = kind == "surge"
+    default_size = SURGE_SIZES if is_surge else ECHO_LENGTH if kind == "echo" else WEB_OBJECT
+    object_size = parse_distribution(table.get("object_size"), f"{path}.object_size", default_size)
+    if kind == "echo":
+        _check_echo_length(object_size, f"{path}.object_size")
     tool = _choice(table, "tool", path, TOOLS, "agent")
     if tool == "iperf3" and (kind != "bulk" or table.get("repeat", False)):
         _fail(f"{path}.tool", "iperf3 runs only bulk workloads without repeat")
@@ -330,13 +375,32 @@ def parse_workload(table, path, tcp_defaults):
         float(_number(table, "start", path, 0.0, low=0)),
         size, _boolean(table, "repeat", path, False),
         _number(table, "request_bytes", path, 100, low=2, high=65536, integer=True),
-        parse_distribution(table.get("object_size"), f"{path}.object_size",
-                           SURGE_SIZES if is_surge else WEB_OBJECT),
+        object_size,
         parse_distribution(table.get("think"), f"{path}.think",
                            SURGE_INTERVAL if is_surge else THINK_TIME),
         _number(table, "embedded", path, 3, low=0, high=100, integer=True),
         _unit(table, "max_size", path, parse_size, "100MB"),
-        parse_tcp(table.get("tcp", {}), f"{path}.tcp", tcp_defaults), tool)
+        parse_tcp(table.get("tcp", {}), f"{path}.tcp", tcp_defaults), tool,
+        _number(table, "volleys", path, 512, low=1, high=10**6, integer=True),
+        _positive_delay(table, "timeout", path, "30s"))
+
+
+def _positive_delay(table, key, path, default):
+    seconds = _unit(table, key, path, parse_delay, default)
+    if seconds <= 0:
+        _fail(f"{path}.{key}", f"must be above 0, got {table.get(key)!r}")
+    return seconds
+
+
+def _check_echo_length(dist, path):
+    """Echo lengths are IP datagram octets: uniform or fixed within ECHO_LENGTH_RANGE."""
+    low, high = ECHO_LENGTH_RANGE
+    if dist["dist"] not in ("uniform", "fixed"):
+        _fail(f"{path}.dist", f"echo lengths must be uniform or fixed, got {dist['dist']!r}")
+    values = [dist[k] for k in ("low", "high", "value") if k in dist]
+    if not all(low <= v <= high for v in values):
+        _fail(path, f"echo lengths must be within {low}..{high} octets (IP datagram), got "
+                    f"{', '.join(f'{v:g}' for v in values)}")
 
 
 def parse_scenario(table, name, prefix):
@@ -514,13 +578,16 @@ def parse_experiment(data):
 def _until_complete(data, scenarios):
     until = _boolean(data, "until_complete", "", False)
     if until and not any(measured_transfer(w) for s in scenarios for w in s.workloads):
-        _fail("until_complete", "needs a bulk workload with a fixed size and repeat = false")
+        _fail("until_complete", "needs an echo workload or a bulk workload with a fixed size "
+                                "and repeat = false")
     return until
 
 
 def measured_transfer(workload):
-    """A workload whose clients each make one fixed-size transfer and exit."""
-    return workload.kind == "bulk" and workload.size != UNLIMITED and not workload.repeat
+    """A workload whose clients each do a fixed amount of work and exit: one
+    fixed-size bulk transfer, or `volleys` echoes."""
+    return workload.kind == "echo" or (
+        workload.kind == "bulk" and workload.size != UNLIMITED and not workload.repeat)
 
 
 def _capture(data):

@@ -1,7 +1,8 @@
 """Mininet switches that run a P4 target process on their interfaces.
 
 `SoftSwitch` runs the built-in `softswitch` (its traffic manager emulates each
-link's rate, buffer and propagation delay); `Bmv2Switch` runs
+link's rate, buffer and propagation delay, and the impairments netem would
+add: loss, jitter, RFC 889's delay glitches); `Bmv2Switch` runs
 `simple_switch_grpc` and sets rate/depth with `simple_switch_CLI` (BMv2 has no
 delay, so delay uses netem, which exists on ordinary Ubuntu kernels). Both
 listen for P4Runtime on 127.0.0.1 and get their pipeline from `redctl`.
@@ -30,6 +31,22 @@ class PortQueue:
     buffer_packets: int = 64
     delay_s: float = 0.0           # propagation delay after serialisation, egress
     ingress_delay_s: float = 0.0   # the link's other direction, frames arriving here
+    jitter_s: float = 0.0          # egress impairments, netem's names and syntax:
+    distribution: str = "uniform"  #   delay jitter and its distribution,
+    loss: str = ""                 #   "1%" | "gemodel p r [1-h [1-k]]",
+    glitch: str = ""               #   "MEAN_GAP HOLD" (softswitch only)
+
+    def impairments(self):
+        """{softswitch --tm key: value} of the impairments that are set."""
+        found = {}
+        if self.jitter_s:
+            found["delay"] = f"{delay_arg(self.delay_s)} {delay_arg(self.jitter_s)}"
+            found["distribution"] = self.distribution
+        if self.loss:
+            found["loss"] = self.loss
+        if self.glitch:
+            found["glitch"] = self.glitch
+        return found
 
 
 def free_tcp_port():
@@ -125,11 +142,11 @@ class SoftSwitch(P4Switch):
 
 
 def tm_option(queue):
-    parts = [f"buffer={queue.buffer_packets}", f"delay={delay_arg(queue.delay_s)}",
-             f"ingress-delay={delay_arg(queue.ingress_delay_s)}"]
+    settings = {"buffer": queue.buffer_packets, "delay": delay_arg(queue.delay_s),
+                "ingress-delay": delay_arg(queue.ingress_delay_s), **queue.impairments()}
     if queue.rate_bps:
-        parts.insert(0, f"rate={rate_arg(queue.rate_bps)}")
-    return ",".join(parts)
+        settings = {"rate": rate_arg(queue.rate_bps), **settings}
+    return ",".join(f"{key}={value}" for key, value in settings.items())
 
 
 class Bmv2Switch(P4Switch):
@@ -166,16 +183,30 @@ class Bmv2Switch(P4Switch):
             queue = self.queues.get(port)
             if queue is None:
                 continue
-            add_netem(self, intf.name, queue.delay_s)
+            add_netem(self, intf.name, queue.delay_s, queue)
             peer = intf.link.intf2 if intf.link.intf1 is intf else intf.link.intf1
             add_netem(peer.node, peer.name, queue.ingress_delay_s)
 
 
-def add_netem(node, intf_name, delay_s):
-    if delay_s <= 0:
+def netem_impairments(queue):
+    """netem's words for a queue's jitter and loss (netem has no glitches)."""
+    if queue.glitch:
+        raise RuntimeError("glitch needs target softswitch (netem has no delay glitches)")
+    words = f" {delay_arg(queue.jitter_s)} distribution {queue.distribution}" \
+        if queue.jitter_s else ""
+    if queue.loss:   # netem takes a bare number as a percent: always write fractions as %
+        loss = queue.loss.split()
+        words += " loss " + " ".join(w if w.endswith("%") or not w[0].isdigit()
+                                     else f"{float(w) * 100:g}%" for w in loss)
+    return words
+
+
+def add_netem(node, intf_name, delay_s, queue=None):
+    extra = netem_impairments(queue) if queue else ""
+    if delay_s <= 0 and not extra:
         return
     out = node.cmd(f"tc qdisc replace dev {intf_name} root netem delay "
-                   f"{delay_arg(delay_s)} limit 100000 2>&1; echo rc=$?")
+                   f"{delay_arg(delay_s)}{extra} limit 100000 2>&1; echo rc=$?")
     if "rc=0" not in out:
         raise RuntimeError(f"netem on {intf_name} failed ({out.strip()}): the BMv2 target needs "
                            "the netem qdisc for link delay")

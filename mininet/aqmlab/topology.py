@@ -134,10 +134,12 @@ class Dumbbell:
                     access.rate_bps, resolve_buffer(access, topo, 1), access.delay_s,
                     access.delay_s))
         bottleneck = topo.bottleneck
+        impairments = dict(jitter_s=bottleneck.jitter_s, distribution=bottleneck.distribution,
+                           loss=bottleneck.loss, glitch=bottleneck.glitch)   # both directions
         self.r1.set_queue(self.r1_bottleneck_port, PortQueue(
-            bottleneck.rate_bps, self.bottleneck_buffer, bottleneck.delay_s, 0.0))
+            bottleneck.rate_bps, self.bottleneck_buffer, bottleneck.delay_s, 0.0, **impairments))
         self.r2.set_queue(self.r2_bottleneck_port, PortQueue(
-            bottleneck.rate_bps, REVERSE_BUFFER, bottleneck.delay_s, 0.0))
+            bottleneck.rate_bps, REVERSE_BUFFER, bottleneck.delay_s, 0.0, **impairments))
 
     # ---------------------------------------------------------------- start
     def start(self, build_dir):

@@ -22,7 +22,7 @@ def start_servers(lab, pairs):
     started, ready_files = {}, []
     for pair in pairs:
         key = (pair.server.host.name, pair.port)
-        if key in started:
+        if key in started or pair.workload.kind == "echo":   # the server's kernel answers echoes
             continue
         log_name = f"server-{pair.server.host.name}-{pair.port}.log"
         if pair.workload.tool == "iperf3":
@@ -77,7 +77,8 @@ def client_args(pair, epoch, duration, seed, log):
         "--seed", str(seed), "--connections", str(workload.connections),
         "--size", str(workload.size), "--request-bytes", str(workload.request_bytes),
         "--object-size", json.dumps(workload.object_size), "--think", json.dumps(workload.think),
-        "--embedded", str(workload.embedded), "--max-size", str(workload.max_size)]
+        "--embedded", str(workload.embedded), "--max-size", str(workload.max_size),
+        "--volleys", str(workload.volleys), "--timeout", str(workload.timeout_s)]
     if workload.repeat:
         args.append("--repeat")
     return args + workload.tcp.receiver_args()

@@ -40,8 +40,8 @@ def test_until_complete_needs_a_fixed_size_bulk_workload():
     with pytest.raises(ConfigError) as error:
         parse_experiment({"name": "x", "until_complete": True,
                           "workload": [{"name": "w", "kind": "bulk"}]})
-    assert str(error.value) == ("until_complete: needs a bulk workload with a fixed size and "
-                                "repeat = false")
+    assert str(error.value) == ("until_complete: needs an echo workload or a bulk workload "
+                                "with a fixed size and repeat = false")
 
 
 def test_a_flow_stopped_before_its_deadline_counts_its_samples():

@@ -1,4 +1,5 @@
 """Reproductions of published studies, each one command: `aqmlab study NAME`."""
 
 STUDIES = {"rfc2884": "aqmlab.reproductions.rfc2884",
-           "rfc2415": "aqmlab.reproductions.rfc2415"}
+           "rfc2415": "aqmlab.reproductions.rfc2415",
+           "rfc889": "aqmlab.reproductions.rfc889"}
