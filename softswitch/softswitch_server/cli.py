@@ -168,7 +168,19 @@ def run(args) -> int:
     stop.wait()
     server.stop()
     sw.stop()
+    print_timing(sw)
     return 0
+
+
+def print_timing(sw):
+    """How late each port sent its frames against their due time: the
+    traffic manager's timing error over the switch's life (one line per port)."""
+    for port, c in sorted(sw.port_stats().items()):
+        if c["tx"]:
+            print(f"softswitch: port {port} timing: {c['tx']} frames sent, "
+                  f"{c['tx_late_us_total'] / c['tx']:.1f} us late on average, max "
+                  f"{c['tx_late_us_max']} us, {c['tx_late_over_1ms']} more than 1 ms late",
+                  file=sys.stderr, flush=True)
 
 
 def _load_initial(server, sw, args):

@@ -137,6 +137,16 @@ def test_drop_capture_records_exactly_the_tail_dropped_frames(lab, tmp_path):
     assert not (tmp_path / "drops" / "port0.drops.pcap").stat().st_size > 24  # header only
 
 
+def test_port_stats_account_how_late_frames_went_out(lab, switch):
+    switch.configure_port(1, rate_bps=SLOW_BPS, buffer_packets=100)
+    got = udp_burst(lab, 20)
+    c = switch.port_stats()[1]
+    assert c["tx"] >= len(got) == 20
+    # Accounting only (how late depends on the machine): a mean within [0, max].
+    assert 0 <= c["tx_late_us_total"] <= c["tx"] * c["tx_late_us_max"]
+    assert 0 <= c["tx_late_over_1ms"] <= c["tx"]
+
+
 def test_enq_qdepth_seen_by_the_program_is_the_queue_the_burst_built(lab, switch, tmp_path):
     # Each 1042-byte frame takes 42 ms at SLOW_BPS, far longer than the burst takes to
     # arrive, so frame i finds i-1 frames waiting (frame 0 went straight to the wire).

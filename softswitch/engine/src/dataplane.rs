@@ -395,6 +395,7 @@ impl PacketLoop {
             self.shared.count(port, |c| &c.drops, outcome.refused as u64);
             for _ in 0..outcome.done() {
                 let (t, f) = self.wire.get_mut(&port).unwrap().pop_due(now).unwrap();
+                self.count_lateness(port, now - t);
                 if let Some(cap) = self.captures.get_mut(&port) {
                     cap.record(self.clock.wall(t), &f);
                 }
@@ -403,6 +404,15 @@ impl PacketLoop {
             if outcome.blocked {
                 self.trace(now, format_args!("port {port}: kernel queue full, {} frames wait", n - outcome.done()));
             }
+        }
+    }
+
+    fn count_lateness(&self, port: u32, late_ns: u64) {
+        let c = &self.shared.counters[&port];
+        c.late_ns_total.fetch_add(late_ns, Relaxed);
+        c.late_ns_max.fetch_max(late_ns, Relaxed);
+        if late_ns > 1_000_000 {
+            c.late_over_1ms.fetch_add(1, Relaxed);
         }
     }
 

@@ -396,6 +396,9 @@ impl Switch {
             d.set_item("drops", c.drops.load(Relaxed))?;
             d.set_item("lost", c.lost.load(Relaxed))?;
             d.set_item("qdepth", c.qdepth.load(Relaxed))?;
+            d.set_item("tx_late_us_total", c.late_ns_total.load(Relaxed) / 1000)?;
+            d.set_item("tx_late_us_max", c.late_ns_max.load(Relaxed) / 1000)?;
+            d.set_item("tx_late_over_1ms", c.late_over_1ms.load(Relaxed))?;
             result.set_item(port, d)?;
         }
         Ok(result)

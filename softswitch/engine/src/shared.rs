@@ -23,6 +23,10 @@ pub struct PortCounters {
     /// Frames the link's loss model dropped on the wire (not in `drops`).
     pub lost: AtomicU64,
     pub qdepth: AtomicU64,
+    /// How late frames went out against their due time (the traffic manager's timing error).
+    pub late_ns_total: AtomicU64,
+    pub late_ns_max: AtomicU64,
+    pub late_over_1ms: AtomicU64,
 }
 
 pub struct Digest {
