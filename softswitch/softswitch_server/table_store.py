@@ -127,9 +127,19 @@ class TableStore:
             ec.call(self.sw.direct_meter_set, table.name, handle, c.cir, c.cburst, c.pir, c.pburst)
 
     def _modify(self, table, key, entry):
-        spec = self._entry_action(table, entry)
+        # spec §9.1.2: a MODIFY without action keeps the entry's action
+        spec = self._entry_action(table, entry) if entry.HasField("action") else None
         self._check_extras(table, entry)
         stored = self._lookup(table, key)
+        if spec is not None:
+            self._change_action(table, stored, spec)
+        self._apply_extras(table, stored.handle, entry)
+        stored.controller_metadata = entry.controller_metadata
+        stored.metadata = entry.metadata
+        if entry.HasField("meter_config"):
+            stored.meter_config = _meter_or_none(entry)
+
+    def _change_action(self, table, stored, spec):
         engine_action, args = self._engine_action(table, spec)
         try:
             ec.call(self.sw.table_modify, table.name, stored.handle, engine_action, args)
@@ -138,11 +148,6 @@ class TableStore:
             raise
         self._release(table, stored.action)
         stored.action = spec
-        self._apply_extras(table, stored.handle, entry)
-        stored.controller_metadata = entry.controller_metadata
-        stored.metadata = entry.metadata
-        if entry.HasField("meter_config"):
-            stored.meter_config = _meter_or_none(entry)
 
     def _delete(self, table, key):
         stored = self._lookup(table, key)

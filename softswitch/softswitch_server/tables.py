@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from p4.v1 import p4runtime_pb2
 
 from .bytestrings import canonical, decode, lpm_mask, padded, shown
-from .errors import invalid
+from .errors import invalid, permission_denied
 from .p4info_index import MatchType, P4InfoIndex, Scope, TableInfo
 
 MATCH_ONEOF = {
@@ -135,10 +135,11 @@ def action_call(index: P4InfoIndex, owner: str, scopes: dict, action, default: b
         raise invalid(f"{owner}: action id {action.action_id} is not one of its actions")
     scope = scopes[action.action_id]
     info = index.actions[action.action_id]
+    # spec §9.1.2: a valid action used against its scope is PERMISSION_DENIED
     if default and scope == Scope.TABLE_ONLY:
-        raise invalid(f"action '{info.name}' is @tableonly: not allowed as default action")
+        raise permission_denied(f"action '{info.name}' is @tableonly: not allowed as default action")
     if not default and scope == Scope.DEFAULT_ONLY:
-        raise invalid(f"action '{info.name}' is @defaultonly: not allowed in an entry")
+        raise permission_denied(f"action '{info.name}' is @defaultonly: not allowed in an entry")
     return ActionSpec(action.action_id, _params(info, action.params))
 
 

@@ -350,3 +350,15 @@ def test_p4runtime_shell_programs_members_groups_and_action_sets(program, ids):
     finally:
         wait_for_no_clients(srv)
         srv.stop()
+
+
+def test_modify_without_action_keeps_the_action(switch, ids):
+    """Spec §9.1.2: the action of a MODIFY may be left unset; the entry keeps its own."""
+    srv, client = switch
+    program_base(client, ids)
+    entry = ecmp_entry(ids, b"\x0a\x01\x00\x00", 16)
+    entry.metadata = b"note"
+    client.modify(table_entry=entry)
+    [read] = client.read(table_entry=entry)
+    assert read.action.action_profile_member_id == 3 and read.metadata == b"note"
+    assert egress(srv, ipv4_frame(1, 0x0A010005))[0] == 3

@@ -101,12 +101,19 @@ def _action(action_id, *params):
     (T_LPM, _action(A_SET_NHOP, (1, b"\x01")), False),                    # missing param
     (T_LPM, _action(A_SET_NHOP, (1, b"\x01"), (2, b"\x01"), (3, b"\x01")), False),  # unknown param
     (T_LPM, _action(A_FORWARD, (1, b"\x01")), False),                     # not a table action
-    (T_DMAC, _action(A_LEARN), False),                                    # @defaultonly in entry
-    (T_DMAC, _action(A_FORWARD, (1, b"\x01")), True),                     # @tableonly as default
     (T_LPM, p4runtime_pb2.TableAction(), False),                          # no action
 ])
 def test_invalid_action_is_invalid_argument(table_id, ta, default):
     assert code_of(action_spec, INDEX, INDEX.table(table_id), ta, default) == "INVALID_ARGUMENT"
+
+
+@pytest.mark.parametrize("table_id,ta,default", [
+    (T_DMAC, _action(A_LEARN), False),                                    # @defaultonly in entry
+    (T_DMAC, _action(A_FORWARD, (1, b"\x01")), True),                     # @tableonly as default
+])
+def test_action_out_of_its_scope_is_permission_denied(table_id, ta, default):
+    """Spec §9.1.2: a valid action used against its P4Info scope."""
+    assert code_of(action_spec, INDEX, INDEX.table(table_id), ta, default) == "PERMISSION_DENIED"
 
 
 def test_too_wide_action_param_is_out_of_range():
