@@ -150,14 +150,6 @@ class ControlMixin:
                 v = self.readonly_view(v)
             scope.declare(p.name, v, p.loc)
 
-    def readonly_view(self, v):
-        from .values import StructRef
-        if isinstance(v.ref, StructRef):
-            members = {k: self.readonly_view(m) for k, m in v.ref.members.items()}
-            return Val(v.type, ref=StructRef(v.type, members), extra={"readonly": True})
-        return Val(v.type, const=v.const, json=v.json, ref=v.ref, extra=dict(v.extra,
-                                                                             readonly=True))
-
     # ------------------------------------------------------------ control scope
     def control_scope(self, decl):
         scope = Scope(self.globals)
@@ -372,17 +364,9 @@ class ControlMixin:
         # a control reaches the caller's storage only through its parameters: copies are
         # needed when two arguments overlap (copy-in/copy-out, P4-16 6.8)
         copies = params_needing_copies(d.params, bound, [], scope, set())
-        copy_in, copy_out = [], []
-        for p in d.params:
-            v = bound[p.name]
-            if p.name in copies:
-                tmp = self.temporary(p.name, v.type)
-                if p.direction != "out":
-                    copy_in.append((tmp, v, p.loc))
-                if p.direction in ("out", "inout"):
-                    copy_out.append((v, tmp, p.loc))
-                v = tmp
-            scope.declare(p.name, self.readonly_view(v) if p.direction == "in" else v, p.loc)
+        copy_in = []
+        copy_out = self.bind_callee_params(d.params, bound, copies, scope,
+                                    lambda *pair: copy_in.append(pair))
         name = f"{outer.name}.{sub.name}" + (f"_{sub.applied - 1}" if sub.applied else "")
         sub.applied += 1
         info = ControlInfo(name, d, scope, outer.tables, outer.conditionals, outer.applied, [],
@@ -1006,17 +990,8 @@ class ControlMixin:
         directional = [p for p in d.params if p.direction]
         call = A.Call(d.loc, A.Name(d.loc, d.name), [], args)
         bound = self.bind_args(call, directional, d.name, outer)
-        copy_out = []
-        for p in directional:
-            v = bound[p.name]
-            tmp = self.temporary(p.name, v.type)
-            if p.direction != "out":
-                self.assign(outer, tmp, v, p.loc)
-            if p.direction in ("out", "inout"):
-                copy_out.append((v, tmp, p.loc))
-            scope.declare(p.name, self.readonly_view(tmp) if p.direction == "in" else tmp,
-                          p.loc)
-        return copy_out
+        return self.bind_callee_params(directional, bound, {p.name for p in directional}, scope,
+                                lambda tmp, arg, loc: self.assign(outer, tmp, arg, loc))
 
     def bind_table_action(self, sym, ref, tsym):
         """`actions = { a(x); }` binds a's directional parameters (P4-16 14.2.1.2): the

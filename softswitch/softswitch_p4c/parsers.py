@@ -9,6 +9,7 @@ import itertools
 
 from . import ast as A
 from .controls import ControlInfo
+from .copyinout import params_needing_copies
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
@@ -165,19 +166,23 @@ class ParserMixin:
                 "transition_key": [], "transitions": [
                     {"type": "default", "value": None, "mask": None,
                      "next_state": renamed["start"]}]}
-        out = [head] + self.inline_subparser(sub, call, ctx, renamed, states)
+        sub_states, copy_out = self.inline_subparser(sub, call, ctx, renamed, states)
         rest = A.ParserState(st.loc, [], cont, st.stmts[i + 1:], st.transition)
-        return out + self.lower_state(rest, Ctx(ctx.scope, [], "parser", ctx.control), states)
+        rest_ctx = Ctx(ctx.scope, [], "parser", ctx.control)
+        self.copy_out(rest_ctx, copy_out)
+        return [head] + sub_states + self.lower_state(rest, rest_ctx, states)
 
     def inline_subparser(self, sub, call, ctx, renamed, states):
+        """The sub-parser's states, renamed, with its parameters bound (copied in at the end
+        of the calling state when arguments overlap); returns them and the copy-out pairs."""
         d = sub.decl
         bound = self.bind_args(call, d.params, sub.name, Ctx(ctx.scope))
         scope = Scope(self.globals)
         for p in d.ctor_params or []:
             scope.declare(p.name, self.readonly_view(sub.ctor_args[p.name]), p.loc)
-        for p in d.params:
-            v = bound[p.name]
-            scope.declare(p.name, self.readonly_view(v) if p.direction == "in" else v, p.loc)
+        copies = params_needing_copies(d.params, bound, [], scope, set())
+        copy_out = self.bind_callee_params(d.params, bound, copies, scope,
+                                           lambda tmp, arg, loc: self.assign(ctx, tmp, arg, loc))
         info = ControlInfo(f"{ctx.control.name}.{sub.name}", d, scope, parent=ctx.control)
         init_ops = self.parser_locals(d, info)
         if "start" not in renamed:
@@ -192,7 +197,7 @@ class ParserMixin:
             copy = A.ParserState(s.loc, s.annos, renamed[s.name], s.stmts, tr)
             ops = list(init_ops) if s.name == "start" else []
             out += self.lower_state(copy, Ctx(Scope(scope), ops, "parser", info), states)
-        return out
+        return out, copy_out
 
     def synthetic_state(self, base, states):
         name = self.unique_name(base)

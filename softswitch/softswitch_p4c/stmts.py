@@ -365,20 +365,37 @@ class StmtMixin:
         scope = Scope(parent)
         writes = self.possible_writes(d.body.stmts, Scope(parent))
         copies = params_needing_copies(d.params, bound, d.body, parent, writes)
+        copy_out = self.bind_callee_params(d.params, bound, copies, scope,
+                                    lambda tmp, arg, loc: self.assign(ctx, tmp, arg, loc))
+        return scope, copy_out
+
+    def bind_callee_params(self, params, bound, copies, scope, copy_in):
+        """Copy-in/copy-out (P4-16 6.8), the one place it is done for every kind of
+        inlined call: a parameter named in `copies` gets a temporary (`copy_in(tmp, arg,
+        loc)` is called for in/inout/directionless ones), the others are bound to the
+        argument itself; in and directionless parameters are read-only. Returns the
+        (argument, temporary, loc) triples to copy back after the body."""
         copy_out = []
-        for p in d.params:
+        for p in params:
             v = bound[p.name]
             if p.name in copies:
                 tmp = self.temporary(p.name, v.type)
                 if p.direction != "out":
-                    self.assign(ctx, tmp, v, p.loc)
+                    copy_in(tmp, v, p.loc)
                 if p.direction in ("out", "inout"):
                     copy_out.append((v, tmp, p.loc))
                 v = tmp
-            if p.direction in ("", "in"):
-                v = _readonly(v)
-            scope.declare(p.name, v, p.loc)
-        return scope, copy_out
+            scope.declare(p.name, self.readonly_view(v) if p.direction in ("", "in") else v,
+                          p.loc)
+        return copy_out
+
+    def readonly_view(self, v):
+        """`v` as a read-only binding (an in parameter): assignments to it are refused."""
+        if isinstance(v.ref, StructRef):
+            members = {k: self.readonly_view(m) for k, m in v.ref.members.items()}
+            return Val(v.type, ref=StructRef(v.type, members), extra={"readonly": True})
+        return Val(v.type, const=v.const, json=v.json, ref=v.ref, is_boolexpr=v.is_boolexpr,
+                   extra=dict(v.extra, readonly=True))
 
     def temporary(self, hint, t):
         if t.is_scalar and not isinstance(t, IntT):
@@ -869,11 +886,6 @@ class StmtMixin:
 
     def inst_direct_meter(self, inst):
         inst.info["unit"] = self.counter_unit(inst.args[0])
-
-
-def _readonly(v):
-    return Val(v.type, const=v.const, json=v.json, ref=v.ref, is_boolexpr=v.is_boolexpr,
-               extra=dict(v.extra, readonly=True))
 
 
 def _storage_read(v):

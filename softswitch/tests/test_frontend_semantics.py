@@ -380,6 +380,22 @@ def test_sub_control_arguments_are_copied_in_and_out(tmp_path):
     assert only(sw.process_packet(0, packet(ttl=64)))[1][IP].ttl == 128
 
 
+def test_sub_parser_arguments_are_copied_in_and_out(tmp_path):
+    # as for controls (P4-16 6.8): both parameters start from ttl, the last copy-out wins
+    sw = switch_for(tmp_path, controls="""
+        parser Twice(packet_in pkt, inout bit<8> a, inout bit<8> b) {
+            state start { a = a + 1; b = b + b; transition accept; }
+        }""", states="""
+        Twice() twice;
+        state start {
+            pkt.extract(hdr.ethernet);
+            transition select(hdr.ethernet.etherType) { 0x0800: parse_ipv4; default: accept; }
+        }
+        state parse_ipv4 { pkt.extract(hdr.ipv4); twice.apply(pkt, hdr.ipv4.ttl, hdr.ipv4.ttl);
+                           transition accept; }""", apply="sm.egress_spec = 1;")
+    assert only(sw.process_packet(0, packet(ttl=64)))[1][IP].ttl == 128
+
+
 def test_header_union_stack_push_front(tmp_path):
     sw = switch_for(tmp_path, decls="""
         header o1_t { bit<8> kind; }
