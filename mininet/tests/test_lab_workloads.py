@@ -51,20 +51,25 @@ def test_single_fixed_size_transfer_stops_after_one(lab):
 
 
 def test_http10_fetches_primary_then_embedded_in_parallel(lab):
-    job, records = run(lab, 4, kind="http10", think=FAST_THINK)
+    """200 KB objects take >= 160 ms each at 10 Mb/s (320 ms for two sharing the
+    link), so fetched in parallel every embedded object starts before any other
+    one ends unless a thread starts 0.3 s late (a 50 ms wall-clock margin on
+    small objects failed under load); think times are sleeps, so only their
+    lower bound is exact."""
+    job, records = run(lab, 4, kind="http10", think=FAST_THINK,
+                       object_size={"dist": "fixed", "value": 200_000})
     pages = [r for r in records if r["kind"] == "page" and r["complete"]]
-    assert len(pages) >= 4
+    assert len(pages) >= 2, pages
     for page in pages:
         objects = sorted((r for r in records if r["kind"] == "object" and r["page"] == page["page"]),
                          key=lambda r: r["object"])
         assert [o["object"] for o in objects] == [0, 1, 2, 3]
         embedded = objects[1:]
         assert all(o["start"] >= objects[0]["end"] for o in embedded)
-        # parallel: every embedded object starts before any other one ends
-        assert max(o["start"] for o in embedded) < min(o["end"] for o in embedded) + 0.05
-        assert page["bytes"] == sum(o["bytes"] for o in objects)
+        assert max(o["start"] for o in embedded) < min(o["end"] for o in embedded), objects
+        assert page["bytes"] == sum(o["bytes"] for o in objects) == 800_000
     gaps = [b["start"] - a["end"] for a, b in zip(pages, pages[1:])]
-    assert all(0.2 <= gap <= 0.5 for gap in gaps)
+    assert all(gap >= 0.2 for gap in gaps), gaps
     summary = metrics.workload_summary(records, (job.epoch, job.end))["w"]
     assert summary["delay_kind"] == "page" and summary["delay_s"]["median"] > 0
     assert summary["network_power"] == pytest.approx(
