@@ -145,6 +145,7 @@ class Experiment:
     quick_repeat: int = 1       # repeat under --quick
     capture: bool = False       # pcap on R1 -> per-workload drops and CE marks (capture.py)
     until_complete: bool = False  # end once every fixed-size bulk transfer / echo series is done
+    drop_records: bool = False  # R1 records each tail-dropped packet -> drops.csv (drops.py)
 
     def for_quick(self):
         """The same experiment shortened to quick_duration (CI, `--quick`);
@@ -425,7 +426,7 @@ def parse_scenario(table, name, prefix):
 
 
 TOP_FIELDS = ("name", "description", "seed", "duration", "quick_duration", "warmup", "target",
-              "repeat", "quick_repeat", "capture", "until_complete", "topology", "aqm", "tcp",
+              "repeat", "quick_repeat", "capture", "drop_records", "until_complete", "topology", "aqm", "tcp",
               "workload", "scenario", "sweep")
 SCENARIO_FIELDS = ("name", "topology", "aqm", "tcp", "workload")
 SWEEP_SECTIONS = ("topology", "aqm", "tcp", "workload")
@@ -572,7 +573,7 @@ def parse_experiment(data):
         _choice(data, "target", "", TARGETS, "softswitch"), tuple(scenarios), data,
         repeat, tuple(sweep),
         _number(data, "quick_repeat", "", repeat, low=1, high=repeat, integer=True),
-        _capture(data), _until_complete(data, scenarios))
+        _capture(data), _until_complete(data, scenarios), _drop_records(data))
 
 
 def _until_complete(data, scenarios):
@@ -595,6 +596,13 @@ def _capture(data):
     if capture and data.get("target", "softswitch") != "softswitch":
         _fail("capture", "needs target = \"softswitch\" (its --pcap)")
     return capture
+
+
+def _drop_records(data):
+    records = _boolean(data, "drop_records", "", False)
+    if records and data.get("target", "softswitch") != "softswitch":
+        _fail("drop_records", "needs target = \"softswitch\" (its --pcap-drops)")
+    return records
 
 
 def load_experiment(path):

@@ -75,13 +75,14 @@ class P4Switch(Switch):
     command = None
     install_hint = "run `make setup`"
 
-    def __init__(self, name, workdir, lab, seed=1, pcap_dir=None, **params):
+    def __init__(self, name, workdir, lab, seed=1, pcap_dir=None, drops_dir=None, **params):
         params["inNamespace"] = False   # the target process opens the root-namespace veths
         super().__init__(name, **params)
         self.workdir = Path(workdir)
         self.lab = lab
         self.seed = seed
         self.pcap_dir = pcap_dir        # softswitch: one pcap per port, both directions
+        self.drops_dir = drops_dir      # softswitch: the frames each queue tail-drops
         self.queues = {}
         self.grpc_port = free_tcp_port()
         self.proc = None
@@ -138,6 +139,8 @@ class SoftSwitch(P4Switch):
             args += ["--tm", f"{port}:{tm_option(queue)}"]
         if self.pcap_dir:
             args += ["--pcap", str(self.pcap_dir)]
+        if self.drops_dir:
+            args += ["--pcap-drops", str(self.drops_dir)]
         return args
 
 

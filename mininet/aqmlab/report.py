@@ -13,7 +13,7 @@ from pathlib import Path
 
 import matplotlib
 
-from aqmlab import metrics, stats, study
+from aqmlab import drops, metrics, stats, study
 from aqmlab.config import parse_experiment
 
 matplotlib.use("Agg")
@@ -90,6 +90,8 @@ def write_run_files(folder, result, aqm):
     _write_csv(folder / "flows.csv", FLOW_FIELDS,
                [{"flow": f, "goodput_bps": g, **flows.get(f, {})}
                 for f, g in result["goodputs"].items()])
+    if result.get("drops") is not None:
+        _write_csv(folder / "drops.csv", drops.DROP_FIELDS, result["drops"])
     if result["samples"]:
         _write_csv(folder / "queue.csv", ("t", "time_us", "qdepth", "avg", "decision"),
                    result["samples"])

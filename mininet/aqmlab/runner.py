@@ -16,7 +16,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from aqmlab import __version__, capture, metrics, report, study
+from aqmlab import __version__, capture, drops, metrics, report, study
 from aqmlab.lab import LabNetwork, LabProcessDied
 from aqmlab.topology import REPO, build
 from aqmlab.workloads import Run
@@ -117,9 +117,11 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
     rate = scenario.topology.bottleneck.rate_bps
     period = max(1, rate // MTU_BITS // SAMPLES_PER_SECOND)
     capture_dir = Path(workdir) / "pcap" if experiment.capture else None
+    drops_dir = Path(workdir) / "drops" if experiment.drop_records else None
     with LabNetwork(workdir=workdir) as lab:
         try:
-            network = build(scenario, experiment.target, lab, build_dir, seed, capture_dir)
+            network = build(scenario, experiment.target, lab, build_dir, seed, capture_dir,
+                            drops_dir)
             try:
                 network.enable_telemetry(period)
                 run = Run(lab, network.pairs, experiment.duration, seed)
@@ -154,6 +156,9 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
     if capture_dir:         # R1 has stopped: its pcaps are complete
         for name, counts in per_workload_packets(network, capture_dir, window).items():
             workloads[name].update(counts)
+    bottleneck = bottleneck_stats(snapshots["start"], snapshots["end"], rate)
+    bottleneck["switch_timing"] = drops.switch_timing(network.r1.log_path,
+                                                      network.r1_bottleneck_port)
     return {
         "scenario": scenario.name, "epoch": run.epoch, "window": window,
         "bottleneck_buffer": network.bottleneck_buffer,
@@ -162,11 +167,22 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
         "seed": seed,
         "goodputs": {f"{w}/{f}": g for (w, f), g in metrics.flow_goodputs(records, window).items()},
         "flow_stats": {f"{w}/{f}": s for (w, f), s in metrics.flow_tcp_stats(records).items()},
-        "bottleneck": bottleneck_stats(snapshots["start"], snapshots["end"], rate),
+        "bottleneck": bottleneck,
         "queue": metrics.queue_summary(
             [s for s in collector.samples if experiment.warmup <= s["t"]], rate, period),
         "records": records, "samples": collector.samples,
+        "drops": drop_records(network, drops_dir, run.epoch) if drops_dir else None,
     }
+
+
+def drop_records(network, drops_dir, epoch):
+    """R1's per-packet bottleneck drop records (then the pcaps are removed)."""
+    clients = {pair.client.ip: pair.workload.name for pair in network.pairs}
+    try:
+        return drops.drop_rows(Path(drops_dir) / f"port{network.r1_bottleneck_port}.drops.pcap",
+                               epoch, clients)
+    finally:
+        shutil.rmtree(drops_dir, ignore_errors=True)
 
 
 def per_workload_packets(network, capture_dir, window):
@@ -258,7 +274,7 @@ def run_one(experiment, run, out_dir, source_text, quick, build_dir, progress):
 
 
 def _summary(result):
-    return {k: v for k, v in result.items() if k not in ("records", "samples")}
+    return {k: v for k, v in result.items() if k not in ("records", "samples", "drops")}
 
 
 def run_workers(source_path, out_dir, runs, quick, build_dir, show_progress, jobs, duration):

@@ -79,14 +79,14 @@ class Pair:
 class Dumbbell:
     """The built network of one scenario."""
 
-    def __init__(self, scenario, target, lab, seed=1, capture_dir=None):
+    def __init__(self, scenario, target, lab, seed=1, capture_dir=None, drops_dir=None):
         self.scenario, self.target, self.lab = scenario, target, lab
         self.servers, self.clients, self.pairs = [], [], []
         self.controllers = []
         self.bottleneck_buffer = resolve_buffer(
             scenario.topology.bottleneck, scenario.topology, self.flow_count())
         cls = SWITCH_CLASSES[target]
-        self.r1 = lab.add_switch(cls, seed=seed, pcap_dir=capture_dir)
+        self.r1 = lab.add_switch(cls, seed=seed, pcap_dir=capture_dir, drops_dir=drops_dir)
         self.r2 = lab.add_switch(cls, seed=seed + 1)
         self._add_hosts()
         link = lab.add_link(self.r1, self.r2, port_mac(1, 1000), port_mac(2, 1000))
@@ -263,10 +263,11 @@ def tbf_command(intf, rate_bps):
     return f"tc qdisc replace dev {intf} root tbf rate {rate_bps}bit burst {burst} latency 100ms"
 
 
-def build(scenario, target, lab, build_dir=None, seed=1, capture_dir=None):
+def build(scenario, target, lab, build_dir=None, seed=1, capture_dir=None, drops_dir=None):
     """Build and start the network of one scenario on `lab` (a LabNetwork);
-    with capture_dir, R1 writes a pcap per port there (capture.py)."""
-    network = Dumbbell(scenario, target, lab, seed, capture_dir)
+    with capture_dir, R1 writes a pcap per port there (capture.py); with
+    drops_dir, the frames its queues tail-drop (drops.py)."""
+    network = Dumbbell(scenario, target, lab, seed, capture_dir, drops_dir)
     network.start(build_dir)
     return network
 

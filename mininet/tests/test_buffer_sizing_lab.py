@@ -3,7 +3,11 @@ the wire: Linux's internal pacing at the thesis's rate (next segment srtt /
 cwnd after the previous one) against its default ratios and no pacing; and
 the switch's own per-packet drop records. Needs root."""
 
+import csv
+import json
 import statistics
+import subprocess
+import sys
 
 import pytest
 from scapy.layers.inet import IP, TCP
@@ -69,3 +73,31 @@ def test_unpaced_sender_sends_windows_back_to_back(lab):
     # window, one long gap per RTT.
     assert statistics.median(gaps) < 0.0005
     assert max(gaps) > RTT_S / 2
+
+
+def test_run_folder_has_the_switchs_drop_records_and_timing(tmp_path):
+    """16 flows into a BDP/4 buffer (100 Mb/s, 60 ms): slow start overflows it.
+    drops.csv holds R1's records: each a data segment of one of the run's
+    flows, dropped during the run; result.json has R1's timing line."""
+    source = tmp_path / "drops.toml"
+    source.write_text(
+        'name = "drops"\nduration = 6\nwarmup = 1\ndrop_records = true\n'
+        '[topology]\nkind = "single_bottleneck"\n'
+        'bottleneck = { rate = "100mbit", delay = "20ms", buffer = "bdp/sqrtn" }\n'
+        '[aqm]\nmode = "droptail"\n'
+        '[[workload]]\nname = "p2p"\nkind = "bulk"\npairs = 4\nconnections = 4\n')
+    out = tmp_path / "study"
+    code = subprocess.call([sys.executable, "-m", "aqmlab", "run", str(source), "--out", str(out),
+                            "--no-progress"], stdout=subprocess.DEVNULL)
+    assert code == 0
+    run = out / "p00-r0"
+    with (run / "drops.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    flows = {r["flow"] for r in rows}
+    assert rows and all(r["workload"] == "p2p" and 0 <= float(r["t"]) <= 7 for r in rows)
+    assert all(f.split(">")[0].startswith("10.1.0.") and f.split(":")[1].startswith("5001")
+               for f in flows)
+    assert 1 < len(flows) <= 16
+    timing = json.loads((run / "result.json").read_text())["bottleneck"]["switch_timing"]
+    assert timing["frames"] > 1000 and 0 <= timing["late_us_mean"] <= timing["late_us_max"]
+    assert not (run / "lab" / "drops").exists()    # the pcaps are removed once read

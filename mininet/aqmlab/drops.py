@@ -1,0 +1,64 @@
+"""The switch's own per-packet drop records and timing error, for a run folder.
+
+With `drop_records = true` R1 runs with `softswitch --pcap-drops DIR`: every
+frame its queues tail-drop (buffer overflow) is written, headers only, at its
+drop time to DIR/port<N>.drops.pcap. `drop_rows` turns the bottleneck port's
+file into drops.csv rows: time after the run's epoch, the TCP flow
+(sender:port>receiver:port), its workload and sequence number.
+
+`switch_timing` reads the per-port timing line the softswitch prints when it
+stops (how late frames went out against their due time)."""
+
+import ipaddress
+import re
+from pathlib import Path
+
+from scapy.utils import RawPcapReader
+
+ETH_HEADER = 14
+ETHERTYPE_IPV4 = b"\x08\x00"
+TCP_PROTOCOL = 6
+DROP_FIELDS = ("t", "flow", "workload", "seq")
+TIMING = re.compile(r"softswitch: port (\d+) timing: (\d+) frames sent, ([\d.]+) us late on "
+                    r"average, max (\d+) us, (\d+) more than 1 ms late")
+
+
+def drop_rows(pcap_path, epoch, workload_of_client):
+    """[{t, flow, workload, seq}] of the TCP segments in a drops pcap, oldest
+    first. workload_of_client: {client IPv4 text: workload name}."""
+    path = Path(pcap_path)
+    if not path.exists():
+        return []
+    owner = {ipaddress.IPv4Address(ip).packed: w for ip, w in workload_of_client.items()}
+    rows = []
+    reader = RawPcapReader(str(path))
+    try:
+        for frame, meta in reader:
+            if frame[12:14] != ETHERTYPE_IPV4 or frame[ETH_HEADER + 9] != TCP_PROTOCOL:
+                continue
+            ip = frame[ETH_HEADER:]
+            tcp = ip[4 * (ip[0] & 0x0F):]
+            source, destination = ip[12:16], ip[16:20]
+            rows.append({
+                "t": meta.sec + meta.usec / 1e6 - epoch,
+                "flow": f"{ipaddress.IPv4Address(source)}:{int.from_bytes(tcp[0:2], 'big')}>"
+                        f"{ipaddress.IPv4Address(destination)}:{int.from_bytes(tcp[2:4], 'big')}",
+                "workload": owner.get(destination, owner.get(source, "")),
+                "seq": int.from_bytes(tcp[4:8], "big")})
+    finally:
+        reader.close()
+    return sorted(rows, key=lambda r: r["t"])
+
+
+def switch_timing(log_path, port):
+    """{frames, late_us_mean, late_us_max, late_over_1ms} of one port from a
+    softswitch log, or None if the switch did not print it (killed, or BMv2)."""
+    path = Path(log_path)
+    if not path.exists():
+        return None
+    for match in TIMING.finditer(path.read_text(errors="replace")):
+        if int(match.group(1)) == port:
+            return {"frames": int(match.group(2)), "late_us_mean": float(match.group(3)),
+                    "late_us_max": int(match.group(4)),
+                    "late_over_1ms": int(match.group(5))}
+    return None

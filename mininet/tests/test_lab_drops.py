@@ -1,0 +1,60 @@
+"""drops.py: the switch's per-packet drop records (drops.csv rows) and its
+timing line, on files written here; the experiment key that turns them on."""
+
+import pytest
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.l2 import Ether
+from scapy.utils import wrpcap
+
+from aqmlab.config import ConfigError, parse_experiment
+from aqmlab.drops import drop_rows, switch_timing
+
+EPOCH = 1000.0
+
+
+def segment(t, source, destination, sport, dport, seq):
+    frame = Ether() / IP(src=source, dst=destination) / TCP(sport=sport, dport=dport, seq=seq)
+    frame.time = t
+    return frame
+
+
+def test_each_dropped_segment_becomes_a_row_with_its_flow_and_workload(tmp_path):
+    frames = [segment(EPOCH + 2.5, "10.1.0.2", "10.2.0.2", 5002, 40000, 7),
+              segment(EPOCH + 1.25, "10.1.0.1", "10.2.0.1", 5001, 41000, 3),
+              Ether() / IP(src="10.1.0.1", dst="10.2.0.1") / UDP()]   # not TCP: ignored
+    frames[2].time = EPOCH + 1.0
+    wrpcap(str(tmp_path / "port9.drops.pcap"), frames)
+    rows = drop_rows(tmp_path / "port9.drops.pcap", EPOCH,
+                     {"10.2.0.1": "paced", "10.2.0.2": "unpaced"})
+    assert rows == [
+        {"t": pytest.approx(1.25), "flow": "10.1.0.1:5001>10.2.0.1:41000", "workload": "paced",
+         "seq": 3},
+        {"t": pytest.approx(2.5), "flow": "10.1.0.2:5002>10.2.0.2:40000", "workload": "unpaced",
+         "seq": 7}]
+
+
+def test_no_drop_file_means_no_drops(tmp_path):
+    assert drop_rows(tmp_path / "port1.drops.pcap", EPOCH, {}) == []
+
+
+def test_timing_line_of_one_port(tmp_path):
+    log = tmp_path / "s1.log"
+    log.write_text("softswitch: P4Runtime on 127.0.0.1:1\n"
+                   "softswitch: port 1 timing: 10 frames sent, 3.5 us late on average, max 40 us,"
+                   " 0 more than 1 ms late\n"
+                   "softswitch: port 1000 timing: 99 frames sent, 12.0 us late on average, max "
+                   "1500 us, 2 more than 1 ms late\n")
+    assert switch_timing(log, 1000) == {"frames": 99, "late_us_mean": 12.0, "late_us_max": 1500,
+                                        "late_over_1ms": 2}
+    assert switch_timing(log, 7) is None
+    assert switch_timing(tmp_path / "missing.log", 1) is None
+
+
+def test_drop_records_key_needs_the_softswitch():
+    base = {"name": "t", "workload": [{"kind": "bulk"}]}
+    assert parse_experiment({**base, "drop_records": True}).drop_records
+    assert not parse_experiment(base).drop_records
+    with pytest.raises(ConfigError, match="drop_records: needs target"):
+        parse_experiment({**base, "drop_records": True, "target": "bmv2"})
+    with pytest.raises(ConfigError, match="drop_records"):
+        parse_experiment({**base, "drop_records": "yes"})
