@@ -362,3 +362,27 @@ def test_modify_without_action_keeps_the_action(switch, ids):
     [read] = client.read(table_entry=entry)
     assert read.action.action_profile_member_id == 3 and read.metadata == b"note"
     assert egress(srv, ipv4_frame(1, 0x0A010005))[0] == 3
+
+
+def test_sum_of_members_semantics_counts_members_and_caps_weights(program, ids):
+    """A P4Info whose selector says sum_of_members (max_member_weight 2): a group's
+    size is its number of members, and a weight above 2 is INVALID_ARGUMENT."""
+    p4info, device_json = pair(program)
+    selector = next(p for p in p4info.action_profiles if p.with_selector)
+    selector.sum_of_members.max_member_weight = 2
+    srv, address = start_server()
+    client = P4RTClient(address, election_id=1)
+    try:
+        client.set_pipeline(p4info, device_json)
+        for i in (1, 2, 3):
+            client.insert(action_profile_member=member(ids, i, nexthop(ids, i)))
+        client.insert(action_profile_group=group(ids, 10, [(1, 2), (2, 2), (3, 2)]))  # 3 members, weights 6
+        assert refused(client, Update.INSERT,
+                       action_profile_group=group(ids, 11, [(1, 3)])) == "INVALID_ARGUMENT"
+        assert refused(client, Update.INSERT,
+                       action_profile_group=group(ids, 11, [1, 2, 3], max_size=2)) == "RESOURCE_EXHAUSTED"
+        assert [g.group_id for g in client.read(action_profile_group=pb.ActionProfileGroup())] == [10]
+    finally:
+        client.close()
+        wait_for_no_clients(srv)
+        srv.stop()
