@@ -12,10 +12,15 @@ TUNED = TcpTuning(ecn=True, cc="bbr", sack=False, initcwnd=4, initrwnd=8, mss=53
 
 
 def sender_socket_info(server, job, port=5001):
-    """`ss -tin` of the sender's established data socket, one second into the run."""
+    """`ss -tie` of the sender's established data socket, from one second into
+    the run, polled until it shows (an agent started late under load has none
+    yet at a fixed time)."""
     time.sleep(max(0.0, job.epoch + 1.0 - time.time()))
-    out = server.host.cmd(f"ss -tie state established '( sport = :{port} )' 2>/dev/null")
-    return " ".join(out.split())
+    while True:
+        out = server.host.cmd(f"ss -tie state established '( sport = :{port} )' 2>/dev/null")
+        if "cwnd:" in out or time.time() > job.end:
+            return " ".join(out.split())
+        time.sleep(0.05)
 
 
 def test_namespace_sysctls_and_route_options(lab):
