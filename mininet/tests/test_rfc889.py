@@ -194,6 +194,16 @@ def test_report_has_both_rfc_tables_for_every_path(tmp_path):
         assert all(f"| {name} | {e.name} |" in text for e in rfc889.ESTIMATORS)
     assert all(r.lost == 1 for by in results.values() for r in by.values())
     assert rfc889.mills_gain_lines(results)[0].startswith("Mills' filter minus RFC 793's")
+    impaired = "\n".join(rfc889.impairment_lines(part))
+    assert "| ucl | jitter 300 ms normal, loss 0.9%, glitch 120s 3s | 1.79% | 1 of 101 [" in impaired
+    assert "| isid-h |" in impaired and "bulk TCP cross traffic" in impaired
+
+
+def test_echo_loss_is_two_crossings_of_the_configured_loss():
+    assert rfc889.echo_loss("") == 0.0
+    assert rfc889.echo_loss("1%") == pytest.approx(1 - 0.99 ** 2)
+    # Gilbert-Elliott: in the bad state p / (p + r) of the time, losing everything there
+    assert rfc889.echo_loss("gemodel 1% 9%") == pytest.approx(1 - 0.9 ** 2)
 
 
 def test_unknown_part_is_a_one_line_error(tmp_path):

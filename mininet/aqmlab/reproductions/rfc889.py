@@ -27,11 +27,12 @@ import csv
 import json
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from scipy import stats as scipy_stats
+from softswitch_server.tm import parse_loss
 
 from aqmlab import study
 from aqmlab.report import load_study
@@ -250,6 +251,7 @@ class TimeoutRun:
     rtx_time: float
     mean: float
     cov: float
+    timeouts: tuple = field(default=(), repr=False)   # the timeout each volley was judged by
 
     @property
     def efficiency(self):
@@ -265,9 +267,11 @@ def simulate(volleys, estimator):
     state, backoff = None, 1
     lost = rtx = 0
     lost_time = rtx_time = 0.0
+    timeouts = []
     for volley in volleys:
         timeout = min(MAX_RTO, backoff * (INITIAL_RTO if state is None
                                           else estimator.timeout(state)))
+        timeouts.append(timeout)
         if volley.lost:
             lost, lost_time, backoff = lost + 1, lost_time + timeout, backoff * 2
             continue
@@ -281,7 +285,8 @@ def simulate(volleys, estimator):
     answered = np.array([v.rtt / 2 for v in volleys if not v.lost])
     mean = float(answered.mean()) if answered.size else math.nan
     cov = float(answered.std(ddof=1) / mean) if answered.size > 1 else math.nan
-    return TimeoutRun(float(answered.sum()), lost, lost_time / 2, rtx, rtx_time / 2, mean, cov)
+    return TimeoutRun(float(answered.sum()), lost, lost_time / 2, rtx, rtx_time / 2, mean, cov,
+                      tuple(timeouts))
 
 
 # ---------------------------------------------------------------- wall time
@@ -419,6 +424,79 @@ def mills_gain_lines(results):
             f"{sum(5 <= g <= 10 for g in gains.values())} path(s) gain 5-10 points."]
 
 
+def echo_loss(loss_text):
+    """The probability an echo is lost on a line with this loss on each direction
+    (stationary Gilbert-Elliott loss for gemodel; directions independent)."""
+    if not loss_text:
+        return 0.0
+    loss, gemodel = parse_loss(loss_text)
+    if gemodel:
+        p, r, loss_bad, loss_good = gemodel
+        bad = p / (p + r) if p + r > 0 else 0.0
+        loss = bad * loss_bad + (1 - bad) * loss_good
+    return 1 - (1 - loss) ** 2
+
+
+def jitter_sd(link):
+    """Standard deviation of the one-way normalised delay that the jitter alone
+    gives: two independent draws, halved; uniform +-J has sd J / sqrt(3)."""
+    single = link.jitter_s / math.sqrt(3) if link.distribution == "uniform" else link.jitter_s
+    return single / math.sqrt(2)
+
+
+def impairment_lines(part):
+    """Per path: lost volleys against the configured loss (95 % Clopper-Pearson
+    interval) and the spread about the fitted line against the jitter's."""
+    lines = ["| path | configured (each direction) | expected echo loss | lost volleys "
+             "[95 %] | jitter's sd (ms) | sd about the line (ms) |", "|---" * 6 + "|"]
+    for name, scenario, folder in part_runs(part):
+        link = scenario.topology.bottleneck
+        volleys = read_volleys(folder)
+        lost = sum(v.lost for v in volleys)
+        interval = scipy_stats.binomtest(lost, len(volleys)).proportion_ci(0.95)
+        fit = fit_delay(volleys)
+        spread = np.std([v.rtt / 2 - fit.delay_at(v.length) for v in volleys if not v.lost],
+                        ddof=2) if fit else math.nan
+        what = ", ".join(filter(None, (
+            f"jitter {link.jitter_s * 1e3:g} ms {link.distribution}" if link.jitter_s else "",
+            f"loss {link.loss}" if link.loss else "", f"glitch {link.glitch}" if link.glitch
+            else "", "bulk TCP cross traffic" if len(scenario.workloads) > 1 else ""))) or "none"
+        lines.append(f"| {name} | {what} | {echo_loss(link.loss):.2%} | {lost} of {len(volleys)} "
+                     f"[{interval.low:.2%}, {interval.high:.2%}] | {ms(jitter_sd(link))} | "
+                     f"{ms(spread)} |")
+    return lines + ["", "The spread about the line also holds glitches and queueing behind "
+                        "cross traffic, which the jitter column does not."]
+
+
+def plot_timelines(part, results, folder):
+    """The RFC's display: each volley's delay in order, with the timeouts of
+    RFC 793's and Mills' estimators (one way) -> [(file, caption)]."""
+    runs = part_runs(part)
+    if not runs:
+        return []
+    columns = min(4, len(runs))
+    rows = math.ceil(len(runs) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(3.6 * columns, 3.0 * rows), squeeze=False)
+    for ax, (name, _, run_folder) in zip(axes.flat, runs):
+        volleys = read_volleys(run_folder)
+        ax.plot([v.rtt / 2 * 1e3 for v in volleys], ".", markersize=2, label="delay")
+        for estimator, style in zip(ESTIMATORS[:2], ("-", "--")):
+            ax.plot([t / 2 * 1e3 for t in results[name][estimator.name].timeouts], style,
+                    linewidth=0.8, label=estimator.name.split(" (")[0] + " timeout")
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("volley", fontsize=8)
+        ax.set_ylabel("one-way delay (ms)", fontsize=8)
+    axes.flat[0].legend(fontsize=6)
+    for ax in list(axes.flat)[len(runs):]:
+        ax.axis("off")
+    title = "paths: delay of each volley and the estimators' timeouts (RFC 889 section 3.1)"
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(Path(folder) / "paths-timeouts.png", dpi=90)
+    plt.close(fig)
+    return [("paths-timeouts.png", title)]
+
+
 def plot_paths(part, folder, stem, title):
     """Delay against length per path, volleys and fitted line(s) -> [(file, caption)]."""
     runs = part_runs(part)
@@ -484,8 +562,11 @@ def write_report(root, path):
                   "path); aqmlab rows: each estimator simulated on the same volleys of the "
                   "modelled path.", ""]
         lines += timeout_lines(results, pub) + [""] + mills_gain_lines(results) + [""]
+        lines += ["## The impairments as the probe measured them", ""]
+        lines += impairment_lines(parts["paths"]) + [""]
         plots += plot_paths(parts["paths"], figures, "paths-delay-length",
                             "paths: one-way delay against length, least-squares line(s)")
+        plots += plot_timelines(parts["paths"], results, figures)
     lines += load_lines(parts)
     lines += [""] + measured_lines(read_wall(root)) + [""]
     return save_report(path, lines, figures, plots, "Figures")
