@@ -21,6 +21,7 @@ TCP_PROTOCOL = 6
 DROP_FIELDS = ("t", "flow", "workload", "seq")
 TIMING = re.compile(r"softswitch: port (\d+) timing: (\d+) frames sent, ([\d.]+) us late on "
                     r"average, max (\d+) us, (\d+) more than 1 ms late")
+CPU = re.compile(r"softswitch: cpu: ([\d.]+) s over ([\d.]+) s")
 
 
 def drop_rows(pcap_path, epoch, workload_of_client):
@@ -51,14 +52,19 @@ def drop_rows(pcap_path, epoch, workload_of_client):
 
 
 def switch_timing(log_path, port):
-    """{frames, late_us_mean, late_us_max, late_over_1ms} of one port from a
-    softswitch log, or None if the switch did not print it (killed, or BMv2)."""
+    """{frames, late_us_mean, late_us_max, late_over_1ms, cpu_share} of one
+    port from a softswitch log (cpu_share: the switch process's CPU seconds
+    per second of its life), or None if the switch did not print it (killed,
+    or BMv2)."""
     path = Path(log_path)
     if not path.exists():
         return None
-    for match in TIMING.finditer(path.read_text(errors="replace")):
+    text = path.read_text(errors="replace")
+    cpu = CPU.search(text)
+    for match in TIMING.finditer(text):
         if int(match.group(1)) == port:
             return {"frames": int(match.group(2)), "late_us_mean": float(match.group(3)),
-                    "late_us_max": int(match.group(4)),
-                    "late_over_1ms": int(match.group(5))}
+                    "late_us_max": int(match.group(4)), "late_over_1ms": int(match.group(5)),
+                    "cpu_share": (float(cpu.group(1)) / float(cpu.group(2))
+                                  if cpu and float(cpu.group(2)) > 0 else None)}
     return None

@@ -100,4 +100,5 @@ def test_run_folder_has_the_switchs_drop_records_and_timing(tmp_path):
     assert 1 < len(flows) <= 16
     timing = json.loads((run / "result.json").read_text())["bottleneck"]["switch_timing"]
     assert timing["frames"] > 1000 and 0 <= timing["late_us_mean"] <= timing["late_us_max"]
+    assert 0 < timing["cpu_share"] <= 2      # one process, 2 cores
     assert not (run / "lab" / "drops").exists()    # the pcaps are removed once read

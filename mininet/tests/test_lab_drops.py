@@ -43,9 +43,10 @@ def test_timing_line_of_one_port(tmp_path):
                    "softswitch: port 1 timing: 10 frames sent, 3.5 us late on average, max 40 us,"
                    " 0 more than 1 ms late\n"
                    "softswitch: port 1000 timing: 99 frames sent, 12.0 us late on average, max "
-                   "1500 us, 2 more than 1 ms late\n")
+                   "1500 us, 2 more than 1 ms late\n"
+                   "softswitch: cpu: 12.5 s over 50.0 s\n")
     assert switch_timing(log, 1000) == {"frames": 99, "late_us_mean": 12.0, "late_us_max": 1500,
-                                        "late_over_1ms": 2}
+                                        "late_over_1ms": 2, "cpu_share": 0.25}
     assert switch_timing(log, 7) is None
     assert switch_timing(tmp_path / "missing.log", 1) is None
 

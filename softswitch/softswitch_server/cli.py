@@ -7,9 +7,11 @@ SIGINT/SIGTERM stop the gRPC server and the packet threads cleanly.
 import argparse
 import logging
 import os
+import resource
 import signal
 import sys
 import threading
+import time
 
 from google.protobuf import text_format
 
@@ -163,12 +165,16 @@ def run(args) -> int:
         signal.signal(sig, lambda *_: stop.set())
     sw.start()
     server.start()
+    started = time.monotonic()
     print(f"softswitch: P4Runtime on {args.grpc_server_addr}, ports "
           f"{ {p: i for p, i in sorted(args.ports.items())} }", file=sys.stderr, flush=True)
     stop.wait()
     server.stop()
     sw.stop()
     print_timing(sw)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(f"softswitch: cpu: {usage.ru_utime + usage.ru_stime:.1f} s over "
+          f"{time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
     return 0
 
 
