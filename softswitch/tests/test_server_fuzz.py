@@ -551,3 +551,93 @@ def test_mutated_profile_batches_keep_server_and_model_equal(program, ids):
         client.close()
         wait_for_no_clients(srv)
         srv.stop()
+
+
+# ---- action profiles, property test: random updates never crash, refusals change nothing ----
+PROFILE_IDS = {}   # filled by the profile_device fixture (ids of fixtures/selector.p4)
+
+
+MEMBER_IDS = st.sampled_from([1, 2, 3, 4, 0])   # sampled: hypothesis favours 0 in integers()
+GROUP_IDS = st.sampled_from([1, 2, 3, 0])
+WEIGHTS = st.sampled_from([1, 1, 2, 3, 0])
+
+
+@st.composite
+def profile_entities(draw):
+    ids = PROFILE_IDS
+    profile = draw(st.sampled_from([ids["ecmp_selector"]] * 3 + [ids["tos_profile"], 0, 5]))
+    action = p4runtime_pb2.Action(action_id=draw(st.sampled_from(
+        [ids["set_nexthop"], ids["set_tos"], ids["drop"], 0])))
+    if draw(st.sampled_from([True, True, True, False])):   # mostly the right parameters
+        widths = {ids["set_nexthop"]: 2, ids["set_tos"]: 1}.get(action.action_id, 0)
+        for param_id in range(1, widths + 1):
+            action.params.add(param_id=param_id, value=bytes([draw(st.sampled_from([1, 2, 3, 0]))]))
+    else:
+        for _ in range(draw(st.integers(0, 3))):
+            action.params.add(param_id=draw(st.integers(0, 3)), value=draw(small_bytes))
+    kind = draw(st.sampled_from(["member", "group", "entry"]))
+    if kind == "member":
+        m = pb.ActionProfileMember(action_profile_id=profile, member_id=draw(MEMBER_IDS))
+        if draw(st.sampled_from([True, True, True, False])):
+            m.action.CopyFrom(action)
+        return pb.Entity(action_profile_member=m)
+    if kind == "group":
+        g = pb.ActionProfileGroup(action_profile_id=profile, group_id=draw(GROUP_IDS),
+                                  max_size=draw(st.sampled_from([4, 4, 4, 0, 5, -1])))
+        for _ in range(draw(st.integers(0, 4))):
+            gm = g.members.add(member_id=draw(MEMBER_IDS), weight=draw(WEIGHTS))
+            if draw(st.integers(0, 5)) == 0:
+                gm.watch_port = draw(small_bytes)
+        return pb.Entity(action_profile_group=g)
+    e = pb.TableEntry(table_id=draw(st.sampled_from([ids["ecmp"], ids["tos_by_port"]])))
+    m = e.match.add(field_id=1)
+    if e.table_id == ids["ecmp"]:
+        m.lpm.value, m.lpm.prefix_len = bytes([10, draw(st.integers(0, 2)), 0, 0]), 16
+    else:
+        m.exact.value = bytes([draw(st.integers(0, 2))])
+    which = draw(st.sampled_from(["member", "group", "set", "action", "none"]))
+    if which == "member":
+        e.action.action_profile_member_id = draw(MEMBER_IDS)
+    elif which == "group":
+        e.action.action_profile_group_id = draw(GROUP_IDS)
+    elif which == "set":
+        for _ in range(draw(st.integers(0, 3))):
+            e.action.action_profile_action_set.action_profile_actions.add(
+                action=action, weight=draw(WEIGHTS))
+    elif which == "action":
+        e.action.action.CopyFrom(action)
+    return pb.Entity(table_entry=e)
+
+
+def profile_state_of(device) -> list:
+    wildcards = [pb.Entity(table_entry=pb.TableEntry()),
+                 pb.Entity(action_profile_member=pb.ActionProfileMember()),
+                 pb.Entity(action_profile_group=pb.ActionProfileGroup())]
+    return [e.SerializeToString(deterministic=True)
+            for reply in device.read(wildcards) for e in reply.entities]
+
+
+@pytest.fixture(scope="module")
+def profile_device(program, ids):
+    PROFILE_IDS.update(ids)
+    dev = Device(se.Switch(ports={}, cpu_port=255, seed=1))
+    p4info, device_json = pair(program)
+    dev.set_pipeline(SetAction.VERIFY_AND_COMMIT, p4runtime_pb2.ForwardingPipelineConfig(
+        p4info=p4info, p4_device_config=device_json))
+    return dev
+
+
+@settings(max_examples=600, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_profile_updates_are_applied_or_refused_cleanly(profile_device, data):
+    """Malformed and odd member/group/indirect-entry updates (unknown profiles and ids,
+    weight 0, watch ports, wrong action kinds): never a crash, a refusal changes
+    nothing. (Mostly refusals; the model test above covers accepted state.)"""
+    update_type = data.draw(st.sampled_from([Update.INSERT, Update.INSERT, Update.MODIFY, Update.DELETE]))
+    entity = data.draw(profile_entities())
+    before = profile_state_of(profile_device)
+    try:
+        profile_device.write(Update(type=update_type, entity=entity))
+    except P4RuntimeError:
+        assert profile_state_of(profile_device) == before
