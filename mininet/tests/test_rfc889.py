@@ -197,6 +197,12 @@ def test_report_has_both_rfc_tables_for_every_path(tmp_path):
     impaired = "\n".join(rfc889.impairment_lines(part))
     assert "| ucl | jitter 300 ms normal, loss 0.9%, glitch 120s 3s | 1.79% | 1 of 101 [" in impaired
     assert "| isid-h |" in impaired and "bulk TCP cross traffic" in impaired
+    assert rfc889.linux_lines(part) == []
+    run = next(r for r in part.loaded.runs if r.scenario.name == "isid-h")
+    part.loaded.results[run.run_id] = {"flow_stats": {"cross/cross.0.0": {
+        "data_segments": 200, "retransmits": 5, "rtt_ms": 1234.0}}}
+    assert "- isid-h, cross/cross.0.0 (reno): 200 data segments, 5 retransmitted (2.5%); " \
+           "Linux's smoothed RTT 1234 ms." in rfc889.linux_lines(part)
 
 
 def test_echo_loss_is_two_crossings_of_the_configured_loss():

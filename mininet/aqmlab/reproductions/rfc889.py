@@ -468,6 +468,27 @@ def impairment_lines(part):
                         "cross traffic, which the jitter column does not."]
 
 
+def linux_lines(part):
+    """Linux's own retransmissions on the paths with TCP cross traffic (the
+    senders' tcp_info over each connection's life)."""
+    lines = []
+    for name, scenario, folder in part_runs(part):
+        flows = part.loaded.results[folder.name].get("flow_stats", {})
+        for flow, stats in sorted(flows.items()):
+            sent = stats["data_segments"]
+            share = f" ({stats['retransmits'] / sent:.1%})" if sent else ""
+            lines.append(f"- {name}, {flow} ({scenario.tcp.cc}): {sent} data segments, "
+                         f"{stats['retransmits']} retransmitted{share}; Linux's smoothed RTT "
+                         f"{stats['rtt_ms']:.0f} ms.")
+    if not lines:
+        return []
+    return ["## Linux's own retransmission timer on the same paths (extension)", "",
+            "The bulk cross traffic is Linux TCP (RFC 6298 timer with a 200 ms minimum, RACK, "
+            "TLP, F-RTO) on the same line; its sender's tcp_info:", ""] + lines + [
+            "", "tcp_info does not tell spurious retransmissions apart here (the agent does "
+            "not record DSACKs), so only their total is shown.", ""]
+
+
 def plot_timelines(part, results, folder):
     """The RFC's display: each volley's delay in order, with the timeouts of
     RFC 793's and Mills' estimators (one way) -> [(file, caption)]."""
@@ -563,7 +584,7 @@ def write_report(root, path):
                   "modelled path.", ""]
         lines += timeout_lines(results, pub) + [""] + mills_gain_lines(results) + [""]
         lines += ["## The impairments as the probe measured them", ""]
-        lines += impairment_lines(parts["paths"]) + [""]
+        lines += impairment_lines(parts["paths"]) + [""] + linux_lines(parts["paths"])
         plots += plot_paths(parts["paths"], figures, "paths-delay-length",
                             "paths: one-way delay against length, least-squares line(s)")
         plots += plot_timelines(parts["paths"], results, figures)
