@@ -55,6 +55,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.typedefs = {}               # `typedef T Name`: Name -> T
         self.action_bindings = {}        # (action decl, control) -> args bound in a table
         self.action_profiles = []        # JSON action_profiles of the pipeline being lowered
+        self.anonymous_profiles = 0      # `implementation = action_profile(N)` instances so far
         self.splitter = ConditionSplitter()
         self.unroller = Unroller(self)
 

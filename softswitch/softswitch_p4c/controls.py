@@ -20,6 +20,7 @@ from .types import Bits, EnumT, ErrorT, ExternT, IntT, StructT, storage_width
 from .values import FieldRef, Val, as_bool, hexstr, mask_of
 
 END = "__END__"
+_PROFILE_TYPES = ("action_profile", "action_selector")
 DEFAULT_TABLE_SIZE = 1024
 
 
@@ -795,10 +796,12 @@ class ControlMixin:
         inst = None
         if isinstance(prop.value, A.Name):
             inst = self.eval_expr(prop.value, Ctx(tsym.scope)).extra.get("extern")
-        if inst is None or inst.type.name not in ("action_profile", "action_selector"):
+        elif isinstance(prop.value, A.Call) and isinstance(prop.value.func, A.Name) and \
+                prop.value.func.name in _PROFILE_TYPES:
+            inst = self.anonymous_profile(prop, tsym)
+        if inst is None or inst.type.name not in _PROFILE_TYPES:
             raise unsupported(prop.loc, f"table implementation '{self.describe(prop.value)}' "
-                                        f"(only a declared action_profile/action_selector "
-                                        f"instance)")
+                                        f"(only an action_profile/action_selector)")
         if "entries" in table:
             raise CompileError(prop.loc, "a table with an implementation cannot have entries")
         selector = inst.type.name == "action_selector"
@@ -815,6 +818,18 @@ class ControlMixin:
         if selector:
             ap["selector"] = {"algo": inst.info["algo"], "input": p4["selector_inputs"]}
         profiles.append(ap)
+
+    def anonymous_profile(self, prop, tsym):
+        """`implementation = action_profile(N);` (an instance without a declaration): named
+        by the property's @name, else `action_profile_<n>` (p4c's fresh name; p4c writes no
+        P4Info for it without @name, softswitch-p4c lists it under that name)."""
+        call = prop.value
+        name = f"action_profile_{self.anonymous_profiles}"
+        self.anonymous_profiles += 1
+        decl = A.Instance(call.loc, prop.annos, A.TypeRef(call.func.loc, call.func.name),
+                          call.args, name)
+        t = self.resolve_type(decl.type, tsym.scope)
+        return self.make_extern_instance(decl, t, tsym.scope, None)
 
     def bind_direct(self, tsym, prop, kind, table, p4):
         v = self.eval_expr(prop.value, Ctx(tsym.scope))

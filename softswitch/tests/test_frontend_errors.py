@@ -45,11 +45,12 @@ CASES = [
     ("width mismatch", dict(apply="meta.m8 = hdr.ipv4.srcAddr;"), "meta.m8 =", "bit<32>"),
     ("bad argument count", dict(ingress="action a(bit<8> x) { meta.m8 = x; }",
                                 apply="a(1, 2);"), "a(1, 2)", "arguments"),
-    ("action selector", dict(ingress="""
+    ("implementation not a profile", dict(ingress="""
         action a() { }
+        register<bit<8>>(4) r;
         table t { key = { meta.m8: exact; } actions = { a; }
-                  implementation = action_selector(HashAlgorithm.crc16, 16, 8); }""",
-                             apply="t.apply();"), "implementation", "action_selector"),
+                  implementation = r; }""",
+                             apply="t.apply();"), "implementation", "action_profile"),
     ("table applied twice", dict(ingress="""
         action a() { }
         table t { key = { meta.m8: exact; } actions = { a; } }""",
@@ -94,12 +95,9 @@ def test_error_points_at_the_defect(desc, kw, needle, words, tmp_path, capsys):
 
 
 def test_unsupported_constructs_are_named(tmp_path, capsys):
-    source = program(ingress="""
-        action a() { }
-        table t { key = { meta.m8: exact; } actions = { a; }
-                  implementation = action_profile(32w128); }""", apply="t.apply();")
+    source = program(decls="extern Sketch { Sketch(); }", ingress="Sketch() s;")
     _, _, msg, _ = compile_error(tmp_path, source, capsys)
-    assert msg.startswith("unsupported construct:") and "action_profile" in msg
+    assert msg.startswith("unsupported construct:") and "Sketch" in msg
 
 
 def test_error_in_an_included_file_names_that_file(tmp_path, capsys):
