@@ -37,7 +37,8 @@ from softswitch_server.tm import parse_loss
 from aqmlab import study
 from aqmlab.report import load_study
 from aqmlab.reproductions.common import (Reproduction, load_lines, measured_lines,
-                                         parts_present, read_wall, run_study, save_report)
+                                         parts_present, plan_lines, read_wall, run_study,
+                                         save_report)
 
 import matplotlib
 matplotlib.use("Agg")
@@ -518,8 +519,10 @@ def plot_timelines(part, results, folder):
     return [("paths-timeouts.png", title)]
 
 
-def plot_paths(part, folder, stem, title):
-    """Delay against length per path, volleys and fitted line(s) -> [(file, caption)]."""
+def plot_paths(part, folder, stem, title, robust=False):
+    """Delay against length per path, volleys and fitted line(s): the RFC's
+    least squares (split as the RFC's table), or with `robust` the
+    calibration's Siegel line -> [(file, caption)]."""
     runs = part_runs(part)
     if not runs:
         return []
@@ -532,12 +535,14 @@ def plot_paths(part, folder, stem, title):
         ax.scatter([v.length for v in answered], [v.rtt / 2 * 1e3 for v in answered], s=4,
                    alpha=0.5)
         split = name in {n for n, p in published()["paths"].items() if "single" in p["delay"]}
-        for kind, fit in fits_of(volleys, split).items():
+        fits = {"one": fit_robust(volleys)} if robust else fits_of(volleys, split)
+        for kind, fit in fits.items():
             if fit is None:
                 continue
             xs = {"one": (40, 256), "single": (40, SPLIT - 1), "multi": (SPLIT, 256)}[kind]
             ax.plot(xs, [fit.delay_at(x) * 1e3 for x in xs], color="C3")
-        ax.set_title(f"{name}: {configured_path(scenario)[0] / 1e3:.3g} kb/s", fontsize=9)
+        ax.set_title(f"{name}: line {scenario.topology.bottleneck.rate_bps / 1e3:g} kb/s, "
+                     f"{scenario.topology.bottleneck.delay_s * 1e3:g} ms", fontsize=9)
         ax.set_xlabel("length (IP octets)", fontsize=8)
         ax.set_ylabel("one-way delay (ms)", fontsize=8)
     for ax in list(axes.flat)[len(runs):]:
@@ -569,7 +574,8 @@ def write_report(root, path):
         if name in parts:
             lines += [f"## {title}", ""] + calibration_lines(parts[name])[0] + [""]
             plots += plot_paths(parts[name], figures, f"{name}-delay-length",
-                                f"{name}: one-way delay against length, least-squares line")
+                                f"{name}: one-way delay against length, Siegel line",
+                                robust=True)
     if "paths" in parts:
         results = timeout_results(parts["paths"])
         lines += ["## RFC 889 page 4: delay against length (published \\| aqmlab)", "",
@@ -589,8 +595,21 @@ def write_report(root, path):
                             "paths: one-way delay against length, least-squares line(s)")
         plots += plot_timelines(parts["paths"], results, figures)
     lines += load_lines(parts)
-    lines += [""] + measured_lines(read_wall(root)) + [""]
+    lines += [""] + measured_lines(read_wall(root)) + [""] + howto_lines()
     return save_report(path, lines, figures, plots, "Figures")
+
+
+def howto_lines():
+    """How to run the study, with the plan's wall-time estimate per part."""
+    sources = {part: EXPERIMENTS / f"{part}.toml" for part in PARTS}
+    plan = plan_lines(NAME, sources, planned_seconds)
+    return ["## Running it", "", "```", "aqmlab study rfc889 --out DIR            # both parts; "
+            "rerun to resume", "aqmlab study rfc889 --out DIR --quick    # the CI check (~1 min)",
+            "aqmlab study rfc889 --out DIR --report-only --report FILE.md", "```", "",
+            "Plan (estimated from each path's volleys at its configured round trip, one run at "
+            "a time; queueing behind cross traffic adds to isid-h): " + "; ".join(plan[1:]) + ".",
+            "Runs are timing-sensitive (the calibration resolves 0.2 ms): one at a time, not "
+            "beside other heavy work.", ""]
 
 
 def method_lines():
