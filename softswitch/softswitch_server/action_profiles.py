@@ -4,8 +4,9 @@ The controller's member and group ids are not the engine's: the server
 allocates the engine's own, because a member of weight w in a group is w
 engine members (the way PI lowers weights onto BMv2's unweighted groups), and
 a one-shot `ActionProfileActionSet` is a hidden group of hidden members that
-lives and dies with its table entry. Every update is validated completely
-before the engine is touched.
+lives and dies with its table entry. Members watching a port that is down
+(liveness.py) are left out of their groups' engine member lists until it is up
+again. Every update is validated completely before the engine is touched.
 """
 import itertools
 from collections import Counter
@@ -17,7 +18,7 @@ from p4.v1 import p4runtime_pb2
 from . import engine_calls as ec
 from .bytestrings import decode
 from .errors import (already_exists, failed_precondition, invalid, not_found,
-                     P4RuntimeError, unimplemented)
+                     P4RuntimeError)
 from .p4info_index import P4InfoIndex, ProfileInfo, TableInfo
 from .tables import ActionSpec, action_call, engine_args, fill_call
 
@@ -39,9 +40,18 @@ class GroupRef:
     group_id: int
 
 
+@dataclass(frozen=True)
+class Watch:
+    """A member's watch port, as written: `kind` "watch" (int32) or "watch_port" (bytes)."""
+    kind: str
+    value: object
+    port: int
+
+
 @dataclass
 class OneShot:
-    """An action set: (action, weight) pairs; engine ids once installed."""
+    """An action set: (action, weight, watch) triples; engine ids once installed
+    (engine_members[i] = the weight copies of action i)."""
     actions: tuple
     engine_group: int = 0
     engine_members: list = field(default_factory=list)
@@ -56,7 +66,7 @@ class Member:
 @dataclass
 class Group:
     engine_id: int
-    members: list  # [(member_id, weight)] as written (read back as written)
+    members: list  # [(member_id, weight, Watch or None)] as written (read back as written)
     max_size: int
 
 
@@ -65,16 +75,17 @@ class ProfileState:
         self.members = {}
         self.groups = {}
         self.refs = Counter()     # MemberRef/GroupRef -> table entries using it
-        self.oneshots = 0         # table entries programmed with action sets
+        self.oneshots = {}        # engine group -> OneShot of a table entry
         self.engine_members = 0   # engine members in use (copies included)
         self.member_ids = itertools.count(1)
         self.group_ids = itertools.count(1)
 
 
 class ActionProfiles:
-    def __init__(self, sw, index: P4InfoIndex):
+    def __init__(self, sw, index: P4InfoIndex, port_up=lambda port: True):
         self.sw = sw
         self.index = index
+        self.port_up = port_up   # watch ports: is this port up now?
         self.state = {pid: ProfileState() for pid in index.action_profiles}
 
     # ---- members ------------------------------------------------------
@@ -102,7 +113,7 @@ class ActionProfiles:
             current.action = spec
             return
         in_group = next((g for g, grp in st.groups.items()
-                         if any(mid == m.member_id for mid, _ in grp.members)), None)
+                         if any(mid == m.member_id for mid, _, _ in grp.members)), None)
         if in_group is not None:
             raise failed_precondition(f"action profile '{profile.name}': member {m.member_id} "
                                       f"is in group {in_group}")
@@ -151,7 +162,7 @@ class ActionProfiles:
                                       "is used by a table entry")
         ec.call(self.sw.act_prof_group_delete, profile.name, current.engine_id)
         del st.groups[g.group_id]
-        self._trim_copies(profile, st, [mid for mid, _ in current.members])
+        self._trim_copies(profile, st, [mid for mid, _, _ in current.members])
 
     def _check_max_size(self, profile, max_size):
         """Spec §9.2.2, rules on setting max_size."""
@@ -165,21 +176,22 @@ class ActionProfiles:
                                      f"{profile.size} are supported, max_size is {max_size}")
 
     def _group_members(self, profile, st, g, max_size) -> list:
-        """[(member_id, weight)] of `g`, validated."""
+        """[(member_id, weight, watch)] of `g`, validated."""
         members, seen = [], set()
         for m in g.members:
             if m.member_id in seen:
                 raise invalid(f"action profile '{profile.name}' group {g.group_id}: member "
                               f"{m.member_id} given twice (use its weight)")
             seen.add(m.member_id)
-            self._check_weight_and_watch(profile, m, f"member {m.member_id}")
+            watch = self._check_weight_and_watch(profile, m, f"member {m.member_id}")
             if m.member_id not in st.members:
                 raise not_found(f"action profile '{profile.name}': no member {m.member_id}")
-            members.append((m.member_id, m.weight))
-        self._check_group_size(profile, g.group_id, [w for _, w in members], max_size)
+            members.append((m.member_id, m.weight, watch))
+        self._check_group_size(profile, g.group_id, [w for _, w, _ in members], max_size)
         return members
 
     def _check_weight_and_watch(self, profile, m, what):
+        """Validate the weight; the Watch of `m` (None: always selected)."""
         if m.weight <= 0:
             raise invalid(f"action profile '{profile.name}' {what}: weight must be positive")
         if profile.sum_of_members and profile.max_member_weight and \
@@ -188,14 +200,16 @@ class ActionProfiles:
                           f"max_member_weight {profile.max_member_weight}")
         kind = m.WhichOneof("watch_kind")
         if kind is None or (kind == "watch_port" and m.watch_port == b""):
-            return
+            return None
         port = m.watch if kind == "watch" else \
             decode(m.watch_port, 32, f"action profile '{profile.name}' {what} watch_port")
         if port not in ec.call(self.sw.port_stats):
             raise invalid(f"action profile '{profile.name}' {what}: watch port {port} "
                           "is not a port of the switch")
-        raise unimplemented(f"action profile '{profile.name}' {what}: this target cannot "
-                            "watch port liveness (leave watch_port empty)")
+        return Watch(kind, getattr(m, kind), port)
+
+    def _live(self, watch) -> bool:
+        return watch is None or self.port_up(watch.port)
 
     def _check_group_size(self, profile, group_id, weights, max_size):
         size = len(weights) if profile.sum_of_members else sum(weights)
@@ -206,23 +220,44 @@ class ActionProfiles:
                                      f"{unit} {size}, more than its maximum size {limit}")
 
     def _set_group(self, profile, st, group, members):
-        """Give `group` these (member, weight) pairs, creating weight copies first."""
-        before = [mid for mid, _ in group.members]
-        needed = {mid: max(w, len(st.members[mid].copies)) for mid, w in members}
+        """Give `group` these (member, weight, watch), creating weight copies first."""
+        before = [mid for mid, _, _ in group.members]
+        needed = {mid: max(w, len(st.members[mid].copies)) for mid, w, _ in members}
         self._reserve(profile, st, sum(n - len(st.members[mid].copies) for mid, n in needed.items()))
         for mid, n in needed.items():
             member = st.members[mid]
             while len(member.copies) < n:
                 member.copies.append(self._new_engine_member(profile, st, member.action))
-        engine = [eid for mid, w in members for eid in st.members[mid].copies[:w]]
-        ec.call(self.sw.act_prof_group_set, profile.name, group.engine_id, engine)
+        self._install_group(profile, st, group.engine_id, members)
         group.members = members
         self._trim_copies(profile, st, before)
+
+    def _install_group(self, profile, st, engine_id, members):
+        """The engine group: each live member's first `weight` copies."""
+        engine = [eid for mid, w, watch in members if self._live(watch)
+                  for eid in st.members[mid].copies[:w]]
+        ec.call(self.sw.act_prof_group_set, profile.name, engine_id, engine)
+
+    def _install_oneshot(self, profile, target):
+        engine = [eid for (_, _, watch), copies in zip(target.actions, target.engine_members)
+                  if self._live(watch) for eid in copies]
+        ec.call(self.sw.act_prof_group_set, profile.name, target.engine_group, engine)
+
+    def ports_changed(self, ports: set) -> None:
+        """Re-install every group and action set with a member watching one of `ports`."""
+        for pid, st in self.state.items():
+            profile = self.index.action_profiles[pid]
+            for group in st.groups.values():
+                if any(watch and watch.port in ports for _, _, watch in group.members):
+                    self._install_group(profile, st, group.engine_id, group.members)
+            for target in st.oneshots.values():
+                if any(watch and watch.port in ports for _, _, watch in target.actions):
+                    self._install_oneshot(profile, target)
 
     def _trim_copies(self, profile, st, member_ids):
         """Delete the weight copies no group needs any more."""
         for mid in set(member_ids):
-            need = max([1] + [w for g in st.groups.values() for m, w in g.members if m == mid])
+            need = max([1] + [w for g in st.groups.values() for m, w, _ in g.members if m == mid])
             member = st.members[mid]
             self._delete_engine_members(profile, st, member.copies[need:])
             del member.copies[need:]
@@ -259,13 +294,13 @@ class ActionProfiles:
     def _oneshot(self, profile, st, table, action_set) -> OneShot:
         actions = []
         for i, a in enumerate(action_set.action_profile_actions):
-            self._check_weight_and_watch(profile, a, f"action set item {i}")
+            watch = self._check_weight_and_watch(profile, a, f"action set item {i}")
             spec = action_call(self.index, f"table '{table.name}'", table.action_scopes,
                                a.action, default=False)
-            actions.append((spec, a.weight))
+            actions.append((spec, a.weight, watch))
         if not actions:
             raise invalid(f"table '{table.name}': empty action set")
-        weights = [w for _, w in actions]
+        weights = [w for _, w, _ in actions]
         size = len(weights) if profile.sum_of_members else sum(weights)
         if profile.max_group_size and size > profile.max_group_size:
             raise invalid(f"table '{table.name}': action set of size {size} exceeds "
@@ -284,16 +319,16 @@ class ActionProfiles:
             st.refs[target] += 1
             return ("group", st.groups[target.group_id].engine_id)
         try:
-            for spec, weight in target.actions:
+            for spec, weight, _ in target.actions:
+                target.engine_members.append([])
                 for _ in range(weight):
-                    target.engine_members.append(self._new_engine_member(profile, st, spec))
+                    target.engine_members[-1].append(self._new_engine_member(profile, st, spec))
             target.engine_group = next(st.group_ids)
-            ec.call(self.sw.act_prof_group_set, profile.name, target.engine_group,
-                    target.engine_members)
+            self._install_oneshot(profile, target)
         except P4RuntimeError:
-            self._delete_engine_members(profile, st, target.engine_members)
+            self._delete_engine_members(profile, st, _flat(target.engine_members))
             raise
-        st.oneshots += 1
+        st.oneshots[target.engine_group] = target
         return ("group", target.engine_group)
 
     def release(self, table: TableInfo, target) -> None:
@@ -301,8 +336,8 @@ class ActionProfiles:
         profile, st = self._profile(table.implementation_id)
         if isinstance(target, OneShot):
             ec.call(self.sw.act_prof_group_delete, profile.name, target.engine_group)
-            self._delete_engine_members(profile, st, target.engine_members)
-            st.oneshots -= 1
+            self._delete_engine_members(profile, st, _flat(target.engine_members))
+            del st.oneshots[target.engine_group]
         else:
             st.refs[target] -= 1
 
@@ -313,8 +348,9 @@ class ActionProfiles:
             action.action_profile_group_id = target.group_id
         else:
             action_set = action.action_profile_action_set
-            for spec, weight in target.actions:
+            for spec, weight, watch in target.actions:
                 item = action_set.action_profile_actions.add(weight=weight)
+                _fill_watch(item, watch)
                 fill_call(self.index, spec, item.action)
 
     # ---- reads --------------------------------------------------------
@@ -339,8 +375,8 @@ class ActionProfiles:
                     continue
                 out = add()
                 out.action_profile_id, out.group_id, out.max_size = profile.id, gid, group.max_size
-                for mid, weight in group.members:
-                    out.members.add(member_id=mid, weight=weight)
+                for mid, weight, watch in group.members:
+                    _fill_watch(out.members.add(member_id=mid, weight=weight), watch)
                 yield
 
     def _read_scope(self, profile_id):
@@ -374,6 +410,15 @@ class ActionProfiles:
         for eid in eids:
             ec.call(self.sw.act_prof_member_delete, profile.name, eid)
             st.engine_members -= 1
+
+
+def _flat(lists) -> list:
+    return [x for items in lists for x in items]
+
+
+def _fill_watch(message, watch) -> None:
+    if watch is not None:
+        setattr(message, watch.kind, watch.value)
 
 
 def _mixing(profile) -> P4RuntimeError:

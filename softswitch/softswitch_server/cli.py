@@ -153,7 +153,7 @@ def run(args) -> int:
         print("softswitch: --lenient: loading JSON that BMv2 would refuse", file=sys.stderr)
     for port, config in args.port_configs.items():
         sw.configure_port(port, **config.engine_kwargs())
-    server = SoftswitchServer(sw, args.grpc_server_addr, args.device_id)
+    server = SoftswitchServer(sw, args.grpc_server_addr, args.device_id, interfaces=args.ports)
     if args.json:
         try:
             _load_initial(server, sw, args)

@@ -38,8 +38,8 @@ class PipelineConfig:
 class EntityState:
     """Everything the controller wrote for one committed pipeline."""
 
-    def __init__(self, sw, index: P4InfoIndex):
-        self.profiles = ActionProfiles(sw, index)
+    def __init__(self, sw, index: P4InfoIndex, port_up):
+        self.profiles = ActionProfiles(sw, index, port_up)
         self.tables = TableStore(sw, index, self.profiles)
         self.counters = Counters(sw, index)
         self.meters = Meters(sw, index)
@@ -78,9 +78,10 @@ class EntityState:
 
 
 class Device:
-    def __init__(self, sw, device_id: int = 0):
+    def __init__(self, sw, device_id: int = 0, port_up=lambda port: True):
         self.sw = sw
         self.device_id = device_id
+        self.port_up = port_up   # liveness of watch ports (liveness.PortLiveness.is_up)
         self.lock = threading.RLock()
         self.active = None   # PipelineConfig
         self.saved = None    # PipelineConfig from VERIFY_AND_SAVE
@@ -125,7 +126,7 @@ class Device:
     def _commit(self, pipeline: PipelineConfig, replay: list) -> None:
         ec.call(self.sw.load_pipeline, pipeline.json_text)
         self.active, self.saved = pipeline, None
-        self.state = EntityState(self.sw, pipeline.index)
+        self.state = EntityState(self.sw, pipeline.index, self.port_up)
         for update_type, entity in replay:
             self._apply(update_type, entity)
 
@@ -182,6 +183,12 @@ class Device:
             if response_type not in ResponseType.values():
                 raise invalid(f"unknown response_type {response_type}")
             return out
+
+    def ports_changed(self, ports: set) -> None:
+        """Watch ports went up or down: re-install the groups that watch them."""
+        with self.lock:
+            if self.state is not None:
+                self.state.profiles.ports_changed(ports)
 
     def require_pipeline(self) -> None:
         if self.state is None:

@@ -17,6 +17,7 @@ from .arbitration import Arbitrator
 from .device import Device
 from .digests import DigestBatcher
 from .errors import P4RuntimeError, failed_precondition
+from .liveness import LivenessMonitor, PortLiveness
 from .packetio import decode_packet_in
 from .service import P4RuntimeService
 
@@ -115,11 +116,16 @@ class PacketIO:
 
 
 class SoftswitchServer:
-    """The P4Runtime server for one engine `Switch` (call start(), then stop())."""
+    """The P4Runtime server for one engine `Switch` (call start(), then stop()).
+    `interfaces` ({port: interface name}, the Switch's ports) are watched for
+    action selector watch ports."""
 
-    def __init__(self, sw, address: str = "127.0.0.1:9559", device_id: int = 0):
+    def __init__(self, sw, address: str = "127.0.0.1:9559", device_id: int = 0,
+                 interfaces: dict = None):
         self.sw = sw
-        self.device = Device(sw, device_id)
+        liveness = PortLiveness(interfaces or {})
+        self.device = Device(sw, device_id, port_up=liveness.is_up)
+        self.liveness = LivenessMonitor(liveness, self.device.ports_changed)
         self.arbitrator = Arbitrator(device_id)
         self.packet_io = PacketIO(sw, self.device, self.arbitrator)
         # gRPC sets SO_REUSEPORT by default: a second switch on the same
@@ -140,6 +146,7 @@ class SoftswitchServer:
 
     def start(self) -> None:
         self.packet_io.start()
+        self.liveness.start()
         self.grpc.start()
         log.info("P4Runtime server listening on %s (device id %d)", self.address,
                  self.device.device_id)
@@ -147,3 +154,4 @@ class SoftswitchServer:
     def stop(self, grace_s: float = 1.0) -> None:
         self.grpc.stop(grace_s).wait()
         self.packet_io.stop()
+        self.liveness.stop()

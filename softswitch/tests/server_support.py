@@ -34,7 +34,7 @@ def start_server(cpu_port=255, ports=None, seed=1, device_id=0):
     import softswitch_engine as se
     from softswitch_server.server import SoftswitchServer
     sw = se.Switch(ports=ports or {}, cpu_port=cpu_port, seed=seed)
-    server = SoftswitchServer(sw, "127.0.0.1:0", device_id)
+    server = SoftswitchServer(sw, "127.0.0.1:0", device_id, interfaces=ports)
     server.start()
     return server, f"127.0.0.1:{server.port}"
 

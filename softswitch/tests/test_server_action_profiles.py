@@ -267,9 +267,6 @@ def _cases(ids):
         "watch port not on the switch": (Update.INSERT, dict(action_profile_group=pb.ActionProfileGroup(
             action_profile_id=ids["ecmp_selector"], group_id=11, max_size=4,
             members=[pb.ActionProfileGroup.Member(member_id=1, weight=1, watch_port=b"\x07")])), "INVALID_ARGUMENT"),
-        "watched port": (Update.INSERT, dict(action_profile_group=pb.ActionProfileGroup(
-            action_profile_id=ids["ecmp_selector"], group_id=11, max_size=4,
-            members=[pb.ActionProfileGroup.Member(member_id=1, weight=1, watch_port=b"\xff")])), "UNIMPLEMENTED"),
         "direct action in an indirect table": (Update.INSERT, dict(table_entry=E(ids, b"\x0b\x00\x00\x00", 8, action=nh)), "INVALID_ARGUMENT"),
         "unknown member in an entry": (Update.INSERT, dict(table_entry=E(ids, b"\x0b\x00\x00\x00", 8, action_profile_member_id=9)), "NOT_FOUND"),
         "unknown group in an entry": (Update.INSERT, dict(table_entry=E(ids, b"\x0b\x00\x00\x00", 8, action_profile_group_id=9)), "NOT_FOUND"),
@@ -386,3 +383,52 @@ def test_sum_of_members_semantics_counts_members_and_caps_weights(program, ids):
         client.close()
         wait_for_no_clients(srv)
         srv.stop()
+
+
+# ---- watch ports ---------------------------------------------------------------
+def test_members_watching_a_down_port_leave_their_group(program, ids):
+    """Spec §9.2.2: a member whose watch port is down is not selected; it is back
+    when the port is up. Read-back keeps the watch fields as written."""
+    import softswitch_engine as se
+    from softswitch_server.device import Device
+    ports_up = {1: True, 255: True}
+    device = Device(se.Switch(ports={1: "lo"}, cpu_port=255), port_up=ports_up.__getitem__)
+    device.load_json(program[1].read_text(), pair(program)[0])
+    write = lambda kind, **entity: device.write(Update(type=kind, entity=pb.Entity(**entity)))  # noqa: E731
+    for i, port in ((1, 1), (2, 2)):
+        write(Update.INSERT, action_profile_member=member(ids, i, nexthop(ids, port)))
+    watched = pb.ActionProfileGroup(action_profile_id=ids["ecmp_selector"], group_id=10, max_size=4)
+    watched.members.add(member_id=1, weight=1, watch_port=b"\x01")
+    watched.members.add(member_id=2, weight=1, watch=255)
+    write(Update.INSERT, action_profile_group=watched)
+    write(Update.INSERT, table_entry=ecmp_entry(ids, b"\x0a\x00\x00\x00", 8, action_profile_group_id=10))
+    one_shot = ecmp_entry(ids, b"\x0b\x00\x00\x00", 8)
+    for port in (1, 2):
+        item = one_shot.action.action_profile_action_set.action_profile_actions.add(
+            action=nexthop(ids, port), weight=1)
+        if port == 1:
+            item.watch_port = b"\x01"
+    [reply] = device.read([pb.Entity(action_profile_group=pb.ActionProfileGroup())])
+    assert reply.entities[0].action_profile_group == watched
+
+    def ports_of(dst):
+        return {device.sw.process_packet(0, ipv4_frame(src, dst))[0][0] for src in range(64)}
+    assert ports_of(0x0A000001) == {1, 2}
+    ports_up[1] = False
+    device.ports_changed({1})
+    assert ports_of(0x0A000001) == {2}
+    ports_up[1] = True
+    device.ports_changed({1})
+    assert ports_of(0x0A000001) == {1, 2}
+    # a one-shot set obeys the same rule (a second selector table would share the
+    # profile, so the group above goes first: one style per selector)
+    write(Update.DELETE, table_entry=ecmp_entry(ids, b"\x0a\x00\x00\x00", 8))
+    write(Update.DELETE, action_profile_group=group(ids, 10, []))
+    for i in (1, 2):
+        write(Update.DELETE, action_profile_member=member(ids, i))
+    write(Update.INSERT, table_entry=one_shot)
+    [reply] = device.read([pb.Entity(table_entry=pb.TableEntry(table_id=ids["ecmp"]))])
+    assert reply.entities[0].table_entry == one_shot
+    ports_up[1] = False
+    device.ports_changed({1})
+    assert ports_of(0x0B000001) == {2}

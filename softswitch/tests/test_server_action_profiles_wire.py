@@ -98,3 +98,31 @@ def test_frames_leave_through_a_member_and_a_group(wired_switch, ids):
     member_ports = {port for port, frame in arrived if frame[30:32] == b"\x0a\x01"}
     group_ports = {port for port, frame in arrived if frame[30:32] == b"\x0a\x00"}
     assert member_ports == {1} and group_ports == {1, 2}
+
+
+def test_a_member_leaves_its_group_while_its_watch_port_is_down(wired_switch, ids):
+    """The peer of port 2 goes down (carrier lost on the switch's end): the member
+    watching port 2 stops being selected, and is selected again once it is up."""
+    import time
+    srv, client, ns, peers = wired_switch
+    for i in (1, 2):
+        client.insert(action_profile_member=member(ids, i, nexthop(ids, i)))
+    watched = group(ids, 10, [1, 2])
+    for m in watched.members:
+        m.watch_port = bytes([m.member_id])
+    client.insert(action_profile_group=watched)
+    client.insert(table_entry=ecmp_entry(ids, b"\x0a\x00\x00\x00", 8, action_profile_group_id=10))
+
+    def ports_once_settled(want, timeout_s=10.0):
+        """The group's ports over 32 flows, waiting for the liveness poll (100 ms)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            seen = {srv.sw.process_packet(0, ipv4_frame(src, 0x0A000001))[0][0] for src in range(32)}
+            if seen == want or time.monotonic() > deadline:
+                return seen
+            time.sleep(0.05)
+    assert ports_once_settled({1, 2}) == {1, 2}
+    netlab.sh("ip", "link", "set", "dev", peers[2], "down", ns=ns)
+    assert ports_once_settled({1}) == {1}
+    netlab.sh("ip", "link", "set", "dev", peers[2], "up", ns=ns)
+    assert ports_once_settled({1, 2}) == {1, 2}
