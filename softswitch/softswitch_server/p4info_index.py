@@ -174,6 +174,10 @@ class P4InfoIndex:
         tables = [self.tables.get(tid) for tid in p.table_ids]
         if not tables or None in tables or p.size <= 0 or p.max_group_size < 0:
             raise invalid(f"P4Info: action profile '{name}' needs known table_ids and a positive size")
+        if p.max_group_size > p.size:   # spec §9.2.2: the target must hold such groups
+            raise invalid(f"P4Info: action profile '{name}': max_group_size {p.max_group_size} "
+                          f"exceeds its size {p.size} (a group's members, with their weights, "
+                          "take that many of the profile's entries on this target)")
         scopes = tables[0].action_scopes
         if any(t.action_scopes.keys() != scopes.keys() for t in tables):
             raise invalid(f"P4Info: the tables of action profile '{name}' must have the same actions")

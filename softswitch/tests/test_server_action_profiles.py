@@ -432,3 +432,14 @@ def test_members_watching_a_down_port_leave_their_group(program, ids):
     ports_up[1] = False
     device.ports_changed({1})
     assert ports_of(0x0B000001) == {2}
+
+
+def test_max_group_size_beyond_the_profile_size_is_refused(program):
+    """Spec §9.2.2: a pipeline whose groups the target cannot hold is refused."""
+    from softswitch_server.errors import P4RuntimeError
+    from softswitch_server.p4info_index import P4InfoIndex
+    p4info, _ = pair(program)
+    next(p for p in p4info.action_profiles if p.with_selector).max_group_size = 9
+    with pytest.raises(P4RuntimeError) as e:
+        P4InfoIndex(p4info)
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "max_group_size 9" in e.value.message
