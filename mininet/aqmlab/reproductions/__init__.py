@@ -2,4 +2,5 @@
 
 STUDIES = {"rfc2884": "aqmlab.reproductions.rfc2884",
            "rfc2415": "aqmlab.reproductions.rfc2415",
-           "rfc889": "aqmlab.reproductions.rfc889"}
+           "rfc889": "aqmlab.reproductions.rfc889",
+           "buffers": "aqmlab.reproductions.buffers"}
