@@ -98,3 +98,4 @@ def test_verdict_words_follow_the_interval():
 def test_transfer_sizes_fall_into_the_report_bins():
     assert [buffers.size_bin(s) for s in (0, 9_999, 10_000, 999_999, 5_000_000)] == \
         ["< 10 KB", "< 10 KB", "10-100 KB", "100 KB-1 MB", ">= 1 MB"]
+

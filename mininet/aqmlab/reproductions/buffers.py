@@ -235,13 +235,19 @@ def scale_rows(part):
         result = part.loaded.results[run.run_id]
         values, ok = run_fidelity(result)
         load = json.loads((part.loaded.folder / run.run_id / "run.json").read_text())
-        rows.append({"run": run.run_id, "scenario": run.scenario, "n": flows(run.scenario),
+        workload = result["workloads"][run.scenario.workloads[0].name]
+        rows.append({"jain": workload.get("jain_index"), "rtt_ms": workload.get("rtt_ms"),
+                     "base_rtt_ms": 1000 * run.scenario.topology.base_rtt_s,"run": run.run_id, "scenario": run.scenario, "n": flows(run.scenario),
                      "hosts": 2 * sum(w.pairs for w in run.scenario.workloads),
                      "kind": run.scenario.workloads[0].kind,
                      "pacing": pacing_of(run.scenario.workloads[0].tcp), "ok": ok,
                      "load": (load["load_average_at_start"][0], result["load_average_at_end"][0]),
                      **values})
     return sorted(rows, key=lambda r: (r["kind"], r["pacing"], r["n"]))
+
+
+def cell(value, spec):
+    return "—" if value is None else format(value, spec)
 
 
 def largest_faithful(rows):
@@ -264,15 +270,16 @@ def scale_lines(parts):
         return ["Not measured yet: `aqmlab study buffers --out DIR --parts scale,scale_web` on a "
                 "quiet machine (take /tmp/aqmlab-quiet on a shared one)."]
     lines = ["| workload | pacing | n (pairs x conn.) | hosts | utilisation % | R1 late mean / max "
-             "(us) | > 1 ms late % | R1 CPU (cores) | load avg start -> end | faithful |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "(us) | > 1 ms late % | R1 CPU (cores) | load avg start -> end | Jain | srtt ms "
+             "(base) | faithful |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         w = r["scenario"].workloads[0]
         lines.append(f"| {r['kind']} | {r['pacing']} | {r['n']} ({w.pairs} x {w.connections}) | "
                      f"{r['hosts']} | {100 * r['utilisation']:.1f} | {r['late_us_mean']:.0f} / "
                      f"{r['late_us_max']:.0f} | {100 * r['late_over_1ms']:.2f} | "
                      f"{r['cpu_share']:.2f} | {r['load'][0]:.1f} -> {r['load'][1]:.1f} | "
-                     f"{'yes' if r['ok'] else 'NO'} |")
+                     f"{cell(r['jain'], '.2f')} | {cell(r['rtt_ms'], '.0f')} "
+                     f"({r['base_rtt_ms']:.0f}) | {'yes' if r['ok'] else 'NO'} |")
     limits = largest_faithful(rows)
     lines += ["", "Largest faithful n at 100 Mb/s (every configuration up to it faithful): "
               + "; ".join(f"{kind} {pacing}: {'none' if n is None else n}"
