@@ -35,8 +35,11 @@ NAME = "buffers"
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments" / "buffer_sizing"
 PUBLISHED = EXPERIMENTS / "published.json"
 SCALE_PARTS = ("scale", "scale_web")
+SCALING = "scaling"       # scaled (C/s, n/s) against unscaled runs where both fit
 FIGURE_PARTS = ("p2p", "mixed", "web", "load", "delay", "capacity")
-PARTS = SCALE_PARTS + FIGURE_PARTS
+PARTS = SCALE_PARTS + (SCALING,) + FIGURE_PARTS
+SCALED_PAIRS = (("unscaled-normal", "scaled-normal"), ("unscaled-sqrtn", "scaled-sqrtn"),
+                ("unscaled-sqrtn", "scaled-sqrtn-rule"))
 QUICK = "quick"
 FRAME_US_AT_100M = 1514 * 8 / 100    # one full frame's time on the wire at 100 Mb/s
 # A run is faithful when R1's bottleneck sent frames on average within one
@@ -287,6 +290,44 @@ def scale_lines(parts):
     return lines
 
 
+def share_of_fair(result, folder=None):
+    """Mean goodput per flow over the fair share C / n."""
+    workload = next(iter(result["workloads"].values()))
+    n = sum(w["flows"] for w in result["workloads"].values())
+    return workload["goodput_per_flow_bps"] / (result["bottleneck_rate_bps"] / n)
+
+
+def scaling_lines(part):
+    if not part:
+        return ["Not run yet: `aqmlab study buffers --out DIR --parts scaling` (15 runs, quiet "
+                "machine)."]
+    by_name = lambda name: (lambda s: s.name == name)
+    sync = run_sync(part)
+    lines = ["| scenario | C Mb/s | n | buffer (packets) | utilisation % | drop rate % | goodput "
+             "per flow / (C/n) | drop-sync index |", "|---|---|---|---|---|---|---|---|"]
+    for scenario in part.loaded.experiment.scenarios:
+        runs = [r for r in part.complete() if r.scenario.name == scenario.name]
+        packets = part.loaded.results[runs[0].run_id]["bottleneck_buffer"] if runs else "—"
+        select = by_name(scenario.name)
+        lines.append(f"| {scenario.name} | {rate_mbps(scenario):g} | {flows(scenario)} | "
+                     f"{packets} | {fmt(part.estimate(select, utilisation_pct))} | "
+                     f"{fmt(part.estimate(select, drop_pct))} | "
+                     f"{fmt(part.estimate(select, share_of_fair))} | "
+                     f"{fmt(part.estimate(select, sync))} |")
+    lines += ["", "Per-seed differences, unscaled minus scaled (agree = the 95 % interval "
+              "includes 0):", ""]
+    for unscaled, scaled in SCALED_PAIRS:
+        cells = []
+        for label, value_of in (("utilisation", utilisation_pct), ("drop rate", drop_pct),
+                                ("goodput / fair share", share_of_fair)):
+            found = difference(part, by_name(unscaled), by_name(scaled), value_of)
+            agree = ("too few seeds" if found.n < 2 else
+                     "agree" if found.low <= 0 <= found.high else "DIFFER")
+            cells.append(f"{label} {fmt(found)} ({agree})")
+        lines.append(f"- {unscaled} vs {scaled}: " + "; ".join(cells) + ".")
+    return lines
+
+
 # ---------------------------------------------------------------- plots
 
 def plot_metric(part, folder, x_of, group_of, value_of, xlabel, ylabel, title, stem,
@@ -508,7 +549,7 @@ def quick_verdict_of(part):
 
 # ---------------------------------------------------------------- the report
 
-SCALING = [
+SCALING_NOTES = [
     "- n flows are `pairs x connections`: the thesis has one host per flow; here up to "
     "`connections` TCP connections share a host pair (same TCP settings, same access links, each "
     "at C so never the bottleneck). This keeps the number of flows, per-flow bandwidth C/n, RTT "
@@ -689,8 +730,13 @@ def write_report(root, path):
         "`softswitch` port timing), R1's process used < 0.9 of a core, and P2P with a BDP buffer "
         "kept the link >= 90 % busy.", "",
         *scale_lines(parts), "",
+        "## Scaled against unscaled where both fit (`scaling.toml`)", "",
+        "n = 64 unpaced flows at 100 Mb/s against n = 16 at 25 Mb/s (s = 4), D = 90 ms; the "
+        "scaled sqrtN run keeps the unscaled buffer per flow (209 / 4 packets), `scaled-sqrtn-rule` "
+        "applies the sqrtN rule to the scaled system instead.", "",
+        *scaling_lines(parts.get(SCALING)), "",
         "## How the thesis's testbed is reproduced, and every scaling", "",
-        *SCALING, "",
+        *SCALING_NOTES, "",
         *sections,
         "## The CI variant (`aqmlab study buffers --quick`)", "", *quick, "",
         "## Running the full study", "", "```",
