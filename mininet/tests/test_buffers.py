@@ -1,13 +1,17 @@
 """`aqmlab study buffers` (the buffer-sizing thesis): its experiment files,
 the drop-synchronisation index, the scale-limit rule and the verdict words."""
 
+import csv
 import math
+import subprocess
+import sys
 
 import pytest
 
 from aqmlab import stats, study
 from aqmlab.config import load_experiment
-from aqmlab.reproductions import buffers
+from aqmlab.reproductions import buffers, common
+from test_rfc2884 import write_study
 
 ALL = buffers.PARTS + (buffers.QUICK,)
 
@@ -99,3 +103,55 @@ def test_transfer_sizes_fall_into_the_report_bins():
     assert [buffers.size_bin(s) for s in (0, 9_999, 10_000, 999_999, 5_000_000)] == \
         ["< 10 KB", "< 10 KB", "10-100 KB", "100 KB-1 MB", ">= 1 MB"]
 
+
+
+def quick_result(run, drop_rate):
+    workloads = {"p2p": {"flows": 16, "goodput_bps": 9e6, "goodput_per_flow_bps": 5.6e5,
+                         "jain_index": 0.9, "delay_kind": "bulk", "delay_s": {},
+                         "transactions_per_s": 0, "network_power": None}}
+    return {"scenario": run.scenario.name, "seed": run.seed, "run_id": run.run_id,
+            "epoch": 0.0, "window": [5.0, 20.0], "bottleneck_buffer": 13,
+            "goodputs": {"p2p/p2p.0.0": 5.6e5}, "flow_stats": {},
+            "bottleneck": {"utilisation": 0.95, "drop_rate": drop_rate, "mark_rate": 0},
+            "queue": {"samples": 0}, "workloads": workloads}
+
+
+def drops_of(run):
+    return [{"t": 6.0 + i, "flow": f"10.1.0.1:5001>10.2.0.1:{40000 + i}", "workload": "p2p",
+             "seq": i} for i in range(3)]
+
+
+@pytest.mark.parametrize("sqrtn_more, code", ((0.01, 0), (-0.01, 1)))
+def test_quick_command_exits_by_the_direction_check(tmp_path, monkeypatch, capsys, sqrtn_more,
+                                                    code):
+    root, commands = tmp_path / "s", []
+
+    def call(command):
+        commands.append(command)
+        write_study(root / buffers.QUICK, (buffers.EXPERIMENTS / "quick.toml").read_text(),
+                    lambda run: quick_result(run, 0.02 + 0.001 * run.seed + (
+                        sqrtn_more if run.scenario.name == "sqrtn" else 0)),
+                    transfers_of=None)
+        for run_folder in (root / buffers.QUICK).glob("p*-r*"):
+            with (run_folder / "drops.csv").open("w", newline="") as handle:
+                writer = csv.DictWriter(handle, fieldnames=["t", "flow", "workload", "seq"])
+                writer.writeheader()
+                writer.writerows(drops_of(run_folder))
+        return 0
+    monkeypatch.setattr(common.subprocess, "call", call)
+    assert buffers.main(["--out", str(root), "--quick", "--no-progress"]) == code
+    assert [c[4:] for c in commands] == [[str(buffers.EXPERIMENTS / "quick.toml"), "--out",
+                                          str(root / "quick"), "--resume", "--no-progress"]]
+    out = capsys.readouterr().out
+    assert ("passed: sqrtN - normal" if code == 0 else "FAILED: sqrtN - normal") in out
+    report = (root / "report.md").read_text()
+    assert "no figure group has run yet" in report and "per-packet drop records" in report
+    assert (root / "report" / "quick-drop-scatter.png").exists()
+
+
+def test_unknown_part_is_one_line_and_exit_2(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "buffers", "--out",
+                          str(tmp_path / "s"), "--parts", "nope"], capture_output=True, text=True)
+    assert out.returncode == 2 and not (tmp_path / "s").exists()
+    assert out.stderr.strip() == ("aqmlab study buffers: error: --parts: unknown part 'nope' "
+                                  f"(parts: {', '.join(buffers.PARTS)})")
