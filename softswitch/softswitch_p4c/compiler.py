@@ -10,6 +10,7 @@ from .desugar import ConditionSplitter
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .exprs import ExprMixin
+from .hsindex import IndexExpander
 from .parsers import ParserMixin
 from .stmts import StmtMixin
 from .symbols import (ActionSym, BlockSym, ExternFuncSym, FuncSym, Scope,
@@ -58,6 +59,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.anonymous_profiles = 0      # `implementation = action_profile(N)` instances so far
         self.splitter = ConditionSplitter()
         self.unroller = Unroller(self)
+        self.hsindex = IndexExpander(self)
 
     # ------------------------------------------------------------ entry point
     def compile(self):

@@ -224,7 +224,7 @@ class ControlMixin:
         computed into a bool first (the call is inlined into a synthetic action)."""
         splitter = self.splitter
         out = []
-        for s in stmts:
+        for s in self.hsindex.expand(stmts, scope):
             if isinstance(s, A.If) and has_apply(s.cond) and not is_hit_test(s.cond):
                 out += splitter.split_if(s)
             elif isinstance(s, A.If) and calls_function(s.cond, scope):

@@ -11,7 +11,7 @@ from dataclasses import fields, is_dataclass
 
 from . import ast as A
 from .symbols import ActionSym, FuncSym
-from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val)
+from .values import (DynHeaderRef, DynUnionRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val)
 
 EVERYTHING = "ALL"
 
@@ -34,7 +34,9 @@ def _ref_storage(ref):
     if isinstance(ref, StackRef):
         return {(h.name, None) for h in ref.elems}
     if isinstance(ref, DynHeaderRef):
-        return {(h.name, None) for h in ref.stack.elems}
+        return {(h.name, None) for h in ref.candidates}
+    if isinstance(ref, DynUnionRef):
+        return {(h.name, None) for u in ref.stack.elems for h in u.members.values()}
     if isinstance(ref, UnionRef):
         return {(h.name, None) for h in ref.members.values()}
     if isinstance(ref, StructRef):

@@ -9,7 +9,7 @@ from .symbols import (ActionSym, ExternFuncSym, ExternInstance, FuncSym, StateSy
                       TypeSym, ValueSetSym)
 from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StackT, StringT, StructT, TupleT,
                     TypeVar, DontCareT, VarbitT, same_type, storage_width)
-from .values import (DynHeaderRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
+from .values import (DynHeaderRef, DynUnionRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, bool_expr, data_expr, expr, field_val, hexstr, mask_of)
 
 _ARITH = {"+", "-", "*"}
@@ -159,9 +159,9 @@ class ExprMixin:
             return ref.members[e.name]
         if isinstance(ref, (HeaderRef, DynHeaderRef, StackLastRef)):
             return self.header_member(base, e)
-        if isinstance(ref, UnionRef):
-            if e.name in ref.members:
-                h = ref.members[e.name]
+        if isinstance(ref, (UnionRef, DynUnionRef)):
+            if base.type.field_type(e.name) is not None:
+                h = ref.members[e.name] if isinstance(ref, UnionRef) else ref.member(e.name)
                 return Val(h.type, ref=h)
             if e.name == "isValid":
                 return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})
@@ -245,8 +245,9 @@ class ExprMixin:
                                                 f"{base.type.size}")
             return Val(base.type.elem, ref=base.ref.elems[i])
         if base.ref.union:
-            raise unsupported(e.index.loc, "a run-time index into a header union stack")
-        return Val(base.type.elem, ref=DynHeaderRef(base.ref, as_data(idx), base.type.elem))
+            return Val(base.type.elem, ref=DynUnionRef(base.ref, as_data(idx), base.type.elem))
+        deref = expr("dereference_header_stack", base.ref.json(), as_data(idx))
+        return Val(base.type.elem, ref=DynHeaderRef(deref, base.ref.elems, base.type.elem))
 
     def tuple_item(self, base, e, ctx):
         i = self.const_int(e.index, ctx.scope, "tuple index")

@@ -6,6 +6,7 @@ ranges are expanded to value/mask pairs; the deparser becomes the emit order;
 verify_checksum/update_checksum become `calculations` + `checksums`.
 """
 import itertools
+from dataclasses import replace
 
 from . import ast as A
 from .controls import ControlInfo
@@ -99,13 +100,19 @@ class ParserMixin:
         """One P4 state -> BMv2 states (more than one when an `if` splits it)."""
         if any(isinstance(s, A.Block) for s in st.stmts):     # so an `if` in a block splits
             st = A.ParserState(st.loc, st.annos, st.name, _flatten(st.stmts), st.transition)
-        for i, s in enumerate(st.stmts):
+        i = 0
+        while i < len(st.stmts):
+            expanded = self.hsindex.statement(st.stmts[i], ctx.scope)   # locals declared so far
+            if expanded != [st.stmts[i]]:
+                st = replace(st, stmts=st.stmts[:i] + expanded + st.stmts[i + 1:])
+            s = st.stmts[i]
             if isinstance(s, A.If) and self.eval_value(s.cond, Ctx(ctx.scope)).const is None:
                 return self.split_state(st, i, ctx, states)
             sub = self.subparser_of_apply(s, ctx)
             if sub is not None:
                 return self.split_at_subparser(st, i, sub, ctx, states)
             self.parser_stmt(s, ctx)
+            i += 1
         tr = st.transition
         if tr is None:
             raise CompileError(st.loc, f"state '{st.name}' has no transition statement")

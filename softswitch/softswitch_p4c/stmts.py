@@ -11,7 +11,7 @@ from .exprs import Ctx, StackLastRef
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope
 from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
                     TypeVar, VarbitT, VoidT, storage_width)
-from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
+from .values import (DynHeaderRef, DynUnionRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, bool_expr, expr, field_val, hexstr, param)
 
 _V1_EXTERN_TYPES = {"register", "counter", "direct_counter", "meter", "direct_meter",
@@ -309,7 +309,7 @@ class StmtMixin:
         ref = obj.ref
         if isinstance(ref, HeaderRef):
             return bool_expr(expr("d2b", None, {"type": "field", "value": [ref.name, "$valid$"]}))
-        if isinstance(ref, UnionRef):
+        if isinstance(ref, (UnionRef, DynUnionRef)):
             return bool_expr(expr("valid_union", None, ref.json()))
         if isinstance(ref, DynHeaderRef):
             return bool_expr(expr("valid", None, ref.json()))

@@ -94,13 +94,33 @@ class StructRef:
 
 @dataclass
 class DynHeaderRef:
-    """A stack element chosen at run time (`hdr.s[i]`): a header-valued expression."""
+    """A header chosen at run time: a header-valued BMv2 expression (`hdr.s[i]`:
+    dereference_header_stack; `hdr.u[i].m`: access_union_header of
+    dereference_union_stack). `candidates`: the headers it may be."""
+    value: Any
+    candidates: list
+    type: Any
+
+    def json(self):
+        return self.value
+
+
+@dataclass
+class DynUnionRef:
+    """A header union stack element chosen at run time (`hdr.u[i]`)."""
     stack: StackRef
     index_json: Any
     type: Any
 
     def json(self):
-        return expr("dereference_header_stack", self.stack.json(), self.index_json)
+        return expr("dereference_union_stack", self.stack.json(), self.index_json)
+
+    def member(self, name):
+        """`hdr.u[i].name`: the member header of the chosen union (access_union_header)."""
+        offset = [m for m, _ in self.type.fields].index(name)
+        return DynHeaderRef(expr("access_union_header", self.json(), offset),
+                            [u.members[name] for u in self.stack.elems],
+                            self.type.field_type(name))
 
 
 @dataclass

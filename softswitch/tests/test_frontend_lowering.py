@@ -181,6 +181,25 @@ def test_header_stacks_and_unions(build):
                                           "hops[3]", "ab.a", "ab.b"]
 
 
+def test_run_time_stack_indices(build):
+    # apply blocks: an if-chain over the constant indices (p4c's HSIndexSimplifier), the
+    # index expression computed once; actions keep BMv2's run-time dereference
+    j, _ = build(ingress="action a() { hdr.hops[meta.m8].port = 1; }",
+                 apply="hdr.hops[meta.m8 + 1].bos = 1; a();")
+    conds = next(p for p in j["pipelines"] if p["name"] == "ingress")["conditionals"]
+    tests = [c["expression"]["value"] for c in conds]
+    assert [t["op"] for t in tests] == ["=="] * 4
+    assert [t["left"]["value"] for t in tests] == [["scalars", "hsiVar$0"]] * 4
+    assert [t["right"]["value"] for t in tests] == ["0x00", "0x01", "0x02", "0x03"]
+    written = [p["parameters"][0]["value"] for a in j["actions"] for p in a["primitives"]
+               if p["op"] == "assign" and p["parameters"][0]["type"] == "field"]
+    assert all([f"hops[{i}]", "bos"] in written for i in range(4))
+    (assign,) = action(j, "I.a")["primitives"]
+    target = assign["parameters"][0]["value"]["value"]
+    assert target["op"] == "access_field"
+    assert target["left"]["value"]["op"] == "dereference_header_stack"
+
+
 def test_select_masks_ranges_tuples_value_sets_and_lookahead(build):
     states = """
         value_set<bit<16>>(4) pvs;
