@@ -16,6 +16,7 @@ from dataclasses import fields, is_dataclass, replace
 from . import ast as A
 from .errors import CompileError
 from .exprs import Ctx
+from .symbols import FuncSym
 from .types import Bits
 from .values import StackRef
 
@@ -45,7 +46,7 @@ class IndexExpander:
         if found is None:
             return [s]
         pre = []
-        if isinstance(found.index, (A.Binary, A.Ternary, A.Unary, A.Cast)):
+        if isinstance(found.index, (A.Binary, A.Ternary, A.Unary, A.Cast, A.Call)):
             index, pre = self.temporary(found.index, scope)
             if pre:
                 s = _rewrite(s, found, replace(found, index=index))
@@ -66,11 +67,11 @@ class IndexExpander:
         return other
 
     def temporary(self, index, scope):
-        """`hsiVar$N = index;` (its name, the statements), or (index, []) when its type is
-        not known yet (it reads a local the lowering declares): then each test reads it."""
-        try:
-            t = self.checker.eval_value(index, Ctx(scope)).type
-        except CompileError:
+        """`hsiVar$N = index;` (its name, the statements): an operation or a call is
+        evaluated once. (index, []) when its type is not known yet (it reads a local the
+        lowering declares): then each test reads it again (no side effects: no call)."""
+        t = self.index_type(index, scope)
+        if t is None:
             return index, []
         if not isinstance(t, Bits):
             raise CompileError(index.loc, f"stack index must be bit<> or int<>, not {t}")
@@ -80,6 +81,16 @@ class IndexExpander:
         tref = A.TypeRef(loc, "int" if t.signed else "bit", A.IntLit(loc, t.width))
         return A.Name(loc, name), [A.VarDecl(loc, [], tref, name, None),
                                    A.Assign(loc, A.Name(loc, name), index)]
+
+    def index_type(self, index, scope):
+        if isinstance(index, A.Call) and isinstance(index.func, A.Name):
+            sym = scope.lookup(index.func.name)       # a function: its declared result
+            if isinstance(sym, FuncSym):
+                return self.checker.resolve_type(sym.decl.ret, sym.scope)
+        try:
+            return self.checker.eval_value(index, Ctx(scope)).type
+        except CompileError:
+            return None
 
     def find(self, node, scope):
         """The first (innermost, leftmost) stack index in `node` that is not a

@@ -396,6 +396,14 @@ def test_sub_parser_arguments_are_copied_in_and_out(tmp_path):
     assert only(sw.process_packet(0, packet(ttl=64)))[1][IP].ttl == 128
 
 
+def test_run_time_stack_index_with_side_effects_is_evaluated_once(tmp_path):
+    # the if-chain over constant indices tests a temporary, not the call again
+    sw = switch_for(tmp_path, decls="""
+        bit<8> bump(inout bit<8> x) { x = x + 1; return 8w1; }""",
+                    apply="sm.egress_spec = 1; hdr.hops[bump(hdr.ipv4.ttl)].bos = 1;")
+    assert only(sw.process_packet(0, packet(ttl=64)))[1][IP].ttl == 65
+
+
 def test_header_union_stack_push_front(tmp_path):
     sw = switch_for(tmp_path, decls="""
         header o1_t { bit<8> kind; }
