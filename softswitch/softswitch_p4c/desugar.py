@@ -26,6 +26,22 @@ def has_apply(e):
     return False
 
 
+_PURE_METHODS = ("isValid", "minSizeInBits", "minSizeInBytes", "lookahead", "apply")
+
+
+def has_side_effects(e):
+    """Can evaluating `e` emit primitives (a call to a function, an extern, an extern
+    method other than the pure ones)? Decides short-circuit lowering before it happens."""
+    if isinstance(e, A.Call) and not (isinstance(e.func, A.Member) and
+                                      e.func.name in _PURE_METHODS):
+        return True
+    if isinstance(e, list):
+        return any(has_side_effects(x) for x in e)
+    if is_dataclass(e) and isinstance(e, A.Expr):
+        return any(has_side_effects(getattr(e, f.name)) for f in fields(e) if f.name != "loc")
+    return False
+
+
 def calls_function(e, scope):
     """Does expression `e` call a P4 function (which only an action body can inline)?"""
     if isinstance(e, A.Call) and isinstance(e.func, A.Name) and \

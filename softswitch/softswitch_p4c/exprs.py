@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import ast as A
+from .desugar import has_side_effects
 from .errors import CompileError, unsupported
 from .symbols import (ActionSym, ExternFuncSym, ExternInstance, FuncSym, StateSym, TableSym,
                       TypeSym, ValueSetSym)
@@ -324,35 +325,28 @@ class ExprMixin:
 
     def logical(self, e, ctx):
         left = self.eval_value(e.left, ctx)
-        mark = len(ctx.prims) if ctx.prims is not None else None
-        right = self.eval_value(e.right, ctx)
         self.require_bool(left, e.left.loc, f"left operand of '{e.op}'")
+        if ctx.prims is not None and has_side_effects(e.right):
+            return self.short_circuit(e, ctx, left)
+        right = self.eval_value(e.right, ctx)
         self.require_bool(right, e.right.loc, f"right operand of '{e.op}'")
-        if mark is not None and len(ctx.prims) > mark:
-            return self.short_circuit(e, ctx, left, right, mark)
         if left.const is not None and right.const is not None:
             value = (left.const and right.const) if e.op == "&&" else (left.const or right.const)
             return Val(BoolT(), const=bool(value))
         return bool_expr(expr("and" if e.op == "&&" else "or", as_bool(left), as_bool(right)))
 
-    def short_circuit(self, e, ctx, left, right, mark):
-        """`a && b` / `a || b` whose right operand emitted primitives (side effects): they
-        run only when `a` does not decide, behind a jump (P4-16 8.6)."""
+    def short_circuit(self, e, ctx, left):
+        """`a && b` / `a || b` whose right operand has side effects: `tmp = a`, then `b` runs
+        behind a jump only when `a` does not decide (P4-16 8.6)."""
         if ctx.kind == "parser":
             raise unsupported(e.right.loc, f"side effects in the right operand of '{e.op}' in "
                                            f"a parser state")
-        right_prims = ctx.prims[mark:]
-        del ctx.prims[mark:]
         result = self.new_scalar(self.unique_name("tmp"), BoolT())
         self.assign(ctx, result, left, e.loc)
         decided = result.json if e.op == "&&" else expr("^", result.json, hexstr(1, 1))
         jump = self.emit(ctx, "_jump_if_zero", [decided, hexstr(0)], e.loc)
-        shift = len(ctx.prims) - mark
-        for p in right_prims:
-            if p["op"] in ("_jump", "_jump_if_zero"):
-                target = int(p["parameters"][-1]["value"], 16)
-                p["parameters"][-1] = hexstr(target + shift)
-        ctx.prims.extend(right_prims)
+        right = self.eval_value(e.right, ctx)
+        self.require_bool(right, e.right.loc, f"right operand of '{e.op}'")
         self.assign(ctx, result, right, e.loc)
         self.patch_jump(jump, len(ctx.prims))
         return result
