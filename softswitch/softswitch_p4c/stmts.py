@@ -5,7 +5,7 @@ calls are inlined; extern calls become BMv2 primitives.
 """
 from . import ast as A
 from .errors import CompileError, unsupported
-from .copyinout import params_needing_copies
+from .copyinout import params_needing_copies, storage_of
 from .desugar import select_as_if
 from .exprs import Ctx, StackLastRef
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope
@@ -229,7 +229,7 @@ class StmtMixin:
         are copied to temporaries first (e.g. swapping two fields)."""
         if isinstance(lhs.ref, StructRef):
             written = {f for v in self.flatten(lhs, A.Call(loc, None, [], []))
-                       for f in _storage_read(v)}
+                       for f in storage_of(v)}
             aliases = lambda reads: bool(reads & written)  # noqa: E731
         elif isinstance(lhs.ref, HeaderRef):
             aliases = lambda reads: any(r[0] == lhs.ref.name for r in reads)  # noqa: E731
@@ -237,7 +237,7 @@ class StmtMixin:
             aliases = lambda reads: bool(reads)  # noqa: E731
         out = []
         for v in items:
-            reads = _storage_read(v) if v.const is None and v.type.is_scalar else set()
+            reads = storage_of(v) if v.const is None and v.type.is_scalar else set()
             hit = aliases(reads)
             if hit:
                 tmp = self.new_scalar(self.unique_name("tmp"), v.type)
@@ -886,20 +886,3 @@ class StmtMixin:
 
     def inst_direct_meter(self, inst):
         inst.info["unit"] = self.counter_unit(inst.args[0])
-
-
-def _storage_read(v):
-    """(header, field) pairs an argument value reads."""
-    found = set()
-
-    def walk(j):
-        if isinstance(j, dict):
-            if j.get("type") == "field":
-                found.add(tuple(j["value"]))
-            for x in j.values():
-                walk(x)
-        elif isinstance(j, list):
-            for x in j:
-                walk(x)
-    walk(v.ref.json() if isinstance(v.ref, FieldRef) else v.json)
-    return found
