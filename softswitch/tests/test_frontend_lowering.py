@@ -448,3 +448,27 @@ def test_expression_keys_are_named_by_their_text(build):
                   actions = { NoAction; } }""", apply="t.apply();")
     assert [m.name for m in info.tables[0].match_fields] == [
         "hdr.ipv4.ttl ^ 8w255", "hdr.ipv4.dstAddr + 1", "(bit<8>)hdr.ipv4.protocol"]
+
+
+def test_backend_entry_point_takes_extern_handlers(tmp_path):
+    # driver.compile_ast(program, name, backend): the entry after parsing that other
+    # back-ends (the TNA lowering) use, with `fn_NAME` handlers for extern functions
+    from softswitch_p4c.compiler import Compiler
+    from softswitch_p4c.driver import compile_ast
+    from softswitch_p4c.parser import parse
+    from softswitch_p4c.preprocess import preprocess
+    from softswitch_p4c.values import as_data
+
+    class Backend(Compiler):
+        def fn_sample(self, call, args, ctx, dest):
+            self.emit(ctx, "sample_prim", [self.dst_json(args["avg"]), as_data(args["x"])],
+                      call.loc)
+
+    path = tmp_path / "prog.p4"
+    path.write_text(program(decls="extern void sample(inout bit<8> avg, in bit<8> x);",
+                            apply="sample(meta.m8, hdr.ipv4.ttl);"))
+    j, info = compile_ast(parse(preprocess(str(path), [], []), str(path)), str(path), Backend)
+    (prim,) = [p for a in j["actions"] for p in a["primitives"] if p["op"] == "sample_prim"]
+    assert prim["parameters"] == [{"type": "field", "value": ["scalars", "metadata.m8"]},
+                                  {"type": "field", "value": ["ipv4", "ttl"]}]
+    assert info.pkg_info.arch == "v1model"
