@@ -61,6 +61,21 @@ class ExprMixin:
             raise CompileError(e.loc, f"'{what}' is not a value")
         return v
 
+    # ------------------------------------------------------------ queries of the passes
+    def type_of(self, e, scope):
+        """The type of `e` in `scope`, evaluated without side effects (a call is refused).
+        The passes (hsindex.py, unroll.py) learn types and constants only through
+        type_of/const_value: the interface a typed IR will implement."""
+        return self.eval_value(e, Ctx(scope)).type
+
+    def const_value(self, e, scope, t=None, what="constant"):
+        """`e`'s compile-time value in `scope` (converted to `t` when given), or None when
+        it is known only at run time."""
+        v = self.eval_value(e, Ctx(scope), t)
+        if t is not None and v.const is not None:
+            v = self.coerce(v, t, e.loc, what)
+        return v.const
+
     def describe(self, e):
         if isinstance(e, A.Name):
             return e.name

@@ -9,16 +9,14 @@ parser the `if`s become select transitions). An index that is itself an operatio
 computed once into a temporary (`hsiVar$N`) first. An out-of-range index runs no
 branch. Action bodies keep run-time indices (BMv2's dereference_header_stack /
 dereference_union_stack), as in p4c. Types come from the checker passed in
-(`eval_value`, `const_ctx`).
+(`type_of`, `const_value`, `resolve_type`).
 """
 from dataclasses import fields, is_dataclass, replace
 
 from . import ast as A
 from .errors import CompileError
-from .exprs import Ctx
 from .symbols import FuncSym
-from .types import Bits
-from .values import StackRef
+from .types import Bits, StackT
 
 
 class IndexExpander:
@@ -54,7 +52,7 @@ class IndexExpander:
         return pre + [self.chain(s, found, scope)]
 
     def chain(self, s, found, scope):
-        size = self.checker.eval_value(found.expr, Ctx(scope)).type.size
+        size = self.checker.type_of(found.expr, scope).size
         loc = found.loc
         other = s.other if isinstance(s, A.If) else None
         for i in reversed(range(size)):
@@ -88,7 +86,7 @@ class IndexExpander:
             if isinstance(sym, FuncSym):
                 return self.checker.resolve_type(sym.decl.ret, sym.scope)
         try:
-            return self.checker.eval_value(index, Ctx(scope)).type
+            return self.checker.type_of(index, scope)
         except CompileError:
             return None
 
@@ -114,12 +112,12 @@ class IndexExpander:
 
     def is_runtime_stack_index(self, e, scope):
         try:
-            if not isinstance(self.checker.eval_value(e.expr, Ctx(scope)).ref, StackRef):
+            if not isinstance(self.checker.type_of(e.expr, scope), StackT):
                 return False
         except CompileError:        # a stack the lowering declares later: left to it
             return False
         try:
-            return self.checker.eval_value(e.index, self.checker.const_ctx(scope)).const is None
+            return self.checker.const_value(e.index, scope) is None
         except CompileError:        # reads a local declared later: a run-time value (or an
             return True             # error the lowering reports; a constant folds there)
 

@@ -5,7 +5,7 @@ A `for` loop with compile-time bounds becomes one block per iteration, each
 starting with the loop variables as constants. `break`/`continue` must be decided
 at compile time in each iteration: the `if`s around them are settled here, so the
 back-end never sees a jump out of a loop. Constants are evaluated by the checker
-passed in (`const_int`, `eval_value`, `const_ctx`, `coerce`, `resolve_type`).
+passed in (`const_int`, `const_value`, `resolve_type`).
 """
 from . import ast as A
 from .desugar import assigned_names
@@ -59,11 +59,11 @@ class Unroller:
                 body, outcome = self.settle_jumps(st.stmts, scope)
                 out.append(A.Block(st.loc, body))
             elif isinstance(st, A.If) and has_jump(st):
-                cond = self.checker.eval_value(st.cond, self.checker.const_ctx(scope))
-                if not isinstance(cond.const, bool):
+                cond = self.checker.const_value(st.cond, scope)
+                if not isinstance(cond, bool):
                     raise unsupported(st.loc, "break/continue under a condition that is not a "
                                               "compile-time constant")
-                branch = st.then if cond.const else st.other
+                branch = st.then if cond else st.other
                 body, outcome = self.settle_jumps([branch] if branch else [], scope)
                 out.append(A.Block(st.loc, body))
             else:
@@ -112,12 +112,11 @@ class Unroller:
         raise unsupported(s.loc, f"a loop running more than {MAX_UNROLL} times")
 
     def loop_value(self, e, t, scope, values, loop_vars):
-        c = self.checker
         inner = self.loop_scope(scope, values, loop_vars, e.loc)
-        v = c.eval_value(e, c.const_ctx(inner), t)
-        if v.const is None:
+        v = self.checker.const_value(e, inner, t, "loop variable")
+        if v is None:
             raise CompileError(e.loc, "loop bounds must be compile-time constants")
-        return v.const if t is None else c.coerce(v, t, e.loc, "loop variable").const
+        return v
 
 
 def has_jump(node):
