@@ -29,6 +29,8 @@ class StmtMixin:
     def emit(self, ctx, op, params, loc):
         if ctx.prims is None:
             raise CompileError(loc, "statements with side effects are not allowed here")
+        if ctx.kind == "parser" and op == "assign" and params[1].get("type") == "stack_field":
+            params = [params[0], self.last_field_expression(params[1])]
         prim = {"op": op, "parameters": [param(p) for p in params]}
         if loc is not None:
             prim["source_info"] = source_info(loc)
@@ -39,6 +41,16 @@ class StmtMixin:
                 prim = {"op": "primitive", "parameters": [prim]}
         ctx.prims.append(prim)
         return prim
+
+    def last_field_expression(self, stack_field):
+        """`s.last.f` as an expression (access_field of s[last_stack_index(s)]): BMv2's
+        parser `set` takes a field, constant, lookahead or expression, not a stack_field."""
+        name, field = stack_field["value"]
+        stack = next(s for s in self.header_stacks if s["name"] == name)
+        fields = [f[0] for f in self.header_types[stack["header_type"]]["fields"]]
+        ref = {"type": "header_stack", "value": name}
+        last = expr("dereference_header_stack", ref, expr("last_stack_index", None, ref))
+        return expr("access_field", last, fields.index(field))
 
     def patch_jump(self, prim, target):
         prim["parameters"][-1] = hexstr(target)

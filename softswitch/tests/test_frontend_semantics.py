@@ -404,6 +404,20 @@ def test_run_time_stack_index_with_side_effects_is_evaluated_once(tmp_path):
     assert only(sw.process_packet(0, packet(ttl=64)))[1][IP].ttl == 65
 
 
+def test_parser_assigns_a_field_of_a_stacks_last_element(tmp_path):
+    # `x = s.last.f` in a state: BMv2's parser `set` takes no stack_field source
+    sw = switch_for(tmp_path, decls="header byte_t { bit<8> v; }",
+                    headers="ethernet_t ethernet; byte_t[2] bytes;", states="""
+        state start {
+            pkt.extract(hdr.ethernet); pkt.extract(hdr.bytes.next); pkt.extract(hdr.bytes.next);
+            meta.m8 = hdr.bytes.last.v;
+            transition accept;
+        }""", deparse="pkt.emit(hdr.ethernet); pkt.emit(hdr.bytes);",
+                    apply="sm.egress_spec = 1; hdr.ethernet.etherType = (bit<16>) meta.m8;")
+    (_, out), = sw.process_packet(0, bytes(12) + b"\x12\x34\x11\x22" + b"x" * 46)
+    assert out[12:16] == b"\x00\x22\x11\x22"
+
+
 def test_header_union_stack_push_front(tmp_path):
     sw = switch_for(tmp_path, decls="""
         header o1_t { bit<8> kind; }
