@@ -7,14 +7,14 @@ import sys
 from .errors import CompileError
 from google.protobuf import json_format
 
-from .driver import TOFINO_TARGET, check_tna_file, compile_to_objects
+from .driver import TOFINO_TARGET, check_tna_file, compile_to_objects, compile_tna_to_objects
 from .p4info import to_text
 
 
 def build_argparser():
     ap = argparse.ArgumentParser(prog="softswitch-p4c",
-                                 description="Compile a P4-16 v1model program to BMv2 JSON "
-                                             "and a P4Info (aqmlab built-in target).")
+                                 description="Compile a P4-16 v1model (or TNA/T2NA) program to "
+                                             "BMv2 JSON and a P4Info (aqmlab built-in target).")
     ap.add_argument("program", help="the P4-16 source file")
     ap.add_argument("-o", "--output", dest="outdir", default=".",
                     help="output directory for PROG.json (default: current directory)")
@@ -28,8 +28,9 @@ def build_argparser():
                     help="bmv2 (default for v1model); tofino/tofino2 (default for tna/t2na): "
                          "lint against Tofino's limits")
     ap.add_argument("--arch", choices=["v1model", "tna", "t2na"], default="v1model",
-                    help="v1model: compile to BMv2 JSON; tna/t2na: CHECK ONLY (parse, "
-                         "type-check, Tofino lint; no output is written)")
+                    help="v1model: compile to BMv2 JSON; tna/t2na: type-check, lint against "
+                         "Tofino's limits, then lower to the built-in target's BMv2 JSON "
+                         "(hw/tofino/README.md)")
     ap.add_argument("--std", choices=["p4-16"], default="p4-16", help="(p4c compatibility)")
     return ap
 
@@ -63,11 +64,9 @@ def main(argv=None):
 
 
 def check_tofino(args):
-    """--arch tna|t2na: check only. Problems print as file:line:col lines; exit 1 if any."""
+    """--arch tna|t2na: lint problems print as file:line:col lines (exit 1, nothing written);
+    a clean program is lowered to the built-in target and written like a v1model one."""
     target = args.target or TOFINO_TARGET[args.arch]
-    if args.p4info:
-        raise CompileError(None, f"--p4runtime-files: --arch {args.arch} is check only and writes "
-                                 f"no P4Info (bf-p4c writes it; see hw/tofino/README.md)")
     if target != TOFINO_TARGET[args.arch]:
         raise CompileError(None, f"--arch {args.arch} runs on --target {TOFINO_TARGET[args.arch]}, "
                                  f"not {target}")
@@ -76,8 +75,8 @@ def check_tofino(args):
         print(p.render(), file=sys.stderr)
     if problems:
         return 1
-    print(f"{args.program}: {args.arch} program checked for {target} (check only: "
-          f"softswitch-p4c has no Tofino back-end; build it with bf-p4c)")
+    bmv2_json, p4info = compile_tna_to_objects(args.program, args.arch, args.includes, args.defines)
+    write_outputs(args, bmv2_json, p4info)
     return 0
 
 

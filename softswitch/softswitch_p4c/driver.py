@@ -7,6 +7,7 @@ from .p4info import build_p4info, to_text
 from .parser import parse
 from .preprocess import preprocess
 from .tna import ARCH_DEFINES, check_program
+from .tna_lower import TnaCompiler, lower
 from .tofino_lint import lint
 
 TOFINO_TARGET = {"tna": "tofino", "t2na": "tofino2"}
@@ -40,6 +41,20 @@ def compile_source(source, workdir, name="prog.p4"):
     with open(path, "w") as f:
         f.write(source)
     return compile_to_objects(path)
+
+
+def compile_tna_to_objects(path, arch, include_dirs=(), defines=()):
+    """--arch tna|t2na on the built-in target: type-check, Tofino lint (its first problem
+    raises: what bf-p4c refuses is not run either), lower to V1Switch (tna_lower.py);
+    returns (BMv2 JSON dict, P4Info message)."""
+    if not os.path.isfile(path):
+        raise CompileError(SrcLoc(path, 1, 1), "no such file")
+    text = preprocess(path, include_dirs, list(ARCH_DEFINES[arch]) + list(defines))
+    checked = check_program(parse(text, path), path)
+    problems = lint(checked, TOFINO_TARGET[arch])
+    if problems:
+        raise problems[0]
+    return compile_ast(lower(checked), path, TnaCompiler)
 
 
 def check_tna_file(path, arch, target, include_dirs=(), defines=()):

@@ -1,11 +1,13 @@
-"""TNA/T2NA check-only front-end and the Tofino lint (issue 14).
+"""TNA/T2NA front-end checks and the Tofino lint (issue 14).
 
 `softswitch-p4c --arch tna|t2na` parses and type-checks a TNA program and runs
-the `--target tofino|tofino2` lint. The lint corpus (tofino_lint/) is data:
+the `--target tofino|tofino2` lint (a clean program is then lowered to the
+built-in target: test_tna_lower.py). The lint corpus (tofino_lint/) is data:
 every reject/*.p4 marks the line the lint must name with `// LINT` (and no
 other line may be named); every accept/*.p4 must pass. A first-line
 `target: tofino2` selects T2NA.
 """
+import json
 import pathlib
 import subprocess
 import sys
@@ -60,13 +62,14 @@ def test_three_conditions_are_too_many_for_tofino1_only():
 
 
 @pytest.mark.parametrize("arch", ["tna", "t2na"])
-def test_the_red_program_checks_and_lints_clean(arch, tmp_path):
+def test_the_red_program_lints_clean_and_is_written_for_the_built_in_target(arch, tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.run([str(P4C), "--arch", arch, str(RED_TNA), "-o", str(out)],
+    proc = subprocess.run([str(P4C), "--arch", arch, str(RED_TNA), "-o", str(out),
+                           "--p4runtime-files", str(out / "red_ecn.p4info.txtpb")],
                           capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert "check only" in proc.stdout
-    assert not out.exists(), "check-only mode must not write outputs"
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert json.loads((out / "red_ecn.json").read_text())["pipelines"]
+    assert 'name: "MyEgress.red_pb"' in (out / "red_ecn.p4info.txtpb").read_text()
 
 
 @pytest.mark.parametrize("old, new, line, words", [
@@ -113,9 +116,13 @@ def test_target_tofino_needs_a_tofino_arch():
     assert proc.stderr.strip().endswith("--target tofino needs --arch tna or t2na")
 
 
-def test_check_only_refuses_to_promise_a_p4info(tmp_path):
-    proc = subprocess.run([str(P4C), "--arch", "tna", str(RED_TNA),
+def test_a_program_with_lint_problems_writes_nothing(tmp_path):
+    bad = tmp_path / "red_ecn.p4"
+    old = "                budget = budget - meta.red.pb;"
+    assert old in RED_TNA.read_text()
+    bad.write_text(RED_TNA.read_text().replace(old, "                budget = budget * meta.red.pb;"))
+    proc = subprocess.run([str(P4C), "--arch", "tna", str(bad), "-o", str(tmp_path / "out"),
                            "--p4runtime-files", str(tmp_path / "p.txtpb")],
                           capture_output=True, text=True)
-    assert proc.returncode == 1 and "check only" in proc.stderr
-    assert not (tmp_path / "p.txtpb").exists()
+    assert proc.returncode == 1 and f"{bad}:" in proc.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "p.txtpb").exists()
