@@ -52,6 +52,16 @@ def sh(*cmd: str, ns: str | None = None, check: bool = True) -> subprocess.Compl
     return done
 
 
+def heed_sigint() -> None:
+    """Restores SIGINT's default handling if this process was started ignoring
+    it, as a shell without job control starts every `cmd &`. Ignored signals
+    stay ignored across exec, so each process a lab starts would ignore the
+    SIGINT that `stop` ends it with, and every clean stop would turn into a
+    10 s wait and a SIGKILL."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def stop(proc: subprocess.Popen, signum: int = signal.SIGINT, timeout_s: float = 10.0) -> None:
     """Ends a process politely: `signum`, then SIGKILL if it has not exited
     within `timeout_s`; nothing if it had exited already."""
