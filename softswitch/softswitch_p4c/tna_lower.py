@@ -18,8 +18,9 @@ TNA program may do is refused with a file:line:col error naming the construct.
   copies standard_metadata in (ports, queue depths, timestamps in ns from the
   engine's us) and out: `drop_ctl[0]` -> `mark_to_drop`, `ucast_egress_port` ->
   `egress_spec` (a packet that never sets it is dropped, as on Tofino).
-  Queue depths are whatever the engine's traffic manager reports (packets, or
-  cells with `Switch.configure_port(..., cell_bytes=)`), see hw/tofino/README.md.
+  Queue depths are what the engine's traffic manager reports, which counts
+  packets, not Tofino's cells (hw/tofino/README.md: tests give cells through
+  `process_packet(..., enq_qdepth=)`).
 - Externs: Register -> register; RegisterAction.execute -> read, the action's
   body, write (one access per packet, as the stateful ALU); Random.get ->
   random; Counter -> counter; Lpf.execute -> registers (the time constant in ns
@@ -303,7 +304,7 @@ class _Lowering:
     def lower_control(self, decl, role):
         _refuse_exit(decl)
         lpf_locals, rewriter = self.extern_rewriter(decl, role)
-        local_decls = [self.lower_local(d) for d in decl.locals
+        local_decls = [self.lower_local(d) for d in _keys_named_as_written(decl.locals)
                        if not (isinstance(d, A.Instance) and d.type.name in REMOVED_EXTERNS)]
         local_decls = lpf_locals + rewriter(self.substitute_params(local_decls, role))
         body = rewriter(self.substitute_params(decl.body, role))
@@ -649,6 +650,27 @@ def _lpf_registers(d):
             A.Instance(d.loc, [], A.TypeRef(d.loc, "register", args=[t]), [size], d.name + "__avg"),
             A.Instance(d.loc, [], A.TypeRef(d.loc, "register", args=[bits(32, d.loc)]), [size],
                        d.name + "__time")]
+
+
+def _keys_named_as_written(local_decls):
+    """Table keys keep the P4Info names bf-p4c gives them (`eg_intr_md.egress_port`), not
+    those of the rewritten storage (`__tna_md....`): an explicit @name as written."""
+    def fn(n):
+        if isinstance(n, A.KeyElement) and A.find_annotation(n.annos, "name") is None:
+            text = _dotted(n.expr)
+            if text is not None:
+                return dataclasses.replace(n, annos=n.annos + [
+                    A.Annotation(n.loc, "name", [A.StrLit(n.loc, text)])])
+        return None
+    return transform(local_decls, fn)
+
+
+def _dotted(e):
+    parts = []
+    while isinstance(e, A.Member):
+        parts.append(e.name)
+        e = e.expr
+    return ".".join([e.name] + parts[::-1]) if isinstance(e, A.Name) else None
 
 
 def _refuse_exit(decl):

@@ -24,6 +24,9 @@ def test_the_red_program_lowers_to_loader_clean_json_with_its_control_plane_name
             "MyEgress.last_decision", "MyEgress.last_sample_time", "MyEgress.red_avg_lpf"} <= registers
     assert {"MyEgress.port_tx", "MyEgress.early_marks", "MyEgress.early_drops",
             "MyEgress.forced_drops"} <= counters
+    keys = {t.preamble.name: [m.name for m in t.match_fields] for t in p4info.tables}
+    assert keys["MyEgress.red_pb"] == ["eg_intr_md.egress_port", "meta.red.avg"]   # as bf-p4c names them
+    assert keys["MyEgress.red_config"] == ["eg_intr_md.egress_port"]
     prims = {p["op"] for a in bmv2_json["actions"] for p in a["primitives"]}
     assert {"tna_lpf_sample", "register_read", "register_write", "modify_field_rng_uniform",
             "mark_to_drop", "count"} <= prims
