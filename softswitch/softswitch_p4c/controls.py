@@ -221,10 +221,12 @@ class ControlMixin:
     def split_conditions(self, stmts, scope):
         """Statements whose conditions or values apply tables inside &&, ||, ! become
         explicit steps (desugar.ConditionSplitter); a condition that calls a function is
-        computed into a bool first (the call is inlined into a synthetic action)."""
+        computed into a bool first (the call is inlined into a synthetic action); then
+        run-time stack indices are expanded (hsindex; after the split, so that a table
+        apply is not copied into each branch of the chain)."""
         splitter = self.splitter
         out = []
-        for s in self.hsindex.expand(stmts, scope):
+        for s in stmts:
             if isinstance(s, A.If) and has_apply(s.cond) and not is_hit_test(s.cond):
                 out += splitter.split_if(s)
             elif isinstance(s, A.If) and calls_function(s.cond, scope):
@@ -236,7 +238,7 @@ class ControlMixin:
                 out += splitter.split_value(s.loc, s.init, A.Name(s.loc, s.name))
             else:
                 out.append(s)
-        return out
+        return self.hsindex.expand(out, scope)
 
     def is_simple(self, s, ctx):
         if isinstance(s, (A.Assign, A.VarDecl, A.Empty)):

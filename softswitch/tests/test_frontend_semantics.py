@@ -418,6 +418,18 @@ def test_parser_assigns_a_field_of_a_stacks_last_element(tmp_path):
     assert out[12:16] == b"\x00\x22\x11\x22"
 
 
+def test_run_time_stack_index_next_to_a_table_apply_in_a_condition(tmp_path):
+    # the table is applied once, before the if-chain over the stack's indices
+    sw = switch_for(tmp_path, ingress="""
+        action mark() { hdr.ipv4.identification = 9; }
+        table t { key = { hdr.ipv4.ttl: exact; } actions = { mark; NoAction; }
+                  const entries = { 64: mark(); } default_action = NoAction(); }""",
+                    apply="""sm.egress_spec = 1;
+        if (t.apply().hit && !hdr.hops[meta.m8].isValid()) { hdr.ipv4.protocol = 7; }""")
+    p = only(sw.process_packet(0, packet(ttl=64)))[1][IP]
+    assert (p.id, p.proto) == (9, 7)
+
+
 def test_header_union_stack_push_front(tmp_path):
     sw = switch_for(tmp_path, decls="""
         header o1_t { bit<8> kind; }
