@@ -430,6 +430,24 @@ def test_run_time_stack_index_next_to_a_table_apply_in_a_condition(tmp_path):
     assert (p.id, p.proto) == (9, 7)
 
 
+def test_sub_control_applied_to_a_run_time_stack_index(tmp_path):
+    # the control (with a table) is inlined once; its argument keeps the run-time index
+    sw = switch_for(tmp_path, controls="""
+        control Bump(inout hop_t h) {
+            action set() { h.port = 5; }
+            table t { key = { h.bos: exact; } actions = { set; NoAction; }
+                      const entries = { 0: set(); } default_action = NoAction(); }
+            apply { t.apply(); }
+        }""", ingress="Bump() bump;", states="""
+        state start { pkt.extract(hdr.ethernet); pkt.extract(hdr.hops.next);
+                      pkt.extract(hdr.hops.next); transition accept; }""",
+                    deparse="pkt.emit(hdr.ethernet); pkt.emit(hdr.hops);",
+                    apply="sm.egress_spec = 1; bump.apply(hdr.hops[hdr.ethernet.etherType]);")
+    hops = [sw.process_packet(0, bytes(13) + bytes([i, 0x02, 0x04]) + b"x" * 40)[0][1][14:16]
+            for i in (0, 1)]
+    assert hops == [b"\x0a\x04", b"\x02\x0a"]
+
+
 def test_header_union_stack_push_front(tmp_path):
     sw = switch_for(tmp_path, decls="""
         header o1_t { bit<8> kind; }
