@@ -227,3 +227,89 @@ def decay_error_bound(wq_log: int, tx_time_us: float) -> float:
     idle_log, _ = idle_decay(wq_log, tx_time_us)
     half_bucket = (1 << idle_log) / 2 * -math.log1p(-2.0 ** -wq_log) / tx_time_us
     return math.expm1(half_bucket) * (1 + 2.0 ** -16) + 2.0 ** -16
+
+
+# -- TNA profile (hw/tofino/red_ecn.p4; p4src/README.md "TNA profile") ----------
+TNA_AVG_FRAC_BITS = 8            # the Lpf runs on cells * 2^8
+TNA_CELL_BYTES = {"tofino": 80, "tofino2": 176}
+TNA_PB_RANGES = 64               # red_pb ranges between minth and maxth (and in the gentle region)
+TNA_AVG_MAX = (1 << 32) - 1
+TNA_MODES = {"droptail": 0, "red": 1}
+TNA_QDEPTH_CELLS = (1 << 19) - 1
+
+
+@dataclass(frozen=True)
+class TnaRange:
+    """One red_pb entry: the average in [lo, hi] (cells * 2^8) -> action (pb: p_b * 2^32)."""
+    lo: int
+    hi: int
+    action: str                  # "set_pb" or "red_forced"
+    pb: int = 0
+
+
+@dataclass(frozen=True)
+class TnaConstants:
+    """What the controller installs for one port of the TNA program: set_red's
+    parameters, the red_pb ranges and the Lpf's time constant (ns)."""
+    mode: int
+    ecn: int
+    cells_per_packet: int
+    ranges: tuple[TnaRange, ...]
+    lpf_tau_ns: int
+
+    def action_params(self) -> dict[str, int]:
+        return {"mode": self.mode, "ecn": self.ecn}
+
+
+def tna_fixed(packets: float, cells_per_packet: int) -> int:
+    """Packets of average -> cells * 2^8 (the TNA program's average scale)."""
+    return round(packets * cells_per_packet * (1 << TNA_AVG_FRAC_BITS))
+
+
+def to_tna_constants(cfg: RedConfig, port: PortSpec = PortSpec(), target: str = "tofino",
+                     ranges: int = TNA_PB_RANGES) -> TnaConstants:
+    """Validate cfg and compute the TNA program's entries (p4src/README.md "TNA profile"):
+    thresholds in cells of the port's mean packet, p_b at the middle of each of `ranges`
+    equal ranges (error <= maxp / (2 ranges)), tau = s / wq for a mean packet time s."""
+    validate(cfg, port)
+    cells = math.ceil(port.mean_packet_bytes / TNA_CELL_BYTES[target])
+    if cfg.maxth * (2 if cfg.gentle else 1) * cells > TNA_QDEPTH_CELLS:
+        raise ValueError(f"maxth ({cfg.maxth}) is beyond the 19-bit queue depth in cells")
+    minth, maxth = tna_fixed(cfg.minth, cells), tna_fixed(cfg.maxth, cells)
+    entries = _pb_ranges(minth, maxth, ranges, lambda a: red_pb(cfg, a / (cells << TNA_AVG_FRAC_BITS)))
+    top = maxth
+    if cfg.gentle:
+        entries += _pb_ranges(maxth, 2 * maxth, ranges,
+                              lambda a: red_pb(cfg, a / (cells << TNA_AVG_FRAC_BITS)))
+        top = 2 * maxth
+    entries.append(TnaRange(top, TNA_AVG_MAX, "red_forced"))
+    tau_ns = 0 if cfg.wq_log == 0 else round(port.tx_time_us * 1000 / cfg.wq)   # wq = 1: avg = q
+    return TnaConstants(mode=TNA_MODES[cfg.mode], ecn=int(cfg.ecn), cells_per_packet=cells,
+                        ranges=tuple(entries), lpf_tau_ns=tau_ns)
+
+
+def _pb_ranges(lo: int, hi: int, n: int, pb_at) -> list[TnaRange]:
+    """n (or fewer, if [lo, hi) is narrower) equal ranges covering [lo, hi), each set_pb
+    with p_b at its real middle."""
+    bounds = sorted({lo + (hi - lo) * i // n for i in range(n)} | {hi})
+    out = []
+    for a, b in zip(bounds, bounds[1:]):
+        pb = pb_at((a + b - 1) / 2)   # the middle of the integer averages a..b-1
+        out.append(TnaRange(a, b - 1, "set_pb", min(round(pb * PROB_ONE), PROB_MAX)))
+    return out
+
+
+def tna_pb(c: TnaConstants, avg_fixed: int) -> int | None:
+    """p_b * 2^32 the TNA program uses at an average avg_fixed (cells * 2^8): 0 below
+    minth (a red_pb miss), None in the forced region."""
+    for r in c.ranges:
+        if r.lo <= avg_fixed <= r.hi:
+            return r.pb if r.action == "set_pb" else None
+    return 0
+
+
+def tna_pb_error_bound(cfg: RedConfig, ranges: int = TNA_PB_RANGES) -> float:
+    """|p_b(TNA) - red_pb| within the probabilistic region (p4src/README.md "TNA profile"):
+    half a range of slope, plus the 2^-8-cell grid of the bounds and the rounding of pb."""
+    half_range = max(cfg.maxp, 1 - cfg.maxp if cfg.gentle else 0) / (2 * ranges)
+    return half_range * (1 + 2 * ranges / (1 << TNA_AVG_FRAC_BITS)) + 1 / PROB_ONE
