@@ -85,7 +85,7 @@ def estimated_seconds(experiment, runs, jobs=1):
 # The --jobs rule (measured in mininet/bench/JOBS.md: every metric of the same
 # point agrees with --jobs 1 within its 95 % interval): runs side by side per
 # core, by the study's highest bottleneck rate; above the last rate, one run.
-JOBS_PER_CORE = ((10e6, 1),)
+JOBS_PER_CORE = ((1.5e6, 2), (10e6, 1))
 
 
 def faithful_jobs(experiment, cores=None):

@@ -110,8 +110,8 @@ def test_jobs_rule_allows_by_bottleneck_rate_and_cores_and_warns_above():
     def at(rate):
         return experiment(topology={"bottleneck": {"rate": rate, "delay": "10ms"}})
     assert [study.faithful_jobs(at(r), cores=2) for r in ("1.5mbit", "10mbit", "100mbit")] == \
-        [2, 2, 1]
-    assert study.jobs_warning(at("1.5mbit"), 2, cores=2) is None
+        [4, 2, 1]
+    assert study.jobs_warning(at("1.5mbit"), 4, cores=2) is None
     assert study.jobs_warning(at("10mbit"), 3, cores=2) == (
         "--jobs 3 exceeds the measured rule for a 10 Mb/s bottleneck on 2 cores (at most 2; "
         "mininet/bench/JOBS.md): the runs' timing may differ from --jobs 1")
