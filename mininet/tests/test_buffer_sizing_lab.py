@@ -102,3 +102,18 @@ def test_run_folder_has_the_switchs_drop_records_and_timing(tmp_path):
     assert timing["frames"] > 1000 and 0 <= timing["late_us_mean"] <= timing["late_us_max"]
     assert 0 < timing["cpu_share"] <= 2      # one process, 2 cores
     assert not (run / "lab" / "drops").exists()    # the pcaps are removed once read
+
+
+def test_quick_variant_runs_and_checks_sqrtn_drops_with_switch_records(tmp_path):
+    """`aqmlab study buffers --quick` (~3.5 min): 6 runs, normal vs sqrtN
+    buffer; exit 0 means sqrtN's drop rate is not below normal's at 95 %
+    confidence and the switch recorded the sqrtN runs' drops."""
+    out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "buffers", "--quick",
+                          "--out", str(tmp_path / "s"), "--no-progress"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "passed: sqrtN - normal drop rate" in out.stdout
+    report = (tmp_path / "s" / "report.md").read_text()
+    assert "no figure group has run yet" in report and "Direction check: passed" in report
+    assert (tmp_path / "s" / "report" / "quick-drop-scatter.png").exists()
+    assert json.loads((tmp_path / "s" / "wall_times.json").read_text())["quick"]["runs"] == 6
