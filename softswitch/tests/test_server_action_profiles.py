@@ -443,3 +443,27 @@ def test_max_group_size_beyond_the_profile_size_is_refused(program):
     with pytest.raises(P4RuntimeError) as e:
         P4InfoIndex(p4info)
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "max_group_size 9" in e.value.message
+
+
+def test_finsy_programs_members_groups_and_action_sets(program, ids):
+    """finsy (a second third-party client, protobuf >= 4) does the same through its
+    own P4Runtime bindings; the one-shot entry it leaves forwards over both ports."""
+    import json
+    import os
+    finsy_python = pathlib.Path(__file__).resolve().parents[2] / ".venv-finsy" / "bin" / "python"
+    srv, address = start_server()
+    try:
+        done = subprocess.run([str(finsy_python), str(FIXTURES / "finsy_profiles.py"), address,
+                               str(program[0]), str(program[1])], capture_output=True, text=True,
+                              timeout=120, env={**os.environ, "PYTHONPATH": ""})
+        assert done.returncode == 0, done.stderr[-3000:]
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        assert report["members"] == [[1, "set_nexthop(port=0x1, dmac=0xa1)"],
+                                     [2, "set_nexthop(port=0x2, dmac=0xa2)"]]
+        assert report["groups"] == [[10, 4, [[1, 3], [2, 1]]]]
+        assert report["entries"] == [[0, 10], [2, 0]]
+        assert report["one_shot"] == [[[3, "set_nexthop"], [1, "set_nexthop"]]]
+        assert {egress(srv, ipv4_frame(src, 0x0A000001))[0] for src in range(64)} == {1, 2}
+    finally:
+        wait_for_no_clients(srv)
+        srv.stop()
