@@ -467,3 +467,14 @@ def test_finsy_programs_members_groups_and_action_sets(program, ids):
     finally:
         wait_for_no_clients(srv)
         srv.stop()
+
+
+def test_one_shot_entries_survive_reconcile(switch, program, ids):
+    srv, client = switch
+    one_shot = ecmp_entry(ids, b"\x0a\x00\x00\x00", 8, action_set=[
+        (nexthop(ids, 1, 0xA1), 3), (nexthop(ids, 2, 0xA2), 1)])
+    one_shot.action.action_profile_action_set.action_profile_actions[0].watch_port = b"\xff"
+    client.insert(table_entry=one_shot)
+    client.set_pipeline(*pair(program), action=SetAction.RECONCILE_AND_COMMIT)
+    assert client.read(table_entry=pb.TableEntry(table_id=ids["ecmp"])) == [one_shot]
+    assert {egress(srv, ipv4_frame(src, 0x0A000001))[0] for src in range(64)} == {1, 2}
