@@ -962,6 +962,15 @@ impl Executor {
                 let v = if hi <= lo { lo } else { lo.wrapping_add(self.uniform((hi - lo) as u128 + 1) as i128) };
                 self.store(env, pkt, lv, v);
             }
+            Prim::LpfSample(lv, avg, sample, dt_us, tau_ns) => {
+                let v = crate::tna::lpf_sample(
+                    self.eval(env, pkt, avg),
+                    self.eval(env, pkt, sample),
+                    self.eval(env, pkt, dt_us),
+                    self.eval(env, pkt, tau_ns),
+                );
+                self.store(env, pkt, lv, v);
+            }
             Prim::Count(c, idx) => {
                 let i = self.eval(env, pkt, idx);
                 let cells = &env.st.counters[*c];

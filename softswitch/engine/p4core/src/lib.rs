@@ -8,6 +8,7 @@ mod load;
 mod program;
 mod state;
 mod strict;
+mod tna;
 
 pub use exec::{Digest, EgressOutcome, Executor, IngressOutcome, PacketState, QueueMeta, QueuedPacket, Recirculation};
 pub use load::LoadError;

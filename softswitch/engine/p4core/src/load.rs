@@ -982,6 +982,7 @@ impl Loader {
             "_jump" => Prim::Jump(self.jump_target(p(0)?, path, n_params)?),
             "_jump_if_zero" => Prim::JumpIfZero(pe(0)?, self.jump_target(p(1)?, path, n_params)?),
             "modify_field_rng_uniform" => Prim::Random(plv(0)?, pe(1)?, pe(2)?),
+            "tna_lpf_sample" => Prim::LpfSample(plv(0)?, pe(1)?, pe(2)?, pe(3)?, pe(4)?),
             "count" => Prim::Count(pname(0, &self.p.names.counters, "counter array")?, pe(1)?),
             "execute_meter" => Prim::ExecuteMeter(pname(0, &self.p.names.meters, "meter array")?, pe(1)?, plv(2)?),
             "register_read" => Prim::RegisterRead(plv(0)?, pname(1, &self.p.names.registers, "register array")?, pe(2)?),

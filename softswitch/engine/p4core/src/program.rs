@@ -174,6 +174,8 @@ pub enum Prim {
     Jump(usize),
     JumpIfZero(Expr, usize),
     Random(LValue, Expr, Expr),
+    /// TNA's Lpf sample (tna.rs): result, average, sample, dt (us), tau (ns).
+    LpfSample(LValue, Expr, Expr, Expr, Expr),
     Count(usize, Expr),
     ExecuteMeter(usize, Expr, LValue),
     RegisterRead(LValue, usize, Expr),

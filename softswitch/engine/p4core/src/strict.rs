@@ -38,6 +38,7 @@ const PRIMITIVES: &[(&str, usize)] = &[
     ("log_msg", 2),
     ("modify_field", 2),
     ("modify_field_rng_uniform", 3),
+    ("tna_lpf_sample", 5), // not BMv2's: the engine's TNA Lpf (tna.rs), only in lowered TNA programs
     ("add_to_field", 2),
     ("subtract_from_field", 2),
     ("drop", 0),
