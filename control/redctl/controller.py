@@ -12,8 +12,8 @@ import grpc
 from p4.v1 import p4runtime_pb2
 
 from . import names
-from .convert import (AVG_ONE, PortSpec, RedConfig, RedConstants, from_constants,
-                      to_constants)
+from .convert import (AVG_ONE, PortSpec, RedConfig, RedConstants, TnaConstants, from_constants,
+                      to_constants, to_tna_constants)
 from .labconfig import parse_mac
 from .p4rt import P4InfoIndex, P4RuntimeError, Session, decode, encode
 
@@ -82,8 +82,15 @@ class Controller:
         self._check_port(port)
         return self.ports[port] if self.ports is not None else PortSpec()
 
-    def set_red(self, port: int, cfg: RedConfig) -> RedConstants:
+    @property
+    def is_tna(self) -> bool:
+        """The pipeline is hw/tofino/red_ecn.p4 (TNA profile of p4src/README.md)."""
+        return names.TNA_RED_PB in self.index.tables
+
+    def set_red(self, port: int, cfg: RedConfig) -> RedConstants | TnaConstants:
         """Validate cfg (ValueError, nothing written) and install it on port."""
+        if self.is_tna:
+            return self._set_red_tna(port, cfg)
         constants = to_constants(cfg, self.port_spec(port))
         config = self._read_table(names.RED_CONFIG, port)
         updates = [_update(p4runtime_pb2.Update.MODIFY if config else p4runtime_pb2.Update.INSERT,
@@ -93,6 +100,37 @@ class Controller:
         self.session.write(updates)
         self._decay_known[port] = dict(constants.decay_factors)
         return constants
+
+    def _set_red_tna(self, port: int, cfg: RedConfig, target: str = "tofino") -> TnaConstants:
+        """set_red(mode, ecn), the port's red_pb ranges (replaced) and the Lpf time constant."""
+        c = to_tna_constants(cfg, self.port_spec(port), target)
+        U = p4runtime_pb2.Update
+        config = self._table_entry(names.RED_CONFIG, [(names.TNA_RED_CONFIG_KEY, "exact", port)],
+                                   names.SET_RED, c.action_params())
+        old = self._read_table(names.TNA_RED_PB, port)
+        if old:
+            self.session.write([_update(U.DELETE, e) for e in old])
+        updates = [_update(U.MODIFY if self._read_table(names.RED_CONFIG, port) else U.INSERT, config)]
+        updates += [_update(U.INSERT, self._pb_entry(port, r)) for r in c.ranges]
+        updates.append(_update(U.MODIFY, self._register_entry(names.TNA_LPF, port, c.lpf_tau_ns)))
+        self.session.write(updates)
+        return c
+
+    def _pb_entry(self, port: int, r) -> p4runtime_pb2.Entity:
+        keys = [(names.TNA_RED_PB_KEYS[0], "exact", port), (names.TNA_RED_PB_KEYS[1], "range", r.lo, r.hi)]
+        action = names.TNA_SET_PB if r.action == "set_pb" else names.TNA_RED_FORCED
+        entity = self._table_entry(names.TNA_RED_PB, keys, action,
+                                   {"pb": r.pb} if r.action == "set_pb" else {})
+        entity.table_entry.priority = 1          # ranges never overlap
+        return entity
+
+    def _register_entry(self, name: str, index: int, value: int) -> p4runtime_pb2.Entity:
+        reg = self.index.register(name)
+        entity = p4runtime_pb2.Entity()
+        entity.register_entry.register_id = reg.preamble.id
+        entity.register_entry.index.index = index
+        entity.register_entry.data.bitstring = encode(value, reg.type_spec.bitstring.bit.bitwidth)
+        return entity
 
     def get_red(self, port: int) -> RedConfig | None:
         """Installed parameters; None if the port has no entry (drop-tail, avg = q)."""
@@ -222,6 +260,8 @@ class Controller:
             m = te.match.add(field_id=mf.id)
             if kind == "lpm":
                 m.lpm.value, m.lpm.prefix_len = encode(value, mf.bitwidth), rest[0]
+            elif kind == "range":
+                m.range.low, m.range.high = encode(value, mf.bitwidth), encode(rest[0], mf.bitwidth)
             else:
                 m.exact.value = encode(value, mf.bitwidth)
         a = self.index.action(action)

@@ -25,3 +25,13 @@ COUNTERS = {
 }
 
 TELEMETRY_DIGEST = "telemetry_t"
+
+# hw/tofino/red_ecn.p4 (TNA): thresholds live in red_pb, the average in the Lpf.
+TNA_RED_CONFIG_KEY = "eg_intr_md.egress_port"
+TNA_RED_PB = "MyEgress.red_pb"
+TNA_RED_PB_KEYS = ("eg_intr_md.egress_port", "meta.red.avg")
+TNA_SET_PB = "MyEgress.set_pb"
+TNA_RED_FORCED = "MyEgress.red_forced"
+# The Lpf's time constant (ns) per port: a register on the built-in target; on
+# bf_switchd it is BF Runtime's $LPF_SPEC_*_TIME_CONSTANT_NS (hw/tofino/README.md).
+TNA_LPF = "MyEgress.red_avg_lpf"

@@ -54,6 +54,7 @@ class P4InfoIndex:
         self.tables = {t.preamble.name: t for t in p4info.tables}
         self.actions = {a.preamble.name: a for a in p4info.actions}
         self.counters = {c.preamble.name: c for c in p4info.counters}
+        self.registers = {r.preamble.name: r for r in p4info.registers}
         self.digests = {d.preamble.name: d for d in p4info.digests}
         self.action_names = {a.preamble.id: a.preamble.name for a in p4info.actions}
 
@@ -78,6 +79,9 @@ class P4InfoIndex:
 
     def counter(self, name):
         return self._get("counter", self.counters, name)
+
+    def register(self, name):
+        return self._get("register", self.registers, name)
 
     def digest(self, name):
         return self._get("digest", self.digests, name)
