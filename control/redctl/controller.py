@@ -12,8 +12,8 @@ import grpc
 from p4.v1 import p4runtime_pb2
 
 from . import names
-from .convert import (AVG_ONE, PortSpec, RedConfig, RedConstants, TnaConstants, from_constants,
-                      to_constants, to_tna_constants)
+from .convert import (AVG_ONE, TNA_CELL_BYTES, PortSpec, RedConfig, RedConstants, TnaConstants,
+                      TnaRange, from_constants, from_tna_constants, to_constants, to_tna_constants)
 from .labconfig import parse_mac
 from .p4rt import P4InfoIndex, P4RuntimeError, Session, decode, encode
 
@@ -116,6 +116,33 @@ class Controller:
         self.session.write(updates)
         return c
 
+    def _get_red_tna(self, port: int, target: str = "tofino") -> RedConfig | None:
+        config = self._read_table(names.RED_CONFIG, port)
+        if not config:
+            return None
+        params = self._action_params(config[0].table_entry.action.action)
+        ranges = []
+        for e in self._read_table(names.TNA_RED_PB, port):
+            te = e.table_entry
+            avg = te.match[1].range
+            action = self.index.action_names[te.action.action.action_id].split(".")[-1]
+            ranges.append(TnaRange(decode(avg.low), decode(avg.high), action,
+                                   self._action_params(te.action.action).get("pb", 0)))
+        spec = self.port_spec(port)
+        installed = TnaConstants(mode=params["mode"], ecn=params["ecn"],
+                                 cells_per_packet=-(-spec.mean_packet_bytes // TNA_CELL_BYTES[target]),
+                                 ranges=tuple(sorted(ranges, key=lambda r: r.lo)),
+                                 lpf_tau_ns=self._read_register(names.TNA_LPF, port))
+        try:
+            return from_tna_constants(installed, spec, target)
+        except ValueError as e:
+            raise P4RuntimeError(f"port {port}: {e}") from None
+
+    def _read_register(self, name: str, index: int) -> int:
+        req = self._register_entry(name, index, 0)
+        req.register_entry.ClearField("data")
+        return decode(next(iter(self.session.read([req]))).register_entry.data.bitstring)
+
     def _pb_entry(self, port: int, r) -> p4runtime_pb2.Entity:
         keys = [(names.TNA_RED_PB_KEYS[0], "exact", port), (names.TNA_RED_PB_KEYS[1], "range", r.lo, r.hi)]
         action = names.TNA_SET_PB if r.action == "set_pb" else names.TNA_RED_FORCED
@@ -134,6 +161,8 @@ class Controller:
 
     def get_red(self, port: int) -> RedConfig | None:
         """Installed parameters; None if the port has no entry (drop-tail, avg = q)."""
+        if self.is_tna:
+            return self._get_red_tna(port)
         constants = self.get_red_constants(port)
         return from_constants(constants) if constants else None
 

@@ -313,3 +313,31 @@ def tna_pb_error_bound(cfg: RedConfig, ranges: int = TNA_PB_RANGES) -> float:
     half a range of slope, plus the 2^-8-cell grid of the bounds and the rounding of pb."""
     half_range = max(cfg.maxp, 1 - cfg.maxp if cfg.gentle else 0) / (2 * ranges)
     return half_range * (1 + 2 * ranges / (1 << TNA_AVG_FRAC_BITS)) + 1 / PROB_ONE
+
+
+def from_tna_constants(c: TnaConstants, port: PortSpec = PortSpec(), target: str = "tofino") -> RedConfig:
+    """Installed TNA entries -> the RedConfig that to_tna_constants turns into exactly them
+    (thresholds to 3 decimals, maxp to 9, wq a power of two); ValueError if none does."""
+    modes = {v: k for k, v in TNA_MODES.items()}
+    prob = [r for r in c.ranges if r.action == "set_pb"]
+    forced = [r for r in c.ranges if r.action == "red_forced"]
+    if c.mode not in modes or not prob or len(forced) != 1:
+        raise ValueError("the installed red_pb entries are not a RED configuration")
+    grid = c.cells_per_packet << TNA_AVG_FRAC_BITS
+    wq_log = 0 if c.lpf_tau_ns == 0 else round(math.log2(c.lpf_tau_ns / (port.tx_time_us * 1000)))
+    minth = round(prob[0].lo / grid, 3)
+    for gentle, top in ((False, forced[0].lo), (True, forced[0].lo / 2)):
+        maxth = round(top / grid, 3)
+        last = max((r for r in prob if r.hi < round(top)), key=lambda r: r.lo, default=None)
+        if last is None or maxth <= minth:
+            continue
+        middle = (last.lo + last.hi) / 2 / grid
+        maxp = round(last.pb / PROB_ONE * (maxth - minth) / (middle - minth), 9)
+        try:
+            cfg = RedConfig(minth=minth, maxth=maxth, maxp=maxp, wq_log=wq_log, gentle=gentle,
+                            mode=modes[c.mode], ecn=bool(c.ecn))
+            if to_tna_constants(cfg, port, target) == c:
+                return cfg
+        except ValueError:
+            continue
+    raise ValueError("the installed red_pb entries were not written by redctl for one RedConfig")

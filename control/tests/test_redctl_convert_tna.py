@@ -1,8 +1,10 @@
 """redctl.convert's TNA profile conversions (p4src/README.md "TNA profile")."""
+import dataclasses
+
 import pytest
 
-from redctl.convert import (PROB_ONE, PortSpec, RedConfig, red_pb, tna_pb, tna_pb_error_bound,
-                            to_tna_constants)
+from redctl.convert import (PROB_ONE, PortSpec, RedConfig, from_tna_constants, red_pb, tna_pb,
+                            tna_pb_error_bound, to_tna_constants)
 
 
 @pytest.mark.parametrize("target, cells", [("tofino", 19), ("tofino2", 9)])
@@ -46,3 +48,20 @@ def test_thresholds_beyond_the_19_bit_cell_count_are_refused():
     with pytest.raises(ValueError, match="19-bit"):
         to_tna_constants(RedConfig(minth=5, maxth=30_000, maxp=0.1),
                          PortSpec(buffer_packets=60_000))
+
+
+@pytest.mark.parametrize("target", ["tofino", "tofino2"])
+@pytest.mark.parametrize("cfg", [RedConfig(minth=5, maxth=15, maxp=0.1),
+                                 RedConfig(minth=0.5, maxth=60, maxp=0.02, wq_log=12, gentle=True),
+                                 RedConfig(minth=1, maxth=2, maxp=1, wq_log=0, ecn=False)])
+def test_installed_entries_read_back_as_the_config(cfg, target):
+    port = PortSpec(buffer_packets=64, rate_bps=1e9)
+    assert from_tna_constants(to_tna_constants(cfg, port, target), port, target) == cfg
+
+
+def test_entries_no_config_produces_are_refused():
+    c = to_tna_constants(RedConfig(minth=5, maxth=15, maxp=0.1))
+    bent = dataclasses.replace(c, ranges=c.ranges[:3] + (dataclasses.replace(c.ranges[3], pb=7),)
+                               + c.ranges[4:])
+    with pytest.raises(ValueError, match="not written by redctl"):
+        from_tna_constants(bent)

@@ -46,9 +46,7 @@ def installed(ctl, port):
         action = ctl.index.action_names[te.action.action.action_id].split(".")[-1]
         params = ctl._action_params(te.action.action)
         ranges.append((decode(avg.low), decode(avg.high), action, params.get("pb", 0)))
-    req = ctl._register_entry("MyEgress.red_avg_lpf", port, 0)
-    req.register_entry.ClearField("data")
-    tau = decode(next(iter(ctl.session.read([req]))).register_entry.data.bitstring)
+    tau = ctl._read_register("MyEgress.red_avg_lpf", port)
     return ctl._action_params(config), sorted(ranges), tau
 
 
@@ -62,6 +60,21 @@ def test_set_red_installs_the_tna_profile_conversions(tna_ctl):
     assert tna_ctl.is_tna
     tna_ctl.set_red(1, cfg)
     assert installed(tna_ctl, 1) == expected(cfg)
+
+
+@pytest.mark.parametrize("cfg", [RedConfig(minth=5, maxth=15, maxp=0.1, wq_log=9),
+                                 RedConfig(minth=2.5, maxth=40, maxp=0.25, wq_log=4, gentle=True, ecn=False),
+                                 RedConfig(minth=0, maxth=12.125, maxp=1, wq_log=0, mode="droptail")])
+def test_get_red_reads_back_what_set_red_installed(tna_ctl, cfg):
+    tna_ctl.set_red(2, cfg)
+    assert tna_ctl.get_red(2) == cfg
+
+
+def test_the_redctl_set_command_works_against_the_tna_program(tna_ctl):
+    from redctl.cli import main
+    tna_ctl.set_red(1, RedConfig(minth=5, maxth=15, maxp=0.1))
+    assert main(["--address", tna_ctl.session.address, "set", "--port", "1", "--maxp", "0.2"]) == 0
+    assert tna_ctl.get_red(1) == RedConfig(minth=5, maxth=15, maxp=0.2)
 
 
 def test_a_live_change_replaces_the_ranges_and_leaves_other_ports_alone(tna_ctl):
