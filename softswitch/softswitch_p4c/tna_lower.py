@@ -23,9 +23,9 @@ TNA program may do is refused with a file:line:col error naming the construct.
   `process_packet(..., enq_qdepth=)`).
 - Externs: Register -> register; RegisterAction.execute -> read, the action's
   body, write (one access per packet, as the stateful ALU); Random.get ->
-  random; Counter -> counter; Lpf.execute -> registers (the time constant in ns
-  per index in a register named as the Lpf, the average and the previous sample
-  time beside it) and the engine's `tna_lpf_sample` primitive (SAMPLE mode,
+  random; Hash.get -> hash (CRC16, CRC32, IDENTITY, RANDOM); Counter ->
+  counter; Lpf.execute -> registers (the time constant in ns per index in a
+  register named as the Lpf, the average and the previous sample time beside it) and the engine's `tna_lpf_sample` primitive (SAMPLE mode,
   one time constant for rise and fall).
 """
 import dataclasses
@@ -45,7 +45,10 @@ DROP_PORT = 511
 # Lowered extern instance types (v1model) for TNA's.
 V1_EXTERN = {"Register": "register", "Counter": "counter"}
 COUNTER_UNITS = {"PACKETS": "packets", "BYTES": "bytes", "PACKETS_AND_BYTES": "packets_and_bytes"}
-REMOVED_EXTERNS = ("RegisterAction", "Random", "Lpf", "Checksum")
+REMOVED_EXTERNS = ("RegisterAction", "Random", "Lpf", "Checksum", "Hash")
+# TNA's hash algorithms mapped onto BMv2's (crc16 = CRC-16/ARC, crc32 = CRC-32/ISO-HDLC; that
+# Tofino's CRC16/CRC32 use these parameters is not verified here); CRC8, CRC64, CUSTOM refused.
+HASH_ALGOS = {"IDENTITY": "identity", "RANDOM": "random", "CRC16": "crc16", "CRC32": "crc32"}
 
 
 def lower(tna_program):
@@ -330,7 +333,8 @@ class _Lowering:
             if isinstance(d, A.Instance) and _from_tna_type(d.type.name):
                 raise CompileError(d.type.loc, f"TNA extern '{d.type.name}' is not supported on "
                                                f"the built-in target (only Register, "
-                                               f"RegisterAction, Random, Counter, Lpf, Checksum)")
+                                               f"RegisterAction, Random, Hash, Counter, Lpf, "
+                                               f"Checksum)")
             return d
         if d.type.name == "Register":
             if len(d.args) != 1:
@@ -352,6 +356,9 @@ class _Lowering:
         for d in insts.values():
             if d.type.name == "Lpf":
                 lpf_locals += _lpf_registers(d)
+        for d in insts.values():
+            if d.type.name == "Hash":
+                _hash_algo(d)
         externs = _ExternCalls(self, insts, regs, role)
 
         def rewriter(node):
@@ -400,23 +407,35 @@ class _ExternCalls:
         self.role = role
 
     def rewrite(self, node):
-        """Statements first (top-down), then any call left inside an expression is refused."""
+        """`inst.m(...);`, `x = inst.m(...);` and `x = (T) inst.m(...);` of the TNA externs."""
+        self.cast_to = None
         if isinstance(node, A.CallStmt):
             return self.lowered(None, node.call)
         if isinstance(node, A.Assign) and isinstance(node.rhs, A.Call):
             return self.lowered(node.lhs, node.rhs)
+        if isinstance(node, A.Assign) and isinstance(node.rhs, A.Cast) and \
+                isinstance(node.rhs.expr, A.Call) and self.extern_of(node.rhs.expr) is not None:
+            self.cast_to = node.rhs.type
+            return self.lowered(node.lhs, node.rhs.expr)
         return None
+
+    def result(self, lhs, value):
+        """The final `lhs = value` (with the statement's cast, if it had one)."""
+        if lhs is None:
+            return []
+        return [assign(lhs, A.Cast(value.loc, self.cast_to, value) if self.cast_to else value)]
 
     def refuse_nested(self, node):
         """Top-down: extern calls as statements or assignment sources are lowered (the walk
         stops there); a RegisterAction/Random/Lpf call anywhere else is refused."""
         if isinstance(node, A.CallStmt):
             return True
-        if isinstance(node, A.Assign) and isinstance(node.rhs, A.Call) and \
-                self.extern_of(node.rhs) is not None:
+        rhs = node.rhs.expr if isinstance(node, A.Assign) and isinstance(node.rhs, A.Cast) else \
+            getattr(node, "rhs", None)
+        if isinstance(node, A.Assign) and isinstance(rhs, A.Call) and self.extern_of(rhs) is not None:
             return True
         found = self.extern_of(node) if isinstance(node, A.Call) else None
-        if found is not None and found[0].type.name in ("RegisterAction", "Random", "Lpf"):
+        if found is not None and found[0].type.name in ("RegisterAction", "Random", "Lpf", "Hash"):
             raise CompileError(node.loc, f"{found[0].type.name}.{found[1]}() is lowered only as a "
                                          f"statement or the right side of an assignment")
         return False
@@ -425,7 +444,7 @@ class _ExternCalls:
         f = c.func
         if isinstance(f, A.Member) and isinstance(f.expr, A.Name) and f.expr.name in self.insts:
             inst = self.insts[f.expr.name]
-            if inst.type.name in ("RegisterAction", "Random", "Lpf", "Counter", "Register"):
+            if inst.type.name in ("RegisterAction", "Random", "Lpf", "Counter", "Register", "Hash"):
                 return inst, f.name
         return None
 
@@ -444,8 +463,8 @@ class _ExternCalls:
         return [call(member(inst.name, "count"), [cast(32, c.args[0])], c.loc)]
 
     def Register_read(self, inst, c, lhs):
-        if lhs is None:
-            raise CompileError(c.loc, "Register.read() result unused")
+        if lhs is None or self.cast_to is not None:
+            raise CompileError(c.loc, "Register.read() is lowered only as `x = reg.read(i);`")
         return [call(member(inst.name, "read"), [lhs, cast(32, c.args[0])], c.loc)]
 
     def Register_write(self, inst, c, lhs):
@@ -457,7 +476,19 @@ class _ExternCalls:
         out = [A.VarDecl(c.loc, [], inst.type.args[0], tmp, None),
                call("random", [name(tmp), A.IntLit(c.loc, 0, width),
                                A.IntLit(c.loc, (1 << width) - 1, width)], c.loc)]
-        return out + ([assign(lhs, name(tmp))] if lhs is not None else [])
+        return out + self.result(lhs, name(tmp))
+
+    def Hash_get(self, inst, c, lhs):
+        """v1model's hash with base 0 and max 2^W: the W low bits of the hash, as TNA's get."""
+        algo = _hash_algo(inst)
+        if lhs is None:
+            raise CompileError(c.loc, "Hash.get() result unused")
+        width = _bit_width(inst.type.args[0])
+        tmp = self.low.fresh_name("hash")
+        v1_algo = A.Member(algo.loc, name("HashAlgorithm", algo.loc), HASH_ALGOS[algo.name])
+        return [A.VarDecl(c.loc, [], inst.type.args[0], tmp, None),
+                call("hash", [name(tmp), v1_algo, A.IntLit(c.loc, 0, width), c.args[0],
+                              A.IntLit(c.loc, 1 << width, 64)], c.loc)] + self.result(lhs, name(tmp))
 
     def RegisterAction_execute(self, inst, c, lhs):
         """read; the action's body on a local copy; write (one access, as the stateful ALU)."""
@@ -479,7 +510,7 @@ class _ExternCalls:
                call(member(reg.name, "read"), [name(value), index], c.loc),
                body,
                call(member(reg.name, "write"), [index, name(value)], c.loc)]
-        return out + ([assign(lhs, name(rv))] if lhs is not None else [])
+        return out + self.result(lhs, name(rv))
 
     def register_of(self, inst):
         arg = inst.args[0] if inst.args else None
@@ -506,8 +537,8 @@ class _ExternCalls:
                                         A.Binary(c.loc, "-", name(now), name(last)), name(tau)],
                      c.loc),
                 call(member(inst.name + "__avg", "write"), [index, name(avg)], c.loc),
-                call(member(inst.name + "__time", "write"), [index, name(now)], c.loc),
-                assign(lhs, name(avg))]
+                call(member(inst.name + "__time", "write"), [index, name(now)], c.loc)] + \
+            self.result(lhs, name(avg))
 
     def sample_time_us(self):
         """The time the packet reaches the Lpf: ingress arrival, or (egress) its dequeue."""
@@ -631,15 +662,24 @@ def _ns(us_expr, width):
 
 def _bit_width(t):
     if t.name != "bit" or not isinstance(t.width, A.IntLit):
-        raise CompileError(t.loc, "Random<W> needs W = bit<N> with a literal N")
+        raise CompileError(t.loc, "Random<W> and Hash<W> need W = bit<N> with a literal N")
     return t.width.value
 
 
 def _from_tna_type(tname):
-    return tname in ("Hash", "Meter", "DirectMeter", "DirectCounter", "Wred", "DirectWred",
+    return tname in ("Meter", "DirectMeter", "DirectCounter", "Wred", "DirectWred",
                      "DirectLpf", "DirectRegister", "DirectRegisterAction", "RegisterParam",
                      "Mirror", "Resubmit", "Digest", "ParserCounter", "ParserPriority",
                      "ActionProfile", "ActionSelector", "CRCPolynomial")
+
+
+def _hash_algo(inst):
+    algo = inst.args[0] if inst.args else None
+    if not (isinstance(algo, A.Member) and algo.name in HASH_ALGOS):
+        raise CompileError(inst.loc, f"Hash algorithm must be one of "
+                                     f"{', '.join('HashAlgorithm_t.' + a for a in HASH_ALGOS)} "
+                                     f"on the built-in target")
+    return algo
 
 
 def _lpf_registers(d):

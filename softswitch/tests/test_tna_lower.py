@@ -1,6 +1,8 @@
 """The TNA back-end (softswitch_p4c/tna_lower.py, issue 14): hw/tofino/red_ecn.p4 lowers to
 BMv2 JSON + P4Info for both archs, and what the built-in target cannot run the same way
 as Tofino is refused at its line. The engine runs it in hw/tofino/tests."""
+import json
+import zlib
 from pathlib import Path
 
 import pytest
@@ -43,8 +45,10 @@ def test_the_red_program_lowers_to_loader_clean_json_with_its_control_plane_name
      "hdr.ethernet.etherType = 0x86dd", "selects on"),
     ("        hdr.bridged.setValid();", "        hdr.bridged.setValid();\n        hdr.ipv4.setInvalid();",
      "hdr.ipv4.setInvalid()", "parsed header"),
-    ("    Random<bit<32>>() red_rng;", "    Random<bit<32>>() red_rng;\n    Hash<bit<16>>(HashAlgorithm_t.CRC16) h;",
-     "Hash<bit<16>>", "'Hash' is not supported on the built-in target"),
+    ("    Random<bit<32>>() red_rng;", "    Random<bit<32>>() red_rng;\n    Meter<PortId_t>(512, MeterType_t.BYTES) m;",
+     "Meter<PortId_t>", "'Meter' is not supported on the built-in target"),
+    ("    Random<bit<32>>() red_rng;", "    Random<bit<32>>() red_rng;\n    Hash<bit<16>>(HashAlgorithm_t.CRC8) h;",
+     "Hash<bit<16>>", "Hash algorithm must be one of"),
     ("        pkt.emit(hdr.bridged);\n", "        pkt.emit(hdr.bridged);\n        hdr.ipv4.ttl = 1;\n",
      "hdr.ipv4.ttl = 1;", "ingress deparser may only emit"),
 ])
@@ -69,3 +73,36 @@ def test_a_lint_problem_stops_the_build(tmp_path):
     with pytest.raises(CompileError) as err:
         compile_tna_to_objects(str(bad), "tna")
     assert "budget * meta.red.pb" in bad.read_text().splitlines()[err.value.loc.line - 1]
+
+
+def crc16_arc(data: bytes) -> int:
+    crc = 0
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
+
+
+@pytest.mark.parametrize("algo, width, expect", [
+    ("CRC16", 16, crc16_arc), ("CRC32", 32, zlib.crc32), ("IDENTITY", 16, lambda d: int.from_bytes(d, "big"))])
+def test_hash_get_is_the_low_bits_of_the_named_crc(tmp_path, algo, width, expect):
+    """Hash.get({src, dst}) written into the IPv4 identification (CRC32: its low 16 bits)."""
+    se = pytest.importorskip("softswitch_engine")
+    text = RED_TNA.read_text()
+    local, use = "    action drop() {\n        ig_dprsr_md.drop_ctl = 1;", "        ipv4_lpm.apply();"
+    assert local in text and use in text
+    text = text.replace(local, f"    Hash<bit<{width}>>(HashAlgorithm_t.{algo}) flow_hash;\n" + local, 1)
+    text = text.replace(use, use + "\n            hdr.ipv4.identification = (bit<16>) "
+                        "flow_hash.get({hdr.ipv4.srcAddr, hdr.ipv4.dstAddr});", 1)
+    prog = tmp_path / "hashed.p4"
+    prog.write_text(text)
+    bmv2_json, _ = compile_tna_to_objects(str(prog), "tna")
+    sw = se.Switch(ports={}, seed=1)
+    sw.load_pipeline(json.dumps(bmv2_json))
+    sw.table_add("MyIngress.ipv4_lpm", [("lpm", bytes([10, 0, 1, 0]), 24)], "MyIngress.ipv4_forward",
+                 [bytes(6), bytes(6), (1).to_bytes(2, "big")])
+    addrs = bytes([10, 0, 0, 1, 10, 0, 1, 2])
+    frame = bytes(12) + b"\x08\x00" + bytes([0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0]) + addrs
+    (port, out), = sw.process_packet(0, frame)
+    assert int.from_bytes(out[18:20], "big") == expect(addrs) & 0xFFFF
