@@ -145,6 +145,7 @@ impl PacketLoop {
         let trace = self.shared.trace;
         self.active = self.shared.current().map(|pipeline| {
             let mut exec = Executor::new(pipeline.program.clone(), self.shared.seed);
+            eprintln!("softswitch: P4 engine: {} ({}=interpreter forces the interpreter)", exec.engine_summary(), p4core::ENGINE_ENV);
             exec.set_logging(trace); // the program's log_msg lines join the trace
             Active { generation: gen, exec, pipeline }
         });

@@ -1,9 +1,12 @@
-//! Interpreter speed: ingress + egress per packet for a BMv2 JSON program,
-//! single thread, no I/O. For p4src's RED program it installs a route, a
-//! sampling period and RED parameters first so the full RED path runs.
-//!   cargo run --release -p p4core --example p4bench -- build/red_ecn.json [RESULTS.md]
+//! Engine speed: ingress + egress per packet for BMv2 JSON programs, single
+//! thread, no I/O, on the compiled pipeline and on the interpreter. For p4src's
+//! RED program it installs a route, a sampling period and RED parameters first
+//! so the full RED path runs; for a program with `MyIngress.ipv4_lpm` (the
+//! bench's minimal router) the route.
+//!   cargo run --release -p p4core --example p4bench -- build/red_ecn.json [MORE.json...]
 //! P4BENCH_PACKETS=N sets the packets per frame size (default 500000); a small
 //! N suits `valgrind --tool=callgrind`, which counts instructions exactly.
+//! P4CORE_ENGINE=interpreter|compiled measures one engine (default: both).
 use p4core::*;
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,14 +29,17 @@ fn udp_frame(len: usize) -> Vec<u8> {
     f
 }
 
-/// Installs the RED program's forwarding and RED entries (skipped for other programs).
-fn configure_red(st: &State) {
+/// Installs the route, and for the RED program the sampling and RED entries.
+fn configure(st: &State) {
     if st.program().table_index("MyIngress.ipv4_lpm").is_none() {
         return;
     }
     let b = |v: u64, n: usize| v.to_be_bytes()[8 - n..].to_vec();
     st.table_add("MyIngress.ipv4_lpm", &[MatchKey::Lpm(vec![10, 0, 0, 0], 8)], "MyIngress.ipv4_forward", &[b(2, 6), b(1, 6), b(1, 2)], 0)
         .unwrap();
+    if st.program().table_index("MyEgress.red_config").is_none() {
+        return;
+    }
     st.table_add("MyIngress.telemetry_sampling", &[MatchKey::Exact(b(1, 2))], "MyIngress.set_sampling", &[b(100, 4)], 0).unwrap();
     let (minth, maxth, maxp) = (5u64 << 16, 15u64 << 16, (0.1 * 4294967296.0) as u64);
     let slope = (maxp << 16) / (maxth - minth);
@@ -49,9 +55,12 @@ fn thread_cpu_ns() -> u128 {
 }
 
 /// Returns (wall ns/packet, CPU ns/packet, frames sent).
-fn measure(prog: &Arc<Program>, st: &State, frame: &[u8]) -> (f64, f64, u64) {
+fn measure(prog: &Arc<Program>, engine: Engine, frame: &[u8]) -> (f64, f64, u64) {
     let packets = packets();
-    let mut ex = Executor::new(prog.clone(), 1);
+    let st = State::new(prog);
+    configure(&st);
+    let st = &st;
+    let mut ex = Executor::with_engine(prog.clone(), 1, engine);
     let mut sent = 0;
     let start = Instant::now();
     let cpu_start = thread_cpu_ns();
@@ -67,30 +76,21 @@ fn measure(prog: &Arc<Program>, st: &State, frame: &[u8]) -> (f64, f64, u64) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let path = args.first().expect("usage: p4bench PROGRAM.json [RESULTS.md]");
-    let prog = Arc::new(Program::from_json(&std::fs::read_to_string(path).unwrap()).unwrap_or_else(|e| panic!("{path}: {e}")));
-    let st = State::new(&prog);
-    configure_red(&st);
-    let mut report = String::from("| program | frame bytes | wall ns/packet | CPU ns/packet | kpps per core (CPU) | forwarded |\n|---|---|---|---|---|---|\n");
-    for len in [64, 1500] {
-        let (wall, cpu, sent) = measure(&prog, &st, &udp_frame(len));
-        let line = format!("| {} | {len} | {wall:.0} | {cpu:.0} | {:.0} | {sent}/{} |\n", path.rsplit('/').next().unwrap(), 1e6 / cpu, packets());
-        print!("{line}");
-        report.push_str(&line);
-    }
-    if let Some(out) = args.get(1) {
-        let cpu = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let model = cpu.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).unwrap_or("?").trim().to_string();
-        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-        let header = format!(
-            "# p4core interpreter speed\n\nCommand (in `softswitch/engine`, after `make build`):\n`cargo run --release -p p4core --example p4bench -- ../../build/red_ecn.json p4core/BENCH.md`\n\n\
-             One thread, no I/O: parser, checksum verify, ingress, egress, checksum update and deparser per packet, \
-             with a route, a sampling period and RED (ECN, gentle) configured and enq_qdepth sweeping 0..39 so the RED \
-             region is exercised. CPU time is this thread's own (the machine is shared); wall time includes waiting for the CPU.\n\n\
-             Machine: {model}, load average {}\n\n",
-            load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
-        );
-        std::fs::write(out, header + &report).unwrap();
+    let paths: Vec<String> = std::env::args().skip(1).collect();
+    assert!(!paths.is_empty(), "usage: p4bench PROGRAM.json...");
+    let engines = match std::env::var(ENGINE_ENV).as_deref() {
+        Ok(_) => vec![Engine::from_env()],
+        Err(_) => vec![Engine::Compiled, Engine::Interpreter],
+    };
+    println!("| program | engine | frame bytes | wall ns/packet | CPU ns/packet | kpps per core (CPU) | forwarded |\n|---|---|---|---|---|---|---|");
+    for path in &paths {
+        let prog = Arc::new(Program::from_json(&std::fs::read_to_string(path).unwrap()).unwrap_or_else(|e| panic!("{path}: {e}")));
+        let name = path.rsplit('/').next().unwrap();
+        for &engine in &engines {
+            for len in [64, 1500] {
+                let (wall, cpu, sent) = measure(&prog, engine, &udp_frame(len));
+                println!("| {name} | {engine:?} | {len} | {wall:.0} | {cpu:.0} | {:.0} | {sent}/{} |", 1e6 / cpu, packets());
+            }
+        }
     }
 }

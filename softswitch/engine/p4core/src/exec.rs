@@ -2,6 +2,7 @@
 //! verification, ingress, packet replication, egress, checksum update, deparser.
 
 use crate::bits::{read_bits, BitWriter};
+use crate::compile::Compiled;
 use crate::hash;
 use crate::load::mask_of;
 use crate::program::*;
@@ -12,8 +13,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Bounds that keep malformed programs from looping forever.
-const MAX_PARSE_STATES: usize = 1024;
-const MAX_CONTROL_STEPS: usize = 100_000;
+pub(crate) const MAX_PARSE_STATES: usize = 1024;
+pub(crate) const MAX_CONTROL_STEPS: usize = 100_000;
 const MAX_RESUBMITS: usize = 16;
 
 /// The packet header vector and the unparsed rest of the frame.
@@ -127,8 +128,8 @@ pub struct EgressOutcome {
 
 /// Per-packet flags that BMv2 keeps in packet registers.
 #[derive(Debug, Default, Clone)]
-struct Flags {
-    exit: bool,
+pub(crate) struct Flags {
+    pub(crate) exit: bool,
     clone: Option<(u32, Option<usize>)>,
     digest: Option<usize>,
     resubmit: Option<Option<usize>>,
@@ -139,17 +140,42 @@ struct Flags {
 /// Per-thread executor: scratch buffers, the seeded RNG and the program.
 pub struct Executor {
     prog: Arc<Program>,
-    rng: Pcg64Mcg,
+    pub(crate) rng: Pcg64Mcg,
     template: PacketState,
-    flags: Flags,
-    key: Vec<u128>,
+    pub(crate) flags: Flags,
+    pub(crate) key: Vec<u128>,
     select: Vec<u8>,
-    calc: BitWriter,
-    now_us: u64,
+    pub(crate) calc: BitWriter,
+    pub(crate) now_us: u64,
     logging: bool,
     logs: Vec<String>,
     /// Finished packets whose buffers are reused (no allocation per packet).
     spare: Vec<Box<PacketState>>,
+    /// The compiled pipeline; None runs the interpreter.
+    compiled: Option<Arc<Compiled>>,
+}
+
+/// Which engine an `Executor` runs packets with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// The program compiled at load time (closures, precomputed offsets); the
+    /// interpreter runs the pieces it does not cover.
+    Compiled,
+    /// The interpreter alone: the reference behaviour.
+    Interpreter,
+}
+
+/// Environment variable that forces the interpreter (value `interpreter`) for A/B runs.
+pub const ENGINE_ENV: &str = "P4CORE_ENGINE";
+
+impl Engine {
+    /// `Interpreter` when P4CORE_ENGINE=interpreter, else `Compiled`.
+    pub fn from_env() -> Engine {
+        match std::env::var(ENGINE_ENV).as_deref() {
+            Ok("interpreter") => Engine::Interpreter,
+            _ => Engine::Compiled,
+        }
+    }
 }
 
 /// Packets kept for reuse per executor.
@@ -157,15 +183,24 @@ const SPARE_PACKETS: usize = 64;
 
 /// Where expression operands come from besides the packet.
 #[derive(Clone, Copy)]
-struct Env<'a> {
-    st: &'a State,
-    locals: &'a [i128],
+pub(crate) struct Env<'a> {
+    pub(crate) st: &'a State,
+    pub(crate) locals: &'a [i128],
     /// Parser only: the frame and the current byte position (for lookahead).
-    look: Option<(&'a [u8], usize)>,
+    pub(crate) look: Option<(&'a [u8], usize)>,
 }
 
 impl Executor {
+    /// An executor on the engine `Engine::from_env()` picks (the compiled one by default).
     pub fn new(prog: Arc<Program>, seed: u64) -> Executor {
+        Executor::with_engine(prog, seed, Engine::from_env())
+    }
+
+    pub fn with_engine(prog: Arc<Program>, seed: u64, engine: Engine) -> Executor {
+        let compiled = match engine {
+            Engine::Compiled => Compiled::new(prog.clone()).map(Arc::new),
+            Engine::Interpreter => None,
+        };
         let template = PacketState {
             fields: vec![0; prog.num_fields()],
             valid: prog.headers.iter().map(|h| h.metadata).collect(),
@@ -188,7 +223,33 @@ impl Executor {
             logging: false,
             logs: Vec::new(),
             spare: Vec::new(),
+            compiled,
         }
+    }
+
+    /// The engine packets run on (a program whose controls loop runs interpreted).
+    pub fn engine(&self) -> Engine {
+        if self.compiled.is_some() {
+            Engine::Compiled
+        } else {
+            Engine::Interpreter
+        }
+    }
+
+    /// One line for logs: the engine and what of the program the interpreter still runs.
+    pub fn engine_summary(&self) -> String {
+        let Some(c) = &self.compiled else { return "interpreter".into() };
+        let v = c.coverage;
+        format!(
+            "compiled ({} of {} primitives, {} of {} parser ops, {} selects, {} checksums{} via the interpreter)",
+            v.interpreted_primitives,
+            v.primitives,
+            v.interpreted_parser_ops,
+            v.parser_ops,
+            v.interpreted_selects,
+            v.interpreted_checksums,
+            if v.interpreted_deparser { ", the deparser" } else { "" }
+        )
     }
 
     pub fn program(&self) -> &Arc<Program> {
@@ -278,7 +339,10 @@ impl Executor {
         let mut pkt = self.fresh_packet(port, frame.len(), itype, keep);
         self.flags = Flags::default();
         out.parser_error = self.parse_and_verify(&prog, st, &mut pkt, frame);
-        self.run_pipeline(&prog, st, &mut pkt, prog.ingress.init);
+        match self.compiled.clone() {
+            Some(c) => c.run_ingress(self, st, &mut pkt),
+            None => self.run_pipeline(&prog, st, &mut pkt, prog.ingress.init),
+        }
         self.flags.exit = false;
         out.assert_failed |= self.flags.assert_failed;
         let flags = std::mem::take(&mut self.flags);
@@ -402,7 +466,10 @@ impl Executor {
         let len = pkt.ingress_len as i128;
         set_opt(&mut pkt, s.packet_length, len);
         self.flags = Flags::default();
-        self.run_pipeline(&prog, st, &mut pkt, prog.egress.init);
+        match self.compiled.clone() {
+            Some(c) => c.run_egress(self, st, &mut pkt),
+            None => self.run_pipeline(&prog, st, &mut pkt, prog.egress.init),
+        }
         let flags = std::mem::take(&mut self.flags);
         out.assert_failed = flags.assert_failed;
 
@@ -451,11 +518,18 @@ impl Executor {
 
     /// Parses `frame` into `pkt`, verifies checksums; returns the parser error code (0 = none).
     fn parse_and_verify(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, frame: &[u8]) -> i128 {
-        let (pos, error) = self.parse(prog, st, pkt, frame);
+        let compiled = self.compiled.clone();
+        let (pos, error) = match &compiled {
+            Some(c) => c.parse(self, st, pkt, frame),
+            None => self.parse(prog, st, pkt, frame),
+        };
         pkt.payload.clear();
         pkt.payload.extend_from_slice(&frame[pos.min(frame.len())..]);
         set_opt(pkt, self.prog.std.parser_error, error);
-        let bad = self.verify_checksums(prog, st, pkt);
+        let bad = match &compiled {
+            Some(c) => c.verify_checksums(self, st, pkt),
+            None => self.verify_checksums(prog, st, pkt),
+        };
         set_opt(pkt, self.prog.std.checksum_error, bad as i128);
         error
     }
@@ -485,7 +559,7 @@ impl Executor {
         (pos, 0)
     }
 
-    fn parser_op(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, frame: &[u8], pos: &mut usize, op: &ParserOp) -> Result<(), i128> {
+    pub(crate) fn parser_op(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, frame: &[u8], pos: &mut usize, op: &ParserOp) -> Result<(), i128> {
         let env = &Env { st, locals: &[], look: Some((frame, *pos)) };
         let errs = &self.prog.errors;
         match op {
@@ -588,7 +662,7 @@ impl Executor {
         Ok(pos + len)
     }
 
-    fn select(&mut self, st: &State, pkt: &PacketState, frame: &[u8], pos: usize, ps: &ParseState) -> Result<Option<usize>, i128> {
+    pub(crate) fn select(&mut self, st: &State, pkt: &PacketState, frame: &[u8], pos: usize, ps: &ParseState) -> Result<Option<usize>, i128> {
         let mut key = std::mem::take(&mut self.select);
         key.clear();
         for part in &ps.key {
@@ -662,7 +736,7 @@ impl Executor {
     }
 
     /// Evaluates a calculation (hash) over its inputs; invalid headers are skipped.
-    fn calculate(&mut self, prog: &Program, pkt: &PacketState, calc: usize) -> u64 {
+    pub(crate) fn calculate(&mut self, prog: &Program, pkt: &PacketState, calc: usize) -> u64 {
         let c = &prog.calculations[calc];
         let mut w = std::mem::take(&mut self.calc);
         w.clear();
@@ -731,6 +805,11 @@ impl Executor {
     }
 
     fn deparse(&mut self, prog: &Program, st: &State, pkt: &mut PacketState) -> Vec<u8> {
+        if let Some(c) = self.compiled.clone() {
+            if let Some(frame) = c.deparse(self, st, pkt) {
+                return frame;
+            }
+        }
         self.update_checksums(prog, st, pkt);
         let mut w = BitWriter { buf: Vec::with_capacity(self.wire_len(pkt)), bits: 0 };
         for h in &self.prog.deparser {
@@ -788,17 +867,7 @@ impl Executor {
         let ts = st.tables[ti].read();
         let next = match ts.lookup(t, &key) {
             Some(e) => {
-                if t.direct_counter.is_some() {
-                    e.pkts.fetch_add(1, Ordering::Relaxed);
-                    e.bytes.fetch_add(get_opt(pkt, self.prog.std.packet_length) as u64, Ordering::Relaxed);
-                }
-                if let Some(m) = t.direct_meter {
-                    let amount = self.meter_amount(pkt, m);
-                    let color = e.meter.lock().execute(amount, self.now_us);
-                    if let Some(f) = self.prog.meters[m].result_target {
-                        self.set_field(pkt, f, color);
-                    }
-                }
+                self.direct_resources(t, e, pkt);
                 let action = self.run_entry(prog, st, pkt, t, &e.act);
                 t.next_hit.unwrap_or_else(|| action.map_or(t.base_default_next, |a| t.next_after(a)))
             }
@@ -812,9 +881,24 @@ impl Executor {
         next
     }
 
+    /// A hit's direct counter and direct meter.
+    pub(crate) fn direct_resources(&self, t: &Table, e: &crate::state::Entry, pkt: &mut PacketState) {
+        if t.direct_counter.is_some() {
+            e.pkts.fetch_add(1, Ordering::Relaxed);
+            e.bytes.fetch_add(get_opt(pkt, self.prog.std.packet_length) as u64, Ordering::Relaxed);
+        }
+        if let Some(m) = t.direct_meter {
+            let amount = self.meter_amount(pkt, m);
+            let color = e.meter.lock().execute(amount, self.now_us);
+            if let Some(f) = self.prog.meters[m].result_target {
+                self.set_field(pkt, f, color);
+            }
+        }
+    }
+
     /// Runs what an entry or default names; returns the action run (None: an
     /// empty group or a member that is gone, which runs nothing).
-    fn run_entry(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, t: &Table, act: &EntryAction) -> Option<usize> {
+    pub(crate) fn run_entry(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, t: &Table, act: &EntryAction) -> Option<usize> {
         let target = match act {
             EntryAction::Call(c) => {
                 self.run_action(prog, st, pkt, c.action, &c.args);
@@ -847,7 +931,7 @@ impl Executor {
         }
     }
 
-    fn run_action(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, action: usize, args: &[i128]) {
+    pub(crate) fn run_action(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, action: usize, args: &[i128]) {
         let prims = &prog.actions[action].prims;
         let env = &Env { st, locals: args, look: None };
         let mut pc = 0;
@@ -874,7 +958,7 @@ impl Executor {
         }
     }
 
-    fn prim(&mut self, prog: &Program, env: &Env, pkt: &mut PacketState, p: &Prim) {
+    pub(crate) fn prim(&mut self, prog: &Program, env: &Env, pkt: &mut PacketState, p: &Prim) {
         let s = &prog.std;
         match p {
             Prim::Assign(lv, e) => {
@@ -1085,7 +1169,7 @@ impl Executor {
     }
 
     /// Sets validity; a valid union member invalidates its siblings.
-    fn set_valid(&self, pkt: &mut PacketState, h: usize, valid: bool) {
+    pub(crate) fn set_valid(&self, pkt: &mut PacketState, h: usize, valid: bool) {
         let hdr = &self.prog.headers[h];
         if hdr.metadata {
             return;
@@ -1141,7 +1225,7 @@ impl Executor {
 
     /// Writes a value into a field, truncated (two's complement) to its width.
     #[inline]
-    fn set_field(&self, pkt: &mut PacketState, f: usize, v: i128) {
+    pub(crate) fn set_field(&self, pkt: &mut PacketState, f: usize, v: i128) {
         let (mask, signed) = self.prog.field_masks[f];
         pkt.fields[f] = if signed { sign_extend(v as u128, self.prog.field_info[f].0) } else { (v as u128 & mask) as i128 };
     }
@@ -1159,7 +1243,7 @@ impl Executor {
 
     /// The common expression shapes; the rest go to `eval_rare`, keeping this
     /// recursive function's frame small.
-    fn eval(&self, env: &Env, pkt: &PacketState, e: &Expr) -> i128 {
+    pub(crate) fn eval(&self, env: &Env, pkt: &PacketState, e: &Expr) -> i128 {
         match e {
             Expr::Const(v) => *v,
             Expr::Field(f) => pkt.fields[*f],
@@ -1221,44 +1305,51 @@ impl Executor {
             BinOp::Or => return (self.eval(env, pkt, a) != 0 || self.eval(env, pkt, b) != 0) as i128,
             _ => {}
         }
-        let (x, y) = (self.leaf(env, pkt, a), self.leaf(env, pkt, b));
-        match op {
-            BinOp::Add => x.wrapping_add(y),
-            BinOp::Sub => x.wrapping_sub(y),
-            BinOp::Mul => x.wrapping_mul(y),
-            BinOp::Div => x.checked_div(y).unwrap_or(0),
-            BinOp::Mod => x.checked_rem(y).unwrap_or(0),
-            BinOp::Shl => if (0..128).contains(&y) { x << y } else { 0 },
-            BinOp::Shr => if (0..128).contains(&y) { x >> y } else if x < 0 { -1 } else { 0 },
-            BinOp::Eq => (x == y) as i128,
-            BinOp::Ne => (x != y) as i128,
-            BinOp::Gt => (x > y) as i128,
-            BinOp::Ge => (x >= y) as i128,
-            BinOp::Lt => (x < y) as i128,
-            BinOp::Le => (x <= y) as i128,
-            BinOp::BitAnd => x & y,
-            BinOp::BitOr => x | y,
-            BinOp::BitXor => x ^ y,
-            BinOp::TwoCompMod => if (1..=128).contains(&y) { sign_extend(x as u128, y as u32) } else { x },
-            BinOp::SatCast => {
-                if !(1..=127).contains(&y) {
-                    return x;
-                }
-                let max = (1i128 << (y - 1)) - 1;
-                x.clamp(-max - 1, max)
-            }
-            BinOp::USatCast => {
-                if !(0..=126).contains(&y) {
-                    return x.max(0);
-                }
-                x.clamp(0, (1i128 << y) - 1)
-            }
-            BinOp::And | BinOp::Or => unreachable!("handled above"),
-        }
+        arith(op, self.leaf(env, pkt, a), self.leaf(env, pkt, b))
     }
 }
 
-fn sign_extend(raw: u128, width: u32) -> i128 {
+/// A binary operator on two evaluated operands (128-bit two's complement);
+/// the compiled pipeline calls it with `op` known at load time.
+#[inline(always)]
+pub(crate) fn arith(op: BinOp, x: i128, y: i128) -> i128 {
+    match op {
+        BinOp::Add => x.wrapping_add(y),
+        BinOp::Sub => x.wrapping_sub(y),
+        BinOp::Mul => x.wrapping_mul(y),
+        BinOp::Div => x.checked_div(y).unwrap_or(0),
+        BinOp::Mod => x.checked_rem(y).unwrap_or(0),
+        BinOp::Shl => if (0..128).contains(&y) { x << y } else { 0 },
+        BinOp::Shr => if (0..128).contains(&y) { x >> y } else if x < 0 { -1 } else { 0 },
+        BinOp::Eq => (x == y) as i128,
+        BinOp::Ne => (x != y) as i128,
+        BinOp::Gt => (x > y) as i128,
+        BinOp::Ge => (x >= y) as i128,
+        BinOp::Lt => (x < y) as i128,
+        BinOp::Le => (x <= y) as i128,
+        BinOp::BitAnd => x & y,
+        BinOp::BitOr => x | y,
+        BinOp::BitXor => x ^ y,
+        BinOp::TwoCompMod => if (1..=128).contains(&y) { sign_extend(x as u128, y as u32) } else { x },
+        BinOp::SatCast => {
+            if !(1..=127).contains(&y) {
+                return x;
+            }
+            let max = (1i128 << (y - 1)) - 1;
+            x.clamp(-max - 1, max)
+        }
+        BinOp::USatCast => {
+            if !(0..=126).contains(&y) {
+                return x.max(0);
+            }
+            x.clamp(0, (1i128 << y) - 1)
+        }
+        BinOp::And => (x != 0 && y != 0) as i128,
+        BinOp::Or => (x != 0 || y != 0) as i128,
+    }
+}
+
+pub(crate) fn sign_extend(raw: u128, width: u32) -> i128 {
     if width >= 128 {
         return raw as i128;
     }
@@ -1274,13 +1365,13 @@ fn masked_eq(key: &[u8], value: &[u8], mask: Option<&[u8]>) -> bool {
 }
 
 /// Sets a standard_metadata field if the program has it, truncated to its width.
-fn set_opt(pkt: &mut PacketState, f: Option<(usize, u32)>, v: i128) {
+pub(crate) fn set_opt(pkt: &mut PacketState, f: Option<(usize, u32)>, v: i128) {
     if let Some((f, w)) = f {
         pkt.fields[f] = (v as u128 & mask_of(w)) as i128;
     }
 }
 
-fn get_opt(pkt: &PacketState, f: Option<(usize, u32)>) -> i128 {
+pub(crate) fn get_opt(pkt: &PacketState, f: Option<(usize, u32)>) -> i128 {
     f.map_or(0, |(f, _)| pkt.fields[f])
 }
 

@@ -27,8 +27,13 @@ fn words(buf: &[u8]) -> impl Iterator<Item = u16> + '_ {
 }
 
 /// The Internet checksum (RFC 1071): one's complement of the one's complement sum.
+/// Sums 32-bit big-endian words, then the 16-bit rest: the end-around carry
+/// makes this equal to summing 16-bit words (RFC 1071 section 2, parallel summation).
 pub fn csum16(buf: &[u8]) -> u16 {
-    let mut sum: u64 = words(buf).map(u64::from).sum();
+    let wide = buf.chunks_exact(4);
+    let rest = wide.remainder();
+    let mut sum: u64 = wide.map(|c| u32::from_be_bytes(c.try_into().unwrap()) as u64).sum();
+    sum += words(rest).map(u64::from).sum::<u64>();
     while sum >> 16 != 0 {
         sum = (sum & 0xffff) + (sum >> 16);
     }
@@ -52,5 +57,29 @@ mod tests {
         assert_eq!(compute(HashAlgo::Xor16, &[0x12, 0x34, 0x0f, 0x0f], || 0), 0x1d3b);
         // RFC 1071 example: words 0001 f203 f4f5 f6f7 sum to 0xddf2 (folded).
         assert_eq!(csum16(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]), !0xddf2);
+    }
+
+    /// The 32-bit summation equals the 16-bit one on every length and carry pattern.
+    #[test]
+    fn csum16_equals_the_sum_of_16_bit_words() {
+        let reference = |buf: &[u8]| {
+            let mut sum: u64 = words(buf).map(u64::from).sum();
+            while sum >> 16 != 0 {
+                sum = (sum & 0xffff) + (sum >> 16);
+            }
+            !(sum as u16)
+        };
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for len in 0..300 {
+            let buf: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    if x % 3 == 0 { 0xff } else { x as u8 }
+                })
+                .collect();
+            assert_eq!(csum16(&buf), reference(&buf), "length {len}");
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! Pure library: no I/O, no threads. See README.md for the API contract.
 
 mod bits;
+mod compile;
 mod exec;
 mod hash;
 mod load;
@@ -10,7 +11,7 @@ mod state;
 mod strict;
 mod tna;
 
-pub use exec::{Digest, EgressOutcome, Executor, IngressOutcome, PacketState, QueueMeta, QueuedPacket, Recirculation};
+pub use exec::{Digest, Engine, ENGINE_ENV, EgressOutcome, Executor, IngressOutcome, PacketState, QueueMeta, QueuedPacket, Recirculation};
 pub use load::LoadError;
 pub use program::{instance_type, Indirect, MatchKind, Program, DROP_PORT};
 pub use state::{

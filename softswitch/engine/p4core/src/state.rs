@@ -165,15 +165,39 @@ pub(crate) struct Entry {
     pub meter: Mutex<Meter>,
 }
 
+/// A lookup key's values, inline up to four keys: a lookup neither allocates
+/// nor calls memcmp (as a boxed slice key would).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum KeyVals {
+    One(u128),
+    Two(u128, u128),
+    Three(u128, u128, u128),
+    Four(u128, u128, u128, u128),
+    Many(Box<[u128]>),
+}
+
+impl KeyVals {
+    #[inline]
+    fn of(v: &[u128]) -> KeyVals {
+        match *v {
+            [a] => KeyVals::One(a),
+            [a, b] => KeyVals::Two(a, b),
+            [a, b, c] => KeyVals::Three(a, b, c),
+            [a, b, c, d] => KeyVals::Four(a, b, c, d),
+            _ => KeyVals::Many(v.into()),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct TableState {
     pub entries: FxHashMap<u64, Entry>,
     /// Exact tables: key values -> handle.
-    pub exact: FxHashMap<Box<[u128]>, u64>,
+    pub exact: FxHashMap<KeyVals, u64>,
     /// Other tables: handles ordered by (rank desc, seq asc).
     pub order: Vec<u64>,
     /// lpm tables (exact + one lpm key): per prefix length, longest first, key values -> handle.
-    pub by_prefix: Vec<(u32, FxHashMap<Box<[u128]>, u64>)>,
+    pub by_prefix: Vec<(u32, FxHashMap<KeyVals, u64>)>,
     pub default: Option<EntryAction>,
     next_handle: u64,
 }
@@ -188,7 +212,8 @@ impl TableState {
         let h = self.next_handle;
         self.next_handle += 1;
         if t.all_exact {
-            self.exact.insert(key.iter().map(|k| k.value).collect(), h);
+            let values: Vec<u128> = key.iter().map(|k| k.value).collect();
+            self.exact.insert(KeyVals::of(&values), h);
         }
         let entry = Entry {
             key,
@@ -202,7 +227,7 @@ impl TableState {
         };
         if let Some(li) = lpm_index(t) {
             let plen = entry.key[li].plen;
-            let values: Box<[u128]> = entry.key.iter().map(|k| k.value).collect();
+            let values = KeyVals::of(&entry.key.iter().map(|k| k.value).collect::<Vec<_>>());
             let pos = self.by_prefix.partition_point(|(p, _)| *p > plen);
             if self.by_prefix.get(pos).is_none_or(|(p, _)| *p != plen) {
                 self.by_prefix.insert(pos, (plen, FxHashMap::default()));
@@ -220,7 +245,7 @@ impl TableState {
 
     fn remove(&mut self, h: u64) {
         if let Some(e) = self.entries.remove(&h) {
-            let k: Box<[u128]> = e.key.iter().map(|k| k.value).collect();
+            let k = KeyVals::of(&e.key.iter().map(|k| k.value).collect::<Vec<_>>());
             if self.exact.get(&k) == Some(&h) {
                 self.exact.remove(&k);
             }
@@ -247,7 +272,7 @@ impl TableState {
             return None;
         }
         if t.all_exact {
-            return self.exact.get(key).map(|h| &self.entries[h]);
+            return self.exact.get(&KeyVals::of(key)).map(|h| &self.entries[h]);
         }
         if let Some(li) = lpm_index(t) {
             // One hash probe per prefix length in use, longest first.
@@ -257,7 +282,7 @@ impl TableState {
             let width = t.keys[li].width;
             return self.by_prefix.iter().find_map(|(plen, map)| {
                 probe[li] = key[li] & prefix_mask(width, *plen);
-                map.get(&*probe).map(|h| &self.entries[h])
+                map.get(&KeyVals::of(probe)).map(|h| &self.entries[h])
             });
         }
         self.order.iter().map(|h| &self.entries[h]).find(|e| entry_matches(t, e, key))

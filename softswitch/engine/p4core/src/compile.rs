@@ -1,0 +1,972 @@
+//! The compiled pipeline. At load time the program's parser, controls,
+//! actions, expressions, checksums and deparser become closures and
+//! precomputed layouts, so a packet no longer walks the JSON-derived tree:
+//! expressions are closures specialised by operand kind with constants folded;
+//! plain assignments run inline; the actions of keyless constant tables and
+//! action calls get their arguments as constants, and chains of such nodes
+//! (p4c's `tbl_act_N`) become one list; headers are read and written through
+//! 64-bit words at offsets computed once; checksums hash a layout computed once.
+//!
+//! The interpreter (`exec.rs`) stays the reference and the fallback: the
+//! compiled code works on the same `PacketState` with the same 128-bit
+//! semantics, and every piece it does not cover (stacks, unions, varbits,
+//! lookahead, value sets, the rarer primitives and expressions, a looping
+//! control graph) runs through the interpreter's own function for that piece.
+
+use crate::exec::{arith, get_opt, set_opt, sign_extend, Env, Executor, PacketState, MAX_CONTROL_STEPS, MAX_PARSE_STATES};
+use crate::hash;
+use crate::load::mask_of;
+use crate::program::*;
+use crate::state::{EntryAction, State};
+use rand_core::RngCore;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+type ExprFn = Box<dyn Fn(&Executor, &State, &PacketState, &[i128]) -> i128 + Send + Sync>;
+type OpFn = Box<dyn Fn(&mut Executor, &State, &mut PacketState, &[i128]) + Send + Sync>;
+
+/// One primitive: the plain assignments inline (no call), the rest a closure.
+enum Op {
+    /// field = constant (already truncated)
+    Set(usize, i128),
+    /// field = other field & mask
+    Copy(usize, usize, u128),
+    /// field = action parameter & mask
+    Param(usize, usize, u128),
+    Call(OpFn),
+}
+
+impl Op {
+    #[inline(always)]
+    fn run(&self, ex: &mut Executor, st: &State, pkt: &mut PacketState, args: &[i128]) {
+        match self {
+            Op::Set(f, c) => pkt.fields[*f] = *c,
+            Op::Copy(f, x, mask) => pkt.fields[*f] = (pkt.fields[*x] as u128 & mask) as i128,
+            Op::Param(f, i, mask) => pkt.fields[*f] = (args.get(*i).copied().unwrap_or(0) as u128 & mask) as i128,
+            Op::Call(op) => op(ex, st, pkt, args),
+        }
+    }
+}
+
+/// An expression operand: leaves are read inline, the rest is a closure.
+enum Val {
+    Const(i128),
+    Field(usize),
+    Local(usize),
+    /// Validity of a fixed header.
+    Valid(usize),
+    Fn(ExprFn),
+}
+
+impl Val {
+    #[inline(always)]
+    fn get(&self, ex: &Executor, st: &State, pkt: &PacketState, locals: &[i128]) -> i128 {
+        match self {
+            Val::Const(v) => *v,
+            Val::Field(f) => pkt.fields[*f],
+            Val::Local(i) => locals.get(*i).copied().unwrap_or(0),
+            Val::Valid(h) => pkt.valid[*h] as i128,
+            Val::Fn(f) => f(ex, st, pkt, locals),
+        }
+    }
+}
+
+/// A binary operator over two operands, specialised on their kinds.
+fn bin<F>(a: Val, b: Val, f: F) -> Val
+where
+    F: Fn(i128, i128) -> i128 + Copy + Send + Sync + 'static,
+{
+    match (a, b) {
+        (Val::Const(x), Val::Const(y)) => Val::Const(f(x, y)),
+        (Val::Field(x), Val::Const(y)) => Val::Fn(Box::new(move |_, _, p, _| f(p.fields[x], y))),
+        (Val::Field(x), Val::Field(y)) => Val::Fn(Box::new(move |_, _, p, _| f(p.fields[x], p.fields[y]))),
+        (Val::Fn(x), Val::Const(y)) => Val::Fn(Box::new(move |e, s, p, l| f(x(e, s, p, l), y))),
+        (Val::Fn(x), Val::Field(y)) => Val::Fn(Box::new(move |e, s, p, l| f(x(e, s, p, l), p.fields[y]))),
+        (a, b) => Val::Fn(Box::new(move |e, s, p, l| f(a.get(e, s, p, l), b.get(e, s, p, l)))),
+    }
+}
+
+fn binary(op: BinOp, a: Val, b: Val) -> Val {
+    macro_rules! ops {
+        ($($name:ident),*) => {
+            match op {
+                $(BinOp::$name => bin(a, b, |x, y| arith(BinOp::$name, x, y)),)*
+                BinOp::And => Val::Fn(Box::new(move |e, s, p, l| (a.get(e, s, p, l) != 0 && b.get(e, s, p, l) != 0) as i128)),
+                BinOp::Or => Val::Fn(Box::new(move |e, s, p, l| (a.get(e, s, p, l) != 0 || b.get(e, s, p, l) != 0) as i128)),
+            }
+        };
+    }
+    ops!(Add, Sub, Mul, Div, Mod, Shl, Shr, Eq, Ne, Gt, Ge, Lt, Le, BitAnd, BitOr, BitXor, TwoCompMod, SatCast, USatCast)
+}
+
+fn unary(a: Val, f: impl Fn(i128) -> i128 + Copy + Send + Sync + 'static) -> Val {
+    match a {
+        Val::Const(x) => Val::Const(f(x)),
+        Val::Field(x) => Val::Fn(Box::new(move |_, _, p, _| f(p.fields[x]))),
+        Val::Valid(h) => Val::Fn(Box::new(move |_, _, p, _| f(p.valid[h] as i128))),
+        a => Val::Fn(Box::new(move |e, s, p, l| f(a.get(e, s, p, l)))),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Src {
+    Field(usize),
+    Const(u128),
+}
+
+/// A field (or constant) laid out over big-endian 64-bit words: bit offset
+/// `off` from the start, `width` bits; in word k it sits shifted by
+/// 64 * (k + 1) - off - width (left when positive, right when negative).
+#[derive(Clone, Copy)]
+struct Part {
+    src: Src,
+    mask: u128,
+    shift: i32,
+}
+
+/// Fields read with `signed`/`width` and their (word, shift) pieces (at most 3: width <= 128).
+#[derive(Clone, Copy)]
+struct FieldRead {
+    field: usize,
+    width: u32,
+    signed: bool,
+    mask: u128,
+    pieces: [(u8, i8); 3],
+    n: u8,
+}
+
+/// Headers up to this many 64-bit words are read through words (else the interpreter extracts).
+const MAX_READ_WORDS: usize = 8;
+
+/// What a field contributes to one word when written: a field of up to 64 bits
+/// in u64 arithmetic, without a branch; wider ones through u128.
+enum WordPart {
+    Narrow { field: usize, mask: u64, shr: u32, shl: u32 },
+    Wide(Part),
+}
+
+/// A word to write: the constants' bits, OR-ed with the fields' parts.
+struct Word {
+    consts: u64,
+    parts: Vec<WordPart>,
+}
+
+/// Items laid out back to back over `bytes` bytes: written word by word, read field by field.
+struct Layout {
+    bytes: usize,
+    words: Vec<Word>,
+    reads: Vec<FieldRead>,
+}
+
+impl Layout {
+    /// None if an item is wider than 128 bits or empty.
+    fn new(items: &[(Src, u32, bool)]) -> Option<Layout> {
+        let total: usize = items.iter().map(|i| i.1 as usize).sum();
+        let bytes = total.div_ceil(8);
+        let mut words: Vec<Vec<Part>> = (0..bytes.div_ceil(8)).map(|_| Vec::new()).collect();
+        if bytes.div_ceil(8) > u8::MAX as usize {
+            return None; // word indices are bytes; no header is 2 KiB
+        }
+        let mut reads = Vec::new();
+        let mut off = 0usize;
+        for (src, width, signed) in items {
+            let w = *width as usize;
+            if w == 0 || w > 128 {
+                return None;
+            }
+            let mask = mask_of(*width);
+            let mut read = FieldRead { field: 0, width: *width, signed: *signed, mask, pieces: [(0, 0); 3], n: 0 };
+            for k in off / 64..=(off + w - 1) / 64 {
+                let shift = (64 * (k + 1)) as i32 - (off + w) as i32;
+                let src = match src {
+                    Src::Const(c) => Src::Const(c & mask),
+                    f => *f,
+                };
+                words[k].push(Part { src, mask, shift });
+                read.pieces[read.n as usize] = (k as u8, shift as i8);
+                read.n += 1;
+            }
+            if let Src::Field(f) = src {
+                read.field = *f;
+                reads.push(read);
+            }
+            off += w;
+        }
+        let words = words
+            .into_iter()
+            .map(|parts| {
+                let mut word = Word { consts: 0, parts: Vec::new() };
+                for p in parts {
+                    match p.src {
+                        Src::Const(c) => word.consts |= if p.shift >= 0 { (c << p.shift) as u64 } else { (c >> -p.shift) as u64 },
+                        Src::Field(field) if p.mask <= u64::MAX as u128 => word.parts.push(WordPart::Narrow {
+                            field,
+                            mask: p.mask as u64,
+                            shr: (-p.shift).max(0) as u32,
+                            shl: p.shift.max(0) as u32,
+                        }),
+                        Src::Field(_) => word.parts.push(WordPart::Wide(p)),
+                    }
+                }
+                word
+            })
+            .collect();
+        Some(Layout { bytes, words, reads })
+    }
+
+    /// Word `k` of the layout with the packet's values.
+    #[inline(always)]
+    fn word(&self, k: usize, pkt: &PacketState) -> u64 {
+        let w = &self.words[k];
+        let mut acc = w.consts;
+        for p in &w.parts {
+            acc |= match p {
+                WordPart::Narrow { field, mask, shr, shl } => ((pkt.fields[*field] as u64 & mask) >> shr) << shl,
+                WordPart::Wide(p) => {
+                    let v = match p.src {
+                        Src::Field(f) => pkt.fields[f] as u128 & p.mask,
+                        Src::Const(c) => c,
+                    };
+                    if p.shift >= 0 {
+                        (v << p.shift) as u64
+                    } else {
+                        (v >> -p.shift) as u64
+                    }
+                }
+            };
+        }
+        acc
+    }
+
+    /// The Internet checksum (as `hash::csum16` over the written bytes) from the words directly.
+    fn csum16(&self, pkt: &PacketState) -> u64 {
+        let mut sum = 0u64;
+        for k in 0..self.words.len() {
+            let w = self.word(k, pkt);
+            sum += (w >> 48) + ((w >> 32) & 0xffff) + ((w >> 16) & 0xffff) + (w & 0xffff);
+        }
+        while sum >> 16 != 0 {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        !(sum as u16) as u64
+    }
+
+    /// Appends the items' bytes to `out`.
+    #[inline]
+    fn write(&self, pkt: &PacketState, out: &mut Vec<u8>) {
+        out.reserve(self.bytes);
+        let full = self.bytes / 8;
+        for k in 0..full {
+            out.extend_from_slice(&self.word(k, pkt).to_be_bytes());
+        }
+        if full < self.words.len() {
+            let last = self.word(full, pkt).to_be_bytes();
+            for b in &last[..self.bytes % 8] {
+                out.push(*b);
+            }
+        }
+    }
+
+    /// Reads the fields from `frame` at byte `base` (the caller checked the bytes are there).
+    #[inline]
+    fn read(&self, frame: &[u8], base: usize, pkt: &mut PacketState) {
+        let mut words = [0u64; MAX_READ_WORDS];
+        for (k, w) in words.iter_mut().enumerate().take(self.words.len()) {
+            let at = base + 8 * k;
+            *w = match frame.get(at..at + 8) {
+                Some(b) => u64::from_be_bytes(b.try_into().unwrap()),
+                None => {
+                    let mut t = [0u8; 8];
+                    let rest = &frame[at.min(frame.len())..];
+                    t[..rest.len().min(8)].copy_from_slice(&rest[..rest.len().min(8)]);
+                    u64::from_be_bytes(t)
+                }
+            };
+        }
+        for r in &self.reads {
+            if r.n == 1 && r.width <= 64 && r.pieces[0].1 >= 0 && !r.signed {
+                // The common case: the field inside one word.
+                let (k, sh) = r.pieces[0];
+                pkt.fields[r.field] = ((words[k as usize] >> sh) as u128 & r.mask) as i128;
+                continue;
+            }
+            let mut v = 0u128;
+            for &(k, s) in &r.pieces[..r.n as usize] {
+                let word = words[k as usize];
+                v |= if s >= 0 { (word >> s) as u128 } else { (word as u128) << -(s as i32) };
+            }
+            v &= r.mask;
+            pkt.fields[r.field] = if r.signed { sign_extend(v, r.width) } else { v as i128 };
+        }
+    }
+}
+
+/// A fixed-size header's layout.
+struct HeaderIo {
+    header: usize,
+    layout: Layout,
+}
+
+fn header_io(prog: &Program, h: usize) -> Option<HeaderIo> {
+    let hdr = &prog.headers[h];
+    let ht = &prog.header_types[hdr.type_idx];
+    if ht.varbit_index.is_some() || ht.fixed_bits % 8 != 0 {
+        return None;
+    }
+    let items: Vec<_> = ht.fields.iter().enumerate().map(|(i, f)| (Src::Field(hdr.first_field + i), f.width, f.signed)).collect();
+    Some(HeaderIo { header: h, layout: Layout::new(&items)? })
+}
+
+
+enum Select {
+    /// Concatenated byte-padded key parts as one number, transitions in order as
+    /// (value, mask, next state); no hit is NoMatch.
+    Key { parts: Vec<(Val, u32)>, transitions: Vec<(u128, u128, Option<usize>)> },
+    Interpreted,
+}
+
+enum ParseOp {
+    Extract(HeaderIo),
+    Interpreted(ParserOp),
+}
+
+struct ParseStateCode {
+    ops: Vec<ParseOp>,
+    select: Select,
+}
+
+enum Calc {
+    /// Fields of the target's header and constants, at load-time offsets.
+    Laid { algo: HashAlgo, layout: Layout },
+    Interpreted(usize),
+}
+
+struct ChecksumCode {
+    target: usize,
+    target_header: usize,
+    cond: Option<Val>,
+    calc: Calc,
+}
+
+/// A control-graph node. `usize` targets index `Pipeline::nodes`.
+enum NodeCode {
+    /// Keyless constant tables and action calls, fused along their chain.
+    Run { ops: Vec<Op>, next: Option<usize> },
+    Cond { cond: Val, on_true: Option<usize>, on_false: Option<usize> },
+    Table(TableCode),
+}
+
+struct TableCode {
+    table: usize,
+    keys: Vec<(Val, u128)>,
+    next_hit: Option<Option<usize>>,
+    next_miss: Option<Option<usize>>,
+    next_by_action: Vec<Option<Option<usize>>>,
+    base_default_next: Option<usize>,
+}
+
+struct PipelineCode {
+    nodes: Vec<NodeCode>,
+    init: Option<usize>,
+}
+
+/// How much of the program runs through the interpreter (reported at load).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Coverage {
+    pub primitives: usize,
+    pub interpreted_primitives: usize,
+    pub parser_ops: usize,
+    pub interpreted_parser_ops: usize,
+    pub interpreted_selects: usize,
+    pub interpreted_checksums: usize,
+    pub interpreted_deparser: bool,
+}
+
+/// The compiled form of a program (built once per executor).
+pub(crate) struct Compiled {
+    prog: Arc<Program>,
+    /// Per action, for table entries (arguments at run time).
+    actions: Vec<Vec<Op>>,
+    /// Whether any primitive can end the control early (exit, assert).
+    may_exit: bool,
+    ingress: PipelineCode,
+    egress: PipelineCode,
+    parser: Vec<ParseStateCode>,
+    checksums: Vec<(ChecksumCode, bool, bool)>,
+    /// None: the deparser has a header the layouts do not cover.
+    deparser: Option<Vec<HeaderIo>>,
+    pub(crate) coverage: Coverage,
+}
+
+struct Compiler {
+    prog: Arc<Program>,
+    cov: Coverage,
+    /// The arguments of the call being compiled, when known at load time.
+    fixed_args: Option<Box<[i128]>>,
+}
+
+/// Whether the interpreter's value of `e` is always 0 or 1.
+fn is_bool(e: &Expr) -> bool {
+    use BinOp::*;
+    matches!(e, Expr::Valid(_) | Expr::ValidUnion(_) | Expr::Not(_) | Expr::D2b(_) | Expr::VarbitEq(..))
+        || matches!(e, Expr::Bin(Eq | Ne | Gt | Ge | Lt | Le | And | Or, _, _))
+}
+
+impl Compiler {
+    fn expr(&self, e: &Expr) -> Val {
+        match e {
+            Expr::Const(v) => Val::Const(*v),
+            Expr::Field(f) => Val::Field(*f),
+            Expr::Local(i) => match &self.fixed_args {
+                Some(args) => Val::Const(args.get(*i).copied().unwrap_or(0)),
+                None => Val::Local(*i),
+            },
+            Expr::Bin(op, a, b) => binary(*op, self.expr(a), self.expr(b)),
+            Expr::Valid(HeaderRef::Fixed(h)) => Val::Valid(*h),
+            Expr::Not(a) => unary(self.expr(a), |v| (v == 0) as i128),
+            // d2b of a value that is already 0 or 1 is that value.
+            Expr::D2b(a) if is_bool(a) => self.expr(a),
+            Expr::D2b(a) => unary(self.expr(a), |v| (v != 0) as i128),
+            Expr::BitNot(a) => unary(self.expr(a), |v| !v),
+            Expr::Neg(a) => unary(self.expr(a), |v| v.wrapping_neg()),
+            Expr::Ternary(c, a, b) => {
+                let (c, a, b) = (self.expr(c), self.expr(a), self.expr(b));
+                Val::Fn(Box::new(move |e, s, p, l| if c.get(e, s, p, l) != 0 { a.get(e, s, p, l) } else { b.get(e, s, p, l) }))
+            }
+            Expr::RegisterRead(r, idx) => {
+                let (r, idx) = (*r, self.expr(idx));
+                Val::Fn(Box::new(move |e, s, p, l| usize::try_from(idx.get(e, s, p, l)).ok().and_then(|i| s.registers[r].get(i)).unwrap_or(0)))
+            }
+            _ => {
+                let (e, fixed) = (e.clone(), self.fixed_args.clone());
+                Val::Fn(Box::new(move |ex, st, p, l| ex.eval(&Env { st, locals: fixed.as_deref().unwrap_or(l), look: None }, p, &e)))
+            }
+        }
+    }
+
+    /// `field = v`, truncated to the field's width as `Executor::set_field` does.
+    fn assign(&self, f: usize, v: Val) -> Op {
+        let (mask, signed) = self.prog.field_masks[f];
+        if signed {
+            let w = self.prog.field_info[f].0;
+            return Op::Call(Box::new(move |e, s, p, l| p.fields[f] = sign_extend(v.get(e, s, p, l) as u128, w)));
+        }
+        match v {
+            Val::Const(c) => Op::Set(f, (c as u128 & mask) as i128),
+            Val::Field(x) => Op::Copy(f, x, mask),
+            Val::Local(i) => Op::Param(f, i, mask),
+            v => Op::Call(Box::new(move |e, s, p, l| p.fields[f] = (v.get(e, s, p, l) as u128 & mask) as i128)),
+        }
+    }
+
+    fn prim(&mut self, p: &Prim) -> Op {
+        self.cov.primitives += 1;
+        let std = &self.prog.std;
+        match p {
+            Prim::Assign(LValue::Field(f), e) => return self.assign(*f, self.expr(e)),
+            Prim::RegisterRead(LValue::Field(f), r, idx) => return self.assign(*f, self.expr(&Expr::RegisterRead(*r, Box::new(idx.clone())))),
+            Prim::RegisterWrite(r, idx, val) => {
+                let (r, idx, val, mask) = (*r, self.expr(idx), self.expr(val), mask_of(self.prog.registers[*r].width));
+                return Op::Call(Box::new(move |e, s, p, l| {
+                    let i = idx.get(e, s, p, l);
+                    let v = val.get(e, s, p, l);
+                    if let Ok(i) = usize::try_from(i) {
+                        s.registers[r].set(i, v as u128 & mask);
+                    }
+                }));
+            }
+            Prim::Count(c, idx) => {
+                let (c, idx, len) = (*c, self.expr(idx), std.packet_length);
+                return Op::Call(Box::new(move |e, s, p, l| {
+                    let i = idx.get(e, s, p, l);
+                    let cells = &s.counters[c];
+                    if i >= 0 && (i as usize) < cells.pkts.len() {
+                        cells.pkts[i as usize].fetch_add(1, Ordering::Relaxed);
+                        cells.bytes[i as usize].fetch_add(get_opt(p, len) as u64, Ordering::Relaxed);
+                    }
+                }));
+            }
+            Prim::NoOp => return Op::Call(Box::new(|_, _, _, _| {})),
+            Prim::MarkToDrop => {
+                let (spec, mcast) = (std.egress_spec, std.mcast_grp);
+                return Op::Call(Box::new(move |_, _, p, _| {
+                    set_opt(p, spec, DROP_PORT as i128);
+                    set_opt(p, mcast, 0);
+                }));
+            }
+            _ => {}
+        }
+        self.cov.interpreted_primitives += 1;
+        let (prog, p, fixed) = (self.prog.clone(), p.clone(), self.fixed_args.clone());
+        Op::Call(Box::new(move |ex, st, pkt, l| ex.prim(&prog, &Env { st, locals: fixed.as_deref().unwrap_or(l), look: None }, pkt, &p)))
+    }
+
+    /// An action's primitives; with `args` known at load time (keyless constant
+    /// tables, action calls) the parameters become constants.
+    fn action(&mut self, index: usize, args: Option<&[i128]>) -> Vec<Op> {
+        let prog = self.prog.clone();
+        let a = &prog.actions[index];
+        self.fixed_args = args.map(Into::into);
+        let ops = if a.prims.iter().any(|p| matches!(p, Prim::Jump(_) | Prim::JumpIfZero(..))) {
+            vec![self.jumping_action(&a.prims)]
+        } else {
+            a.prims.iter().filter(|p| !matches!(p, Prim::NoOp)).map(|p| self.prim(p)).collect()
+        };
+        self.fixed_args = None;
+        ops
+    }
+
+    /// An action with `_jump`/`_jump_if_zero` (p4c's if/else inside actions): its
+    /// primitives run by index, as `Executor::run_action` runs them.
+    fn jumping_action(&mut self, prims: &[Prim]) -> Op {
+        enum Step {
+            Op(Op),
+            Jump(usize),
+            JumpIfZero(Val, usize),
+        }
+        let steps: Vec<Step> = prims
+            .iter()
+            .map(|p| match p {
+                Prim::Jump(t) => Step::Jump(*t),
+                Prim::JumpIfZero(c, t) => Step::JumpIfZero(self.expr(c), *t),
+                p => Step::Op(self.prim(p)),
+            })
+            .collect();
+        Op::Call(Box::new(move |ex, st, pkt, args| {
+            let (mut pc, mut count) = (0, 0);
+            while pc < steps.len() && !ex.flags.exit {
+                count += 1;
+                if count > MAX_CONTROL_STEPS {
+                    break;
+                }
+                match &steps[pc] {
+                    Step::Jump(t) => pc = *t,
+                    Step::JumpIfZero(c, t) => pc = if c.get(ex, st, pkt, args) == 0 { *t } else { pc + 1 },
+                    Step::Op(op) => {
+                        op.run(ex, st, pkt, args);
+                        pc += 1;
+                    }
+                }
+            }
+        }))
+    }
+
+    fn node_index(&self, n: Node) -> usize {
+        let p = &self.prog;
+        match n {
+            Node::Table(t) => t,
+            Node::Cond(c) => p.tables.len() + c,
+            Node::ActionCall(a) => p.tables.len() + p.conditionals.len() + a,
+        }
+    }
+
+    /// A node that only runs a fixed action (or nothing): (call, next), as the
+    /// interpreter runs action calls and keyless constant tables.
+    #[allow(clippy::type_complexity)]
+    fn fixed_run(&self, n: Node) -> Option<(Option<(usize, Box<[i128]>)>, Option<Node>)> {
+        match n {
+            Node::ActionCall(a) => {
+                let c = &self.prog.action_calls[a];
+                Some((Some((c.action, Box::new([]))), c.next))
+            }
+            Node::Table(t) if self.prog.tables[t].default_fixed => {
+                let t = &self.prog.tables[t];
+                Some(match &t.default_entry {
+                    None => (None, t.base_default_next),
+                    Some(d) => (Some((d.action, d.args.clone().into_boxed_slice())), t.next_miss.unwrap_or_else(|| t.next_after(d.action))),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// A node's code; a fixed run continues into the following fixed runs that
+    /// nothing else jumps to (`fused`), so each node is compiled once.
+    fn node(&mut self, n: Node, fused: &[bool]) -> NodeCode {
+        if let Some((call, mut next)) = self.fixed_run(n) {
+            let mut calls: Vec<_> = call.into_iter().collect();
+            while let Some((call, after)) = next.filter(|m| fused[self.node_index(*m)]).and_then(|m| self.fixed_run(m)) {
+                calls.extend(call);
+                next = after;
+            }
+            let ops = calls.into_iter().flat_map(|(a, args)| self.action(a, Some(&args))).collect();
+            return NodeCode::Run { ops, next: next.map(|n| self.node_index(n)) };
+        }
+        let idx = |x: Option<Node>| x.map(|n| self.node_index(n));
+        match n {
+            Node::Cond(c) => {
+                let c = &self.prog.conditionals[c];
+                NodeCode::Cond { cond: self.expr(&c.expr), on_true: idx(c.true_next), on_false: idx(c.false_next) }
+            }
+            Node::Table(ti) => {
+                let t = &self.prog.tables[ti];
+                NodeCode::Table(TableCode {
+                    table: ti,
+                    keys: t.keys.iter().map(|k| (self.expr(&k.source), mask_of(k.width) & k.mask.unwrap_or(u128::MAX))).collect(),
+                    next_hit: t.next_hit.map(idx),
+                    next_miss: t.next_miss.map(idx),
+                    next_by_action: t.next_by_action.iter().map(|x| x.map(idx)).collect(),
+                    base_default_next: idx(t.base_default_next),
+                })
+            }
+            // A keyless table without a default entry: nothing runs.
+            Node::ActionCall(_) => unreachable!("action calls are fixed runs"),
+        }
+    }
+
+    fn successors(&self, n: Node) -> Vec<Node> {
+        let p = &self.prog;
+        let mut out: Vec<Option<Node>> = Vec::new();
+        match n {
+            Node::Table(t) => {
+                let t = &p.tables[t];
+                out.extend(t.next_by_action.iter().flatten().copied());
+                out.extend(t.next_hit);
+                out.extend(t.next_miss);
+                out.push(t.base_default_next);
+            }
+            Node::Cond(c) => out.extend([p.conditionals[c].true_next, p.conditionals[c].false_next]),
+            Node::ActionCall(a) => out.push(p.action_calls[a].next),
+        }
+        out.into_iter().flatten().collect()
+    }
+
+    /// True when no path from `init` loops (loops need the interpreter's step bound).
+    fn acyclic(&self, init: Option<Node>) -> bool {
+        let total = self.node_index(Node::ActionCall(self.prog.action_calls.len()));
+        let mut mark = vec![0u8; total]; // 0 new, 1 on the path, 2 done
+        fn visit(c: &Compiler, n: Node, mark: &mut [u8]) -> bool {
+            let i = c.node_index(n);
+            match mark[i] {
+                1 => return false,
+                2 => return true,
+                _ => {}
+            }
+            mark[i] = 1;
+            let ok = c.successors(n).into_iter().all(|m| visit(c, m, mark));
+            mark[i] = 2;
+            ok
+        }
+        init.is_none_or(|n| visit(self, n, &mut mark))
+    }
+
+    /// The nodes reachable from `init`, compiled (the rest never run: empty placeholders).
+    fn pipeline(&mut self, p: &Pipeline) -> Option<PipelineCode> {
+        if !self.acyclic(p.init) {
+            return None;
+        }
+        let prog = self.prog.clone();
+        let all: Vec<Node> = (0..prog.tables.len())
+            .map(Node::Table)
+            .chain((0..prog.conditionals.len()).map(Node::Cond))
+            .chain((0..prog.action_calls.len()).map(Node::ActionCall))
+            .collect();
+        let mut reachable = vec![false; all.len()];
+        let mut todo: Vec<Node> = p.init.into_iter().collect();
+        while let Some(n) = todo.pop() {
+            let i = self.node_index(n);
+            if !std::mem::replace(&mut reachable[i], true) {
+                todo.extend(self.successors(n));
+            }
+        }
+        // Predecessors of each node; a fixed run whose only predecessor is a fixed run is fused into it.
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); all.len()];
+        for (i, n) in all.iter().enumerate().filter(|(i, _)| reachable[*i]) {
+            for m in self.successors(*n) {
+                let j = self.node_index(m);
+                if !preds[j].contains(&i) {
+                    preds[j].push(i);
+                }
+            }
+        }
+        let fused: Vec<bool> = all
+            .iter()
+            .enumerate()
+            .map(|(j, m)| self.fixed_run(*m).is_some() && matches!(preds[j][..], [i] if self.fixed_run(all[i]).is_some()))
+            .collect();
+        let nodes = all
+            .iter()
+            .enumerate()
+            .map(|(i, n)| if reachable[i] && !fused[i] { self.node(*n, &fused) } else { NodeCode::Run { ops: Vec::new(), next: None } })
+            .collect();
+        Some(PipelineCode { nodes, init: p.init.map(|n| self.node_index(n)) })
+    }
+
+    fn parse_state(&mut self, ps: &ParseState) -> ParseStateCode {
+        let ops = ps
+            .ops
+            .iter()
+            .map(|op| {
+                self.cov.parser_ops += 1;
+                if let ParserOp::Extract(ExtractTarget::Header(h)) = op {
+                    if let Some(io) = header_io(&self.prog, *h).filter(|io| io.layout.words.len() <= MAX_READ_WORDS) {
+                        return ParseOp::Extract(io);
+                    }
+                }
+                self.cov.interpreted_parser_ops += 1;
+                ParseOp::Interpreted(op.clone())
+            })
+            .collect();
+        ParseStateCode { ops, select: self.select(ps) }
+    }
+
+    fn select(&mut self, ps: &ParseState) -> Select {
+        let mut parts = Vec::new();
+        for part in &ps.key {
+            match part {
+                KeyPart::Field(e, w) if *w > 0 => parts.push((self.expr(e), *w)),
+                _ => break,
+            }
+        }
+        let number = |b: &[u8]| b.iter().fold(0u128, |a, x| (a << 8) | *x as u128);
+        let n: usize = ps.key.iter().map(|k| match k { KeyPart::Field(_, w) | KeyPart::Lookahead(_, w) => w.div_ceil(8) as usize }).sum();
+        let full = if n >= 16 { u128::MAX } else { (1u128 << (8 * n)) - 1 };
+        let transitions: Option<Vec<_>> = ps
+            .transitions
+            .iter()
+            .map(|t| match &t.matcher {
+                TransitionMatch::Default => Some((0, 0, t.next)),
+                TransitionMatch::Value { value, mask: None } if value.len() == n => Some((number(value), full, t.next)),
+                TransitionMatch::Value { value, mask: Some(m) } if value.len() == n && m.len() == n => {
+                    Some((number(value) & number(m), number(m), t.next))
+                }
+                _ => None,
+            })
+            .collect();
+        match transitions {
+            Some(transitions) if parts.len() == ps.key.len() && n <= 16 => Select::Key { parts, transitions },
+            _ => {
+                self.cov.interpreted_selects += 1;
+                Select::Interpreted
+            }
+        }
+    }
+
+    fn checksum(&mut self, c: &Checksum) -> ChecksumCode {
+        let prog = self.prog.clone();
+        let target_header = prog.field_locs[c.target].header;
+        let calc = &prog.calculations[c.calc];
+        let items: Option<Vec<_>> = calc
+            .inputs
+            .iter()
+            .map(|inp| match inp {
+                CalcInput::Field(f) if prog.field_locs[*f].header == target_header => Some((Src::Field(*f), prog.field_info[*f].0, false)),
+                CalcInput::Const(v, w) => Some((Src::Const(*v as u128), *w, false)),
+                _ => None,
+            })
+            .collect();
+        let layout = items.and_then(|i| Layout::new(&i)).filter(|_| calc.algo != HashAlgo::Random);
+        if layout.is_none() {
+            self.cov.interpreted_checksums += 1;
+        }
+        ChecksumCode {
+            target: c.target,
+            target_header,
+            cond: c.cond.as_ref().map(|e| self.expr(e)),
+            calc: match layout {
+                Some(layout) => Calc::Laid { algo: calc.algo, layout },
+                None => Calc::Interpreted(c.calc),
+            },
+        }
+    }
+}
+
+impl Compiled {
+    /// Compiles `prog`; None if a control graph loops (the interpreter bounds its steps).
+    pub(crate) fn new(prog: Arc<Program>) -> Option<Compiled> {
+        let mut c = Compiler { prog: prog.clone(), cov: Coverage::default(), fixed_args: None };
+        let actions = (0..prog.actions.len()).map(|a| c.action(a, None)).collect();
+        let ingress = c.pipeline(&prog.ingress)?;
+        let egress = c.pipeline(&prog.egress)?;
+        let parser = prog.parser.states.iter().map(|s| c.parse_state(s)).collect();
+        let checksums = prog.checksums.iter().map(|k| (c.checksum(k), k.verify, k.update)).collect();
+        let deparser: Option<Vec<HeaderIo>> =
+            prog.deparser.iter().filter(|h| !prog.headers[**h].metadata).map(|h| header_io(&prog, *h)).collect();
+        c.cov.interpreted_deparser = deparser.is_none();
+        let may_exit = prog.actions.iter().flat_map(|a| &a.prims).any(|p| matches!(p, Prim::Exit | Prim::Assert(_)))
+            || prog.parser.states.iter().flat_map(|s| &s.ops).any(|o| matches!(o, ParserOp::Primitive(Prim::Exit | Prim::Assert(_))));
+        Some(Compiled { prog, actions, may_exit, ingress, egress, parser, checksums, deparser, coverage: c.cov })
+    }
+
+    /// Runs ops, stopping at `exit` as the interpreter does (checked before each primitive).
+    #[inline]
+    fn run_ops(&self, ops: &[Op], ex: &mut Executor, st: &State, pkt: &mut PacketState, args: &[i128]) {
+        if !self.may_exit {
+            ops.iter().for_each(|op| op.run(ex, st, pkt, args));
+            return;
+        }
+        for op in ops {
+            if ex.flags.exit {
+                break;
+            }
+            op.run(ex, st, pkt, args);
+        }
+    }
+
+    pub(crate) fn run_ingress(&self, ex: &mut Executor, st: &State, pkt: &mut PacketState) {
+        self.run_pipeline(&self.ingress, ex, st, pkt);
+    }
+
+    pub(crate) fn run_egress(&self, ex: &mut Executor, st: &State, pkt: &mut PacketState) {
+        self.run_pipeline(&self.egress, ex, st, pkt);
+    }
+
+    fn run_pipeline(&self, code: &PipelineCode, ex: &mut Executor, st: &State, pkt: &mut PacketState) {
+        let mut node = code.init;
+        while let Some(n) = node {
+            if self.may_exit && ex.flags.exit {
+                break;
+            }
+            node = match &code.nodes[n] {
+                NodeCode::Run { ops, next } => {
+                    self.run_ops(ops, ex, st, pkt, &[]);
+                    *next
+                }
+                NodeCode::Cond { cond, on_true, on_false } => {
+                    if cond.get(ex, st, pkt, &[]) != 0 {
+                        *on_true
+                    } else {
+                        *on_false
+                    }
+                }
+                NodeCode::Table(t) => self.apply_table(t, ex, st, pkt),
+            };
+        }
+    }
+
+    fn apply_table(&self, tc: &TableCode, ex: &mut Executor, st: &State, pkt: &mut PacketState) -> Option<usize> {
+        let t = &self.prog.tables[tc.table];
+        let mut key = std::mem::take(&mut ex.key);
+        key.clear();
+        for (v, m) in &tc.keys {
+            key.push(v.get(ex, st, pkt, &[]) as u128 & m);
+        }
+        let ts = st.tables[tc.table].read();
+        let after = |a: Option<usize>| a.map_or(tc.base_default_next, |a| tc.next_by_action.get(a).copied().flatten().unwrap_or(tc.base_default_next));
+        let next = match ts.lookup(t, &key) {
+            Some(e) => {
+                ex.direct_resources(t, e, pkt);
+                let action = self.run_entry(ex, st, pkt, t, &e.act);
+                tc.next_hit.unwrap_or_else(|| after(action))
+            }
+            None => {
+                let action = ts.default.as_ref().and_then(|d| self.run_entry(ex, st, pkt, t, d));
+                tc.next_miss.unwrap_or_else(|| after(action))
+            }
+        };
+        drop(ts);
+        ex.key = key;
+        next
+    }
+
+    fn run_entry(&self, ex: &mut Executor, st: &State, pkt: &mut PacketState, t: &Table, act: &EntryAction) -> Option<usize> {
+        match act {
+            EntryAction::Call(c) => {
+                self.run_ops(&self.actions[c.action], ex, st, pkt, &c.args);
+                Some(c.action)
+            }
+            EntryAction::Indirect(_) => ex.run_entry(&self.prog, st, pkt, t, act),
+        }
+    }
+
+    /// Returns (bytes consumed, parser error code), as `Executor::parse`.
+    pub(crate) fn parse(&self, ex: &mut Executor, st: &State, pkt: &mut PacketState, frame: &[u8]) -> (usize, i128) {
+        let prog = &*self.prog;
+        let errs = &prog.errors;
+        let mut pos = 0usize;
+        let mut state = prog.parser.init;
+        let mut steps = 0;
+        while let Some(si) = state {
+            steps += 1;
+            if steps > MAX_PARSE_STATES {
+                return (pos, errs.parser_timeout);
+            }
+            let code = &self.parser[si];
+            for op in &code.ops {
+                match op {
+                    ParseOp::Extract(io) => {
+                        let bytes = io.layout.bytes;
+                        if pos + bytes > frame.len() {
+                            return (pos, errs.packet_too_short);
+                        }
+                        io.layout.read(frame, pos, pkt);
+                        ex.set_valid(pkt, io.header, true);
+                        pos += bytes;
+                    }
+                    ParseOp::Interpreted(op) => {
+                        if let Err(e) = ex.parser_op(prog, st, pkt, frame, &mut pos, op) {
+                            return (pos, e);
+                        }
+                    }
+                }
+            }
+            let next = match &code.select {
+                Select::Key { parts, transitions } => {
+                    let mut key = 0u128;
+                    for (v, w) in parts {
+                        let bits = w.div_ceil(8) * 8;
+                        key = if bits >= 128 { 0 } else { key << bits } | (v.get(ex, st, pkt, &[]) as u128 & mask_of(*w));
+                    }
+                    transitions.iter().find(|(value, mask, _)| key & mask == *value).map(|t| t.2).ok_or(errs.no_match)
+                }
+                Select::Interpreted => ex.select(st, pkt, frame, pos, &prog.parser.states[si]),
+            };
+            match next {
+                Ok(n) => state = n,
+                Err(e) => return (pos, e),
+            }
+        }
+        (pos, 0)
+    }
+
+    fn calculate(&self, ex: &mut Executor, pkt: &PacketState, c: &ChecksumCode) -> u64 {
+        match &c.calc {
+            Calc::Laid { algo: HashAlgo::Csum16, layout } => layout.csum16(pkt),
+            Calc::Laid { algo, layout } => {
+                let mut buf = std::mem::take(&mut ex.calc.buf);
+                buf.clear();
+                layout.write(pkt, &mut buf);
+                let rng = &mut ex.rng;
+                let v = hash::compute(*algo, &buf, || rng.next_u64());
+                ex.calc.buf = buf;
+                v
+            }
+            Calc::Interpreted(calc) => ex.calculate(&self.prog, pkt, *calc),
+        }
+    }
+
+    fn applies(&self, ex: &Executor, st: &State, pkt: &PacketState, c: &ChecksumCode) -> bool {
+        pkt.valid[c.target_header] && c.cond.as_ref().is_none_or(|e| e.get(ex, st, pkt, &[]) != 0)
+    }
+
+    /// As `Executor::verify_checksums`: true if a verified checksum is wrong.
+    pub(crate) fn verify_checksums(&self, ex: &mut Executor, st: &State, pkt: &PacketState) -> bool {
+        let mut bad = false;
+        for (c, _, _) in self.checksums.iter().filter(|(_, verify, _)| *verify) {
+            if self.applies(ex, st, pkt, c) {
+                let m = mask_of(self.prog.field_info[c.target].0);
+                bad |= self.calculate(ex, pkt, c) as u128 & m != pkt.fields[c.target] as u128 & m;
+            }
+        }
+        bad
+    }
+
+    /// Updates checksums and deparses, as `Executor::deparse`; None when the
+    /// deparser needs the interpreter.
+    pub(crate) fn deparse(&self, ex: &mut Executor, st: &State, pkt: &mut PacketState) -> Option<Vec<u8>> {
+        let headers = self.deparser.as_ref()?;
+        for (c, _, _) in self.checksums.iter().filter(|(_, _, update)| *update) {
+            if self.applies(ex, st, pkt, c) {
+                let v = self.calculate(ex, pkt, c) as i128;
+                ex.set_field(pkt, c.target, v);
+            }
+        }
+        let headers_len: usize = headers.iter().filter(|io| pkt.valid[io.header]).map(|io| io.layout.bytes).sum();
+        let mut out = Vec::with_capacity(headers_len + pkt.payload.len());
+        for io in headers.iter().filter(|io| pkt.valid[io.header]) {
+            io.layout.write(pkt, &mut out);
+        }
+        out.extend_from_slice(&pkt.payload);
+        Some(out)
+    }
+}
