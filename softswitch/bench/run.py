@@ -15,6 +15,7 @@ configured delay against the median ping RTT. Needs root.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -28,6 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+import instructions  # noqa: E402
 import iolab  # noqa: E402
 import softswitch_engine as se  # noqa: E402
 
@@ -41,6 +43,20 @@ def pipeline_json() -> tuple[str, str]:
     except subprocess.CalledProcessError as e:
         print(f"bench: red_ecn.p4 does not compile ({e.stderr[-300:]!r}); using the fixture", file=sys.stderr)
         return iolab.forward_program(), "bench/programs/forward_stamp.json (red_ecn.p4 did not compile)"
+
+
+@contextlib.contextmanager
+def engine(name: str):
+    """Runs the switches started inside on p4core's `name` engine (P4CORE_ENGINE, read at pipeline load)."""
+    old = os.environ.get("P4CORE_ENGINE")
+    os.environ["P4CORE_ENGINE"] = name
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["P4CORE_ENGINE"]
+        else:
+            os.environ["P4CORE_ENGINE"] = old
 
 
 def compile_tool(workdir: Path) -> Path:
@@ -165,6 +181,17 @@ def measure_delay(delay_us: int, ingress_delay_us: int, tool: Path, program: str
             "error_ms": round(added - configured, 3), "pings": len(delayed)}
 
 
+def measure_instructions(workdir: Path, program: str, packets: int) -> tuple[list[dict], str]:
+    """Instructions/packet of both engines on the benchmark and the minimal program; ([], why) without valgrind."""
+    bench = workdir / "benchmark.json"
+    bench.write_text(program)
+    try:
+        programs = {"benchmark program": bench, "minimal program": HERE / "programs" / "forward_stamp.json"}
+        return instructions.measure(programs, packets), ""
+    except instructions.CallgrindMissing as e:
+        return [], f"Not measured: {e}."
+
+
 def load_note() -> str:
     return f"loadavg {Path('/proc/loadavg').read_text().split()[:3]}, {os.cpu_count()} CPUs"
 
@@ -187,12 +214,23 @@ def write_results(out: Path, results: dict) -> None:
         "(`programs/forward_stamp.json`: one LPM table, MAC/TTL rewrite, checksum), which shows the",
         "switch's own I/O and traffic-manager cost apart from the cost of executing the program.",
         "",
-        "| frame bytes | C AF_PACKET forwarder (no P4) | softswitch, benchmark program | ratio | softswitch, minimal program | ratio |",
-        "|---|---|---|---|---|---|",
+        "Softswitch runs p4core's compiled pipeline, and for comparison its interpreter (P4CORE_ENGINE=interpreter).",
+        "",
+        "| frame bytes | C AF_PACKET forwarder (no P4) | softswitch, benchmark program | ratio | same, interpreter | ratio "
+        "| softswitch, minimal program | ratio | same, interpreter | ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for size, runs in results["pps"].items():
-        c, s, m = (runs[k]["delivered_pps"] for k in ("c", "softswitch", "softswitch-minimal"))
-        lines.append(f"| {size} | {c:,} pps | {s:,} pps | {s / c:.2f} | {m:,} pps | {m / c:.2f} |")
+        c = runs["c"]["delivered_pps"]
+        cells = [f"{runs[k]['delivered_pps']:,} pps | {runs[k]['delivered_pps'] / c:.2f}" for k in
+                 ("softswitch", "softswitch-interpreter", "softswitch-minimal", "softswitch-minimal-interpreter")]
+        lines.append(f"| {size} | {c:,} pps | " + " | ".join(cells) + " |")
+    lines += ["", "## Instructions per packet (callgrind)", "",
+              "p4core alone (no I/O): parser, checksum verification, ingress, egress, checksum update and deparser, "
+              f"counted by callgrind over {results['instructions'][0]['packets'] // 2 if results['instructions'] else 0} packets of 64 and "
+              "of 1500 bytes minus the load "
+              "(`python softswitch/bench/instructions.py PROGRAM.json`); exact, independent of the machine's load.", ""]
+    lines += instructions.table(results["instructions"]) if results["instructions"] else [results["instructions_note"]]
     lines += ["", "## Latency at low load: ping RTT host A -> B -> A (two switch traversals)", "",
               "| forwarder | median ms | p99 ms |", "|---|---|---|"]
     for r in results["latency"]:
@@ -235,10 +273,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="iobench") as tmp:
         tool = compile_tool(Path(tmp))
         for size in (64, 1500):
-            results["pps"][size] = {k: measure_pps(k, size, tool, program, secs) for k in ("c", "softswitch")}
-            minimal = measure_pps("softswitch", size, tool, iolab.forward_program(), secs)
-            results["pps"][size]["softswitch-minimal"] = minimal
-            print("pps", size, results["pps"][size], flush=True)
+            runs = results["pps"][size] = {k: measure_pps(k, size, tool, program, secs) for k in ("c", "softswitch")}
+            runs["softswitch-minimal"] = measure_pps("softswitch", size, tool, iolab.forward_program(), secs)
+            with engine("interpreter"):
+                runs["softswitch-interpreter"] = measure_pps("softswitch", size, tool, program, secs)
+                runs["softswitch-minimal-interpreter"] = measure_pps("softswitch", size, tool, iolab.forward_program(), secs)
+            print("pps", size, runs, flush=True)
         pings = 100 if args.quick else 500
         results["latency"] = [measure_latency(k, tool, program, pings) for k in ("c", "softswitch")]
         print("latency", results["latency"], flush=True)
@@ -249,6 +289,8 @@ def main() -> None:
         for d, i in ((1000, 1000), (10_000, 10_000)):
             results["delay"].append(measure_delay(d, i, tool, program, 50 if args.quick else 200))
             print("delay", results["delay"][-1], flush=True)
+        results["instructions"], results["instructions_note"] = measure_instructions(Path(tmp), program, 200 if args.quick else instructions.PACKETS)
+        print("instructions", results["instructions"] or results["instructions_note"], flush=True)
     results["load_after"] = load_note()
     write_results(args.out, results)
     print(f"wrote {args.out}")
