@@ -6,7 +6,7 @@ from .errors import CompileError, SrcLoc
 from .p4info import build_p4info, to_text
 from .parser import parse
 from .preprocess import preprocess
-from .tna import ARCH_DEFINES, check_program
+from .tna import ARCH_DEFINES, CELL_BYTES, check_program
 from .tna_lower import TnaCompiler, lower
 from .tofino_lint import lint
 
@@ -54,7 +54,7 @@ def compile_tna_to_objects(path, arch, include_dirs=(), defines=()):
     problems = lint(checked, TOFINO_TARGET[arch])
     if problems:
         raise problems[0]
-    return compile_ast(lower(checked), path, TnaCompiler)
+    return compile_ast(lower(checked, CELL_BYTES[arch]), path, TnaCompiler)
 
 
 def check_tna_file(path, arch, target, include_dirs=(), defines=()):

@@ -16,6 +16,7 @@ from .types import Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StructT, StringT, 
 from .values import Val
 
 ARCH_DEFINES = {"tna": ["__TARGET_TOFINO__=1"], "t2na": ["__TARGET_TOFINO__=2"]}
+CELL_BYTES = {"tna": 80, "t2na": 176}      # queue-depth unit of Tofino 1 / Tofino 2
 PIPELINE_ROLES = ("ingress_parser", "ingress", "ingress_deparser",
                   "egress_parser", "egress", "egress_deparser")
 ROLE_TYPES = ("IngressParserT", "IngressT", "IngressDeparserT",

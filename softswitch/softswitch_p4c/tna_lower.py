@@ -18,9 +18,10 @@ TNA program may do is refused with a file:line:col error naming the construct.
   copies standard_metadata in (ports, queue depths, timestamps in ns from the
   engine's us) and out: `drop_ctl[0]` -> `mark_to_drop`, `ucast_egress_port` ->
   `egress_spec` (a packet that never sets it is dropped, as on Tofino).
-  Queue depths are what the engine's traffic manager reports, which counts
-  packets, not Tofino's cells (hw/tofino/README.md: tests give cells through
-  `process_packet(..., enq_qdepth=)`).
+  Queue depths: the engine's traffic manager counts packets, Tofino cells
+  (80 B on Tofino 1, 176 B on Tofino 2); `enq_qdepth`/`deq_qdepth` become
+  packets x the cells of the packet at hand (ceil(length / cell)), saturated at
+  19 bits: exact when the queued packets have its size (hw/tofino/README.md).
 - Externs: Register -> register; RegisterAction.execute -> read, the action's
   body, write (one access per packet, as the stateful ALU); Random.get ->
   random; Hash.get -> hash (CRC16, CRC32, IDENTITY, RANDOM); Counter ->
@@ -42,6 +43,7 @@ TNA_FILES = {"tofino.p4", "tna.p4", "t2na.p4"}
 MD = "__tna_md"
 SM = "__tna_sm"
 DROP_PORT = 511
+QDEPTH_MAX = (1 << 19) - 1       # enq_qdepth / deq_qdepth are bit<19> (cells)
 # Lowered extern instance types (v1model) for TNA's.
 V1_EXTERN = {"Register": "register", "Counter": "counter"}
 COUNTER_UNITS = {"PACKETS": "packets", "BYTES": "bytes", "PACKETS_AND_BYTES": "packets_and_bytes"}
@@ -51,11 +53,12 @@ REMOVED_EXTERNS = ("RegisterAction", "Random", "Lpf", "Checksum", "Hash")
 HASH_ALGOS = {"IDENTITY": "identity", "RANDOM": "random", "CRC16": "crc16", "CRC32": "crc32"}
 
 
-def lower(tna_program):
-    """Return the V1Switch `A.Program` equivalent of a checked TnaProgram."""
+def lower(tna_program, cell_bytes):
+    """Return the V1Switch `A.Program` equivalent of a checked TnaProgram whose
+    traffic manager counts queues in cells of `cell_bytes`."""
     if len(tna_program.pipelines) != 1:
         raise CompileError(None, "the built-in target runs one TNA pipeline (Switch(pipe))")
-    return _Lowering(tna_program.program, tna_program.pipelines[0]).lowered()
+    return _Lowering(tna_program.program, tna_program.pipelines[0], cell_bytes).lowered()
 
 
 class TnaCompiler(Compiler):
@@ -162,9 +165,10 @@ def _prelude():
 
 # ------------------------------------------------------------------ the lowering
 class _Lowering:
-    def __init__(self, program, blocks):
+    def __init__(self, program, blocks, cell_bytes):
         self.program = program
         self.blocks = blocks
+        self.cell_bytes = cell_bytes
         self.md_fields = []          # (field name, TypeRef) of __tna_md
         self.param_map = {}          # role -> {param name: replacement Expr}
         self.fresh = 0
@@ -293,8 +297,8 @@ class _Lowering:
         if eg in have:
             glue += [assign(member(MD, eg, f), cast(w, e) if c else e) for f, e, w, c in (
                 ("egress_port", member(SM, "egress_port"), 9, False),
-                ("enq_qdepth", member(SM, "enq_qdepth"), 19, False),
-                ("deq_qdepth", member(SM, "deq_qdepth"), 19, False),
+                ("enq_qdepth", self.cells(member(SM, "enq_qdepth")), 19, False),
+                ("deq_qdepth", self.cells(member(SM, "deq_qdepth")), 19, False),
                 ("enq_tstamp", _ns(member(SM, "enq_timestamp"), 32), 32, False),
                 ("deq_timedelta", _ns(member(SM, "deq_timedelta"), 32), 32, False),
                 ("pkt_length", member(SM, "packet_length"), 16, True))]
@@ -302,6 +306,22 @@ class _Lowering:
             glue.append(assign(member(MD, "egress_intrinsic_metadata_from_parser", "global_tstamp"),
                                _ns(member(SM, "egress_global_timestamp"), 48)))
         return glue
+
+    def cells(self, packets):
+        """A queue depth in packets as Tofino's cells, counting each queued packet as
+        large as this one: packets * ceil(packet_length / cell), saturated at 19 bits."""
+        def lit(v, w):
+            return A.IntLit(_loc0(), v, w)
+        # BMv2 has no division: ceil(len / cell) = ((len + cell - 1) * M) >> 32 with
+        # M = ceil(2^32 / cell), exact for len < 2^17 since M * cell - 2^32 < 2^15.
+        magic = -(-(1 << 32) // self.cell_bytes)
+        rounded_up = A.Binary(_loc0(), "+", cast(64, member(SM, "packet_length")),
+                              lit(self.cell_bytes - 1, 64))
+        per_packet = A.Binary(_loc0(), ">>", A.Binary(_loc0(), "*", rounded_up, lit(magic, 64)),
+                              lit(32, 8))
+        total = A.Binary(_loc0(), "*", cast(64, packets), per_packet)
+        return A.Ternary(_loc0(), A.Binary(_loc0(), ">", total, lit(QDEPTH_MAX, 64)),
+                         lit(QDEPTH_MAX, 19), cast(19, total))
 
     # -------------------------------------------------------------- controls
     def lower_control(self, decl, role):

@@ -56,6 +56,20 @@ def assert_checksum_valid(ip):
     assert IP(bytes(ip)).chksum == sent
 
 
+@pytest.mark.parametrize("arch, cell", [("tna", 80), ("t2na", 176)])
+@pytest.mark.parametrize("length", [62, 80, 81, 100, 400, 1500, 9000])
+def test_queue_depth_reaches_the_program_in_cells_of_the_packet_size(arch, cell, length):
+    """The traffic manager counts packets; the program sees packets x ceil(length / cell)."""
+    program = tc.compile_tna(arch)[0]
+    sw = tc.tna_switch(se, program, to_tna_constants(tc.CONFIG, tc.SPEC))
+    sent = tc.frame(0) + bytes(length - len(tc.frame(0)))
+    for packets in (0, 1, 7, 200):
+        sw.process_packet(0, sent, enq_qdepth=packets, enq_timestamp=1000, deq_timedelta=0)
+        assert sw.register_read("MyEgress.last_qdepth", tc.PORT) == packets * math.ceil(length / cell)
+    sw.process_packet(0, sent, enq_qdepth=(1 << 19) - 1, enq_timestamp=1000, deq_timedelta=0)
+    assert sw.register_read("MyEgress.last_qdepth", tc.PORT) == (1 << 19) - 1, "saturated at 19 bits"
+
+
 def test_unrouted_packet_is_dropped(program, constants):
     sw = tc.tna_switch(se, program, constants)
     frame = bytes(Ether(dst="02:00:00:00:00:01") / IP(src="10.0.0.1", dst="192.0.2.1") / (b"x" * 20))
