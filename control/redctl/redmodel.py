@@ -18,9 +18,14 @@ wq = 1, no decay entries). ``rand32`` is the value the program's
 ``random<bit<32>>`` returns if this packet draws (``step.drew`` says whether
 it did, so a caller replaying a random stream advances it only then).
 Timestamps are microseconds on the 32-bit clock of ``enq_timestamp``.
+
+The TNA program (hw/tofino/red_ecn.p4, "TNA profile" of p4src/README.md)
+averages with Tofino's ``Lpf`` instead: ``lpf_sample`` is one sample of it as
+the built-in target runs it (the engine's ``tna_lpf_sample``).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from .convert import (AVG_FRAC_BITS, DECAY_FRAC_BITS, IDLE_BUCKETS, IDLE_FINE_LOG, QDEPTH_MAX,
@@ -106,3 +111,16 @@ def _red(c: RedConstants, state: PortState, ecn: int, rand32: int) -> Step:
             return Step(MARK, CE, drew, selected)
         return Step(EARLY_DROP, ecn, drew, selected)
     return Step(PASS, ecn, drew, replace(state, count=count, rand=rand))
+
+
+def lpf_sample(avg: int, sample: int, dt_us: int, tau_ns: int) -> int:
+    """The TNA program's average after one sample of its Lpf (SAMPLE mode):
+    avg + (sample - avg)(1 - e^(-dt/tau)) in double precision, rounded half away
+    from zero, dt the microseconds since the index's previous sample (negative:
+    0); tau_ns = 0 (no time constant written) passes the sample through. The
+    same arithmetic as the built-in target (p4core tna.rs), so equal bit for bit."""
+    if tau_ns <= 0:
+        return sample
+    weight = -math.expm1(-float(max(dt_us, 0)) * 1000.0 / float(tau_ns))
+    step = float(sample - avg) * weight
+    return avg + int(math.copysign(math.floor(abs(step) + 0.5), step))

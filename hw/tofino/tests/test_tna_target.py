@@ -150,6 +150,22 @@ def test_idle_time_decays_the_average_as_e_to_the_minus_t_over_tau(program, cons
     assert abs(sw.register_read("MyEgress.red_avg", tc.PORT) - want) <= 1
 
 
+def test_the_lpf_equals_the_reference_model_bit_for_bit(program, constants):
+    """redctl.redmodel.lpf_sample (what the PTF suite predicts with) is the engine's Lpf:
+    300 packets with random depths and gaps, the average compared after each."""
+    import random
+    from redctl import redmodel
+    rng = random.Random(14)
+    sw = tc.tna_switch(se, program, constants)
+    avg, now, last = 0, 1_000_000, 0
+    for _ in range(300):
+        now += rng.choice((0, 1, 7, 1200, 50_000, 3_000_000))
+        q = rng.randrange(0, 40 * constants.cells_per_packet)
+        sw.process_packet(0, tc.frame(0), enq_qdepth=q, enq_timestamp=now, deq_timedelta=0)
+        avg, last = redmodel.lpf_sample(avg, q << 8, now - last, constants.lpf_tau_ns), now
+        assert sw.register_read("MyEgress.red_avg", tc.PORT) == avg
+
+
 def test_pb_ranges_are_within_the_profile_bound_of_red():
     cfg = RedConfig(minth=5, maxth=15, maxp=0.1, gentle=True)
     c = to_tna_constants(cfg, PortSpec())
