@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from aqmlab import study
 from aqmlab.config import load_experiment
 from aqmlab.reproductions import common, rfc2415
 from labhelpers import REPO
-from test_rfc2884 import write_study
+from test_rfc2884 import only_of, write_study
 
 FILES = REPO / "mininet" / "experiments" / "rfc2415"
 
@@ -112,13 +113,14 @@ def known_delay(scenario, seed, red=False):
     return base * (1 - 0.1 * (min(iw, 4) - 1)) + 0.01 * (seed % 3)
 
 
-def thread_folder(root, name, red=False):
+def thread_folder(root, name, red=False, only=None, text=None):
     def result_of(run):
         iw = rfc2415.iw_of(run.scenario)
         drop = 0.01 + 0.002 * iw * (1 if rfc2415.ftps_of(run.scenario) < 8 else 10)
         return result({"web": known_delay(run.scenario, run.seed, red)}, (0.95, drop),
                       ftp=(1e6, 9.0) if rfc2415.ftps_of(run.scenario) else None)
-    return write_study(root / name, (FILES / f"{name}.toml").read_text(), result_of)
+    return write_study(root / name, text or (FILES / f"{name}.toml").read_text(), result_of,
+                       only=only)
 
 
 def test_decrease_is_per_seed_and_the_trends_are_checked_in_words(tmp_path):
@@ -222,7 +224,8 @@ def fake_aqmlab_run(root, commands):
                         lambda run: result({"web": 1.0}, ftp=(1e6, 10.0)),
                         transfers_of=settling_pages)
         else:
-            thread_folder(root, name, red=name == "thread_red")
+            thread_folder(root, name, red=name == "thread_red", only=set(only_of(command)),
+                          text=Path(command[4]).read_text())
         return 0
     return call
 
@@ -230,42 +233,52 @@ def fake_aqmlab_run(root, commands):
 def test_one_command_chooses_the_run_length_then_runs_each_part_with_options_passed_through(
         tmp_path, monkeypatch, capsys):
     """main(): the convergence runs first, its run length goes into each
-    part's copy in OUT, each part runs into OUT/<part> with --resume and the
-    options the command does not know (--jobs, --executor slurm); wall times
-    and the report follow."""
+    part's copy in OUT, then the runs in priority order (the thread's
+    RED-vs-IW points, the rest of the tables' cells with every repetition,
+    IW 10 with --grid-repeat), each stage into OUT/<part> with --resume,
+    --only and the options the command does not know (--executor slurm);
+    wall times and the report follow."""
     root, commands = tmp_path / "s", []
     monkeypatch.setattr(common.subprocess, "call", fake_aqmlab_run(root, commands))
     assert rfc2415.main(["--out", str(root), "--parts", "thread_droptail,thread_red",
                          "--jobs", "2", "--executor", "slurm"]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("[convergence] run length first: convergence: 10 runs of 720 s")
+    order = ["thread_droptail", "thread_red"] * 3
     assert [c[4] for c in commands] == [str(FILES / "convergence.toml")] + [
-        str(root / f"{n}.toml") for n in ("thread_droptail", "thread_red")]
-    assert [c[6] for c in commands] == [str(root / n) for n in
-                                        ("convergence", "thread_droptail", "thread_red")]
-    assert all(c[2:4] == ["aqmlab", "run"] and c[7:-1] == ["--resume", "--jobs", "2",
-                                                           "--executor", "slurm"]
-               for c in commands)
+        str(root / f"{n}.toml") for n in order]
+    assert [c[6] for c in commands] == [str(root / n) for n in ["convergence"] + order]
+    assert commands[0][7:-1] == ["--resume", "--executor", "slurm", "--jobs", "2"]
+    assert all(c[2:4] == ["aqmlab", "run"] and c[7:10] == ["--resume", "--jobs", "2"]
+               and c[12:-1] == ["--executor", "slurm"] for c in commands[1:])
+    droptail = {r.run_id: r for r in study.expand(load_experiment(FILES / "thread_droptail.toml"))}
+    first = [droptail[i] for i in only_of(commands[1])]
+    assert {(rfc2415.ftps_of(r.scenario), rfc2415.iw_of(r.scenario)) for r in first} == {
+        (f, iw) for f in (4, 6, 8) for iw in (1, 3)} and len(first) == 30
+    extension = [droptail[i] for i in only_of(commands[5])]
+    assert {rfc2415.iw_of(r.scenario) for r in extension} == {10}
+    assert {r.repetition for r in extension} == {0, 1}
     chosen = json.loads((root / rfc2415.RUN_LENGTH_FILE).read_text())
     assert chosen["length"] == 210 and chosen["duration"] == 220 and chosen["runs"] == 10
-    assert [c[-1] for c in commands] == [720, 220, 220]     # each file's duration when run
-    assert any(line.startswith("[1/2] thread_droptail: 125 runs of 220 s, estimated ")
-               for line in printed)
+    assert [c[-1] for c in commands] == [720] + [220] * 6     # each file's duration when run
+    assert "thread_droptail: 125 runs of 220 s, estimated " in "\n".join(printed)
     wall = json.loads((root / common.WALL_TIMES).read_text())
-    assert wall["thread_droptail"]["runs"] == wall["convergence"]["runs"] * 12.5 == 125
+    assert wall["thread_droptail"]["runs"] == 100 + 2 * 5 and wall["convergence"]["runs"] == 10
     report = (root / "report.md").read_text()
     assert "thread_droptail, thread_red (full study parts)" in report
     assert report.count("RED helps more (interval above 0)") == 3
     assert "| 8 | drop-tail | 2.4-2.8 |" in report
     assert "| 4 | 19 \\| 9.92 [9.84, 9.99] (n = 5) | 28 \\| 19.8 [19.7, 20] (n = 5) |" in report
-    assert "with the convergence's run length (220 s)" in report
+    assert "each run 220 s (the convergence's choice)" in report
+    assert ("| 2 | thread_droptail | thread's conclusion: RED vs a larger IW (4/6/8 FTPs) | "
+            "30 (30)") in report
 
 
 def test_paper_length_skips_the_convergence_and_runs_the_repository_files(tmp_path, monkeypatch):
     root, commands = tmp_path / "s", []
     monkeypatch.setattr(common.subprocess, "call", fake_aqmlab_run(root, commands))
     assert rfc2415.main(["--out", str(root), "--parts", "thread_red", "--paper-length"]) == 0
-    assert [c[4] for c in commands] == [str(FILES / "thread_red.toml")]
+    assert [c[4] for c in commands] == [str(FILES / "thread_red.toml")] * 3
     assert not (root / rfc2415.RUN_LENGTH_FILE).exists()
 
 
@@ -291,7 +304,8 @@ def test_quick_command_runs_the_ci_file_and_exits_by_the_direction_check(tmp_pat
         monkeypatch.setattr(common.subprocess, "call", call)
         assert rfc2415.main(["--out", str(root), "--quick", "--no-progress"]) == code, name
         assert [c[4:] for c in commands] == [[str(FILES / "quick.toml"), "--out",
-                                              str(root / "quick"), "--resume", "--no-progress"]]
+                                              str(root / "quick"), "--resume", "--no-progress",
+                                              "--jobs", "1"]]
         out = capsys.readouterr().out
         assert ("passed: IW 1 - IW 4" if code == 0 else "FAILED: IW 1 - IW 4") in out
         assert "quick CI variant only" in (root / "report.md").read_text()
@@ -308,8 +322,54 @@ def test_a_reproduction_can_bring_its_own_wall_time_estimate(tmp_path, monkeypat
     monkeypatch.setattr(common.subprocess, "call", fake_aqmlab_run(root, commands))
     assert common.run_study(reproduction, ["--out", str(root), "--parts", "thread_red",
                                            "--paper-length"]) == 0
-    assert "[1/1] thread_red: 100 runs of 360 s, estimated 100.0 h one run at a time" in \
+    assert "\nthread_red: 100 runs of 360 s, estimated 100.0 h one run at a time" in \
         capsys.readouterr().out
+
+
+def test_plan_gives_every_table_cell_five_repetitions_and_big_runs_one_job():
+    sources = {p: FILES / f"{p}.toml" for p in rfc2415.PARTS}
+    stages = rfc2415.part_stages(sources, grid_repeat=2, length=130)
+    every = [(s.part, r) for s in stages for r in s.run_ids]
+    assert len(every) == len(set(every))
+    runs = {p: {r.run_id: r for r in study.expand(load_experiment(path))}
+            for p, path in sources.items()}
+    planned = {}
+    for stage in stages:
+        for run_id in stage.run_ids:
+            run = runs[stage.part][run_id]
+            key = (stage.part, run.point)
+            planned[key] = planned.get(key, 0) + 1
+            big = rfc2415.webs_of(run.scenario) >= 64
+            assert stage.max_jobs == (1 if big else 0)
+    for (part, point), n in planned.items():
+        scenario = load_experiment(sources[part]).scenarios[point]
+        assert n == (2 if rfc2415.iw_of(scenario) == 10 else 5), (part, scenario.name)
+    assert len(planned) == sum(len(load_experiment(p).scenarios) for p in sources.values())
+
+
+def test_stage_jobs_cap_reaches_aqmlab_run(tmp_path, monkeypatch):
+    commands = []
+    monkeypatch.setattr(common.subprocess, "call", lambda c: commands.append(c) or 0)
+    stages = [common.Stage("halves", "big", ("p06-r0",), max_jobs=1),
+              common.Stage("halves", "small", ("p00-r0", "p01-r0"))]
+    source = FILES / "halves.toml"
+    assert common.run_stages(tmp_path, stages, {"halves": source}, 4, ["--no-progress"]) == []
+    assert [c[7:] for c in commands] == [
+        ["--resume", "--jobs", "1", "--only", "p06-r0", "--no-progress"],
+        ["--resume", "--jobs", "4", "--only", "p00-r0,p01-r0", "--no-progress"]]
+
+
+def test_makespan_is_the_runners_pool_in_order():
+    assert common.makespan([10, 10, 10, 10, 10], 4) == 20
+    assert common.makespan([30, 10, 10, 10], 2) == 30
+    assert common.makespan([], 4) == 0
+
+
+def test_bad_grid_repeat_is_one_line_and_exit_2(tmp_path, capsys):
+    assert rfc2415.main(["--out", str(tmp_path / "s"), "--grid-repeat", "-1"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "aqmlab study rfc2415: error: --jobs must be >= 1 and --grid-repeat >= 0 (got 1, -1)")
+    assert not (tmp_path / "s").exists()
 
 
 def test_unknown_part_is_one_line_and_exit_2(tmp_path):

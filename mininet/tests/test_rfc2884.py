@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -117,14 +118,14 @@ def test_region_fractions_weight_each_average_by_the_time_it_held():
     assert rfc2884.region_fractions([(1.0, 3.0)], 5, 15, (0, 10)) is None
 
 
-def write_study(folder, toml_text, result_of, queue_of=None, transfers_of=None):
-    """A study folder of complete runs: result_of(run) -> result.json, and
-    optional queue.csv / transfers.csv rows per run."""
+def write_study(folder, toml_text, result_of, queue_of=None, transfers_of=None, only=None):
+    """A study folder of complete runs (`only`: those run ids): result_of(run)
+    -> result.json, and optional queue.csv / transfers.csv rows per run."""
     path = folder.parent / f"{folder.name}.toml"
     path.write_text(toml_text)
     e = load_experiment(path)
     study.prepare_study_folder(folder, toml_text, quick=False, owner=True)
-    for run in study.expand(e):
+    for run in (r for r in study.expand(e) if only is None or r.run_id in only):
         run_folder = study.start_run_folder(folder, run, e, toml_text, quick=False)
         (run_folder / "result.json").write_text(json.dumps(result_of(run)))
         for name, rows_of in (("queue.csv", queue_of), ("transfers.csv", transfers_of)):
@@ -320,17 +321,24 @@ def test_report_labels_quick_results_and_lists_every_published_statement(tmp_pat
         assert statement.text in text
     assert "Direction check: passed" in text
     assert "quick/p00-r0 (no queue telemetry)" in text      # flagged, not dropped
-    # the full grid's wall time from the measured 7.5 s per run beyond its traffic
-    runs = sum(len(study.expand(load_experiment(FILES / f"{p}.toml")))
-               for p in (rfc2884.CALIBRATION,) + rfc2884.PARTS)
-    hours = sum(h for _, _, h in rfc2884.grid_estimate(7.5))
-    assert f"| total | {runs} | {hours:.1f} |" in text
-    assert "plus 7.5 s" in text
+    # the run plan from the measured 7.5 s per run beyond its traffic, at --jobs 4
+    assert "plus 7.5 s" in text and "each run's traffic plus the measured 7.5 s" in text
+    assert "| 1 | calibration | RED region per congestion level (runs first) | 36 (0) | 4 |" \
+        in text
+    assert "| 2 | crr | 5.3 statements | 45 (0) | 4 |" in text
+    assert "aqmlab study rfc2884 --out results/rfc2884 --jobs 4\n" in text
+
+
+def only_of(command):
+    """The run ids of an `aqmlab run ... --only IDS` command, or None."""
+    return command[command.index("--only") + 1].split(",") if "--only" in command else None
 
 
 def test_one_command_calibrates_then_runs_each_part_with_the_chosen_red(tmp_path, monkeypatch):
     """main() with `aqmlab run` replaced by writing known study folders: the
-    calibration's choice lands in every part's file, options pass through."""
+    calibration's choice lands in every part's file, the statements' points
+    run first (every repetition), then the rest of each grid with
+    --grid-repeat repetitions; options pass through."""
     commands = []
 
     def fake_call(command):
@@ -342,14 +350,27 @@ def test_one_command_calibrates_then_runs_each_part_with_the_chosen_red(tmp_path
                             run.scenario) == 10) * 5} for t in range(20, 81)])
         else:
             assert source == str(tmp_path / "s" / f"{out_dir.name}.toml")
+            write_study(out_dir, Path(source).read_text(),
+                        lambda run: result(**{"crr-ecn": 2.0, "crr-noecn": 1.0}),
+                        only=set(only_of(command)))
         return 0
     monkeypatch.setattr(common.subprocess, "call", fake_call)
     assert rfc2884.main(["--out", str(tmp_path / "s"), "--parts", "bulk,crr",
                          "--jobs", "2", "--executor", "slurm"]) == 0
-    assert [c[6].split("/")[-1] for c in commands] == ["calibration", "bulk", "crr"]
-    assert all(c[2:4] == ["aqmlab", "run"] and c[7:] == ["--resume", "--jobs", "2",
-                                                          "--executor", "slurm"]
-               for c in commands)
+    assert [c[6].split("/")[-1] for c in commands] == ["calibration", "crr", "bulk", "crr",
+                                                       "bulk"]
+    assert commands[0][7:] == ["--resume", "--executor", "slurm", "--jobs", "2"]
+    assert all(c[2:4] == ["aqmlab", "run"] and c[7:10] == ["--resume", "--jobs", "2"]
+               and c[10] == "--only" and c[12:] == ["--executor", "slurm"] for c in commands[1:])
+    bulk = {r.run_id: r for r in study.expand(load_experiment(FILES / "bulk.toml"))}
+    first = [bulk[i] for i in only_of(commands[2])]
+    statement_points = {(s.variant,) + w for s in rfc2884.STATEMENTS if s.part == "bulk"
+                        for w in (s.a, s.b)}
+    assert {rfc2884.point_key(r.scenario) for r in first} == statement_points
+    assert len(first) == 5 * len(statement_points) == 40
+    assert [r.repetition for r in first] == sorted(r.repetition for r in first)
+    rest = [bulk[i] for i in only_of(commands[4])]
+    assert {r.repetition for r in rest} == {0, 1} and len(rest) == 2 * (36 - 8)
     sweep = tomllib.loads((tmp_path / "s" / "bulk.toml").read_text())["sweep"]
     # avg 12 at 2 and 5 flows -> 5/15; avg 32 at 10 flows -> 15/45 (the only region holding it)
     assert (sweep["aqm.minth"], sweep["aqm.maxth"]) == ([5, 5, 15], [15, 15, 45])
@@ -358,7 +379,53 @@ def test_one_command_calibrates_then_runs_each_part_with_the_chosen_red(tmp_path
     report = (tmp_path / "s" / "report.md").read_text()
     assert "| high (10 flows) | 15 / 45 / 2^-9 | 1.00 (2) |" in report
     wall = json.loads((tmp_path / "s" / common.WALL_TIMES).read_text())
-    assert wall["calibration"]["runs"] == 36 and wall["bulk"]["runs"] == 0
+    assert wall["calibration"]["runs"] == 36 and wall["bulk"]["runs"] == 40 + 56
+
+
+def test_ablation_shows_how_each_mechanism_changes_ecns_advantage(tmp_path):
+    """Known gains: ECN ahead by 100 % without RACK/TLP, 60 % with TLP, 20 %
+    with RACK (either on); the table's paired changes carry those sizes."""
+    gains = {"neither": 1.0, "tlp-only": 0.6, "rack-only": 0.2, "rack-tlp": 0.2}
+    root = tmp_path / "study"
+    root.mkdir()
+    write_study(root / "crr_ablation", (FILES / "crr_ablation.toml").read_text(),
+                lambda run: result(**{"crr-ecn": 2 * (1 + gains[rfc2884.variant(run.scenario)])
+                                      + 0.02 * run.seed, "crr-noecn": 2.0}))
+    lines = rfc2884.ablation_lines(rfc2884.load_parts(root))
+    row = next(line for line in lines if line.startswith("| 0.1 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1].startswith("23 % [") and cells[4].startswith("103 % [")   # +3 % seed noise
+    assert cells[5].startswith("-80 pts [") and cells[5].endswith("(n = 5) *")
+    assert cells[7].startswith("-40 pts [") and cells[7].endswith(" *")
+
+
+def test_todays_tcp_sits_beside_the_rfcs_at_each_statement_point(tmp_path):
+    root = tmp_path / "study"
+    root.mkdir()
+    for part, ecn in (("crr", 3.0), ("crr_modern", 2.2)):
+        write_study(root / part, (FILES / f"{part}.toml").read_text(),
+                    lambda run, ecn=ecn: result(**{"crr-ecn": ecn + 0.01 * run.seed,
+                                                   "crr-noecn": 2.0}))
+    lines = rfc2884.modern_lines(rfc2884.load_parts(root))
+    row = next(line for line in lines if line.startswith("| 5.3 | high, 0.5, 5 KB |"))
+    assert "| 51.5 % [" in row and "(reno) | 11.5 % [" in row
+    assert any("| 5.2 (1) | low, 0.1 | not run (reno) | not run |" in line for line in lines)
+
+
+def test_plan_runs_every_statement_point_first_with_all_repetitions():
+    sources = {p: FILES / f"{p}.toml" for p in rfc2884.PARTS}
+    stages = rfc2884.part_stages(sources, grid_repeat=2, overhead=8.0)
+    assert [(s.part, s.label.startswith("rest")) for s in stages] == \
+        [(p, False) for p in rfc2884.STAGE_ORDER] + [(p, True) for p in rfc2884.STAGE_ORDER]
+    counts = {(s.part, s.label.startswith("rest")): len(s.run_ids) for s in stages}
+    assert counts[("fairness", False)] == 2 * 4 * 10       # the published maxp, n = 10 as the RFC
+    assert counts[("crr_ablation", False)] == 4 * 3 * 5    # 4 settings x maxp 0.02/0.1/0.5
+    assert counts[("crr_modern", False)] == 5 * 5          # the 5 KB points and 20 KB at 0.1
+    every = [(s.part, r) for s in stages for r in s.run_ids]
+    assert len(every) == len(set(every))
+    full = rfc2884.part_stages(sources, grid_repeat=10, overhead=8.0)   # >= every file's repeat
+    assert sum(len(s.run_ids) for s in full) == sum(
+        len(study.expand(load_experiment(path))) for path in sources.values())
 
 
 def test_study_command_refuses_an_unknown_part(tmp_path):

@@ -3,7 +3,11 @@ progress, running each part resumably through `aqmlab run`, the report, the
 CI verdict, exit codes), measured wall times, and the report's number format.
 
 A reproduction module describes itself with a `Reproduction` and calls
-`run_study(reproduction, argv)` from its `main`.
+`run_study(reproduction, argv)` from its `main`. One that gives `stages`
+runs its grid in priority order (the runs behind the published statements
+first, so a study stopped part-way already answers them): each stage is one
+`aqmlab run --only RUN_IDS --resume`, and the rest of the grid gets fewer
+repetitions (`--grid-repeat`).
 """
 
 import argparse
@@ -40,6 +44,19 @@ class Reproduction:
     add_options: Callable = None   # (parser) -> None: the module's own options
     select: Callable = None        # (args) -> [parts] or None for the shared rule
     seconds_of: Callable = study.estimated_seconds   # (experiment, runs) -> wall seconds, plan
+    stages: Callable = None        # (sources, args) -> [Stage] in run order; None: whole parts
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Runs of one part run together, in this order (one `aqmlab run --only`)."""
+    part: str
+    label: str                  # what they answer, for the plan
+    run_ids: tuple
+    max_jobs: int = 0           # 0: the command's --jobs; else at most this many side by side
+
+
+GRID_REPEAT = 2     # repetitions at points no published statement is about (the report says so)
 
 
 # ---------------------------------------------------------------- the report's numbers
@@ -151,6 +168,76 @@ def plan_lines(name, sources, seconds_of=study.estimated_seconds):
             f"to resume"] + lines
 
 
+# ---------------------------------------------------------------- staged runs
+
+def by_priority(runs, headline, grid_repeat, seconds_of):
+    """(headline run ids, grid run ids) of a part's runs: every repetition of
+    the points `headline(scenario)` marks, the first `grid_repeat` of the
+    others; each list by repetition (so n grows evenly over the points), the
+    longest runs first within a repetition (`seconds_of(run)`; shorter tails)."""
+    def ordered(chosen):
+        return tuple(r.run_id for r in sorted(chosen, key=lambda r: (r.repetition,
+                                                                     -seconds_of(r), r.point)))
+    return (ordered([r for r in runs if headline(r.scenario)]),
+            ordered([r for r in runs if not headline(r.scenario)
+                     and r.repetition < grid_repeat]))
+
+
+def makespan(seconds, jobs):
+    """Wall time of runs started in this order, `jobs` at a time, each as
+    soon as a slot frees (the runner's pool)."""
+    slots = [0.0] * max(1, jobs)
+    for value in seconds:
+        slots[slots.index(min(slots))] += value
+    return max(slots) if seconds else 0.0
+
+
+def stage_jobs(stage, jobs):
+    return min(jobs, stage.max_jobs) if stage.max_jobs else jobs
+
+
+def plan_table(stages, seconds_of_run, jobs, done=frozenset()):
+    """The run plan as report lines: per stage its runs, --jobs and hours, the
+    cumulative hours (when its statements are answered), and the total;
+    `seconds_of_run(part, run_id)`; `done`: {(part, run_id)} already complete."""
+    lines = [f"| # | part | runs for | runs (done) | --jobs | hours | cumulative hours |",
+             "|---|---|---|---|---|---|---|"]
+    total = runs = 0
+    for i, stage in enumerate(stages, 1):
+        pending = [r for r in stage.run_ids if (stage.part, r) not in done]
+        hours = makespan([seconds_of_run(stage.part, r) for r in pending],
+                         stage_jobs(stage, jobs)) / 3600
+        total += hours
+        runs += len(stage.run_ids)
+        lines.append(f"| {i} | {stage.part} | {stage.label} | {len(stage.run_ids)} "
+                     f"({len(stage.run_ids) - len(pending)}) | {stage_jobs(stage, jobs)} | "
+                     f"{hours:.1f} | {total:.1f} |")
+    lines.append(f"| | total | | {runs} | | {total:.1f} | |")
+    return lines, total
+
+
+def complete_runs(root, parts):
+    """{(part, run_id)} with a complete marker under root."""
+    return {(part, folder.parent.name) for part in parts
+            for folder in (Path(root) / part).glob(f"*/{study.COMPLETE}")}
+
+
+def run_stages(root, stages, sources, jobs, extra):
+    """Run each stage's runs that are not complete yet -> [parts that failed]."""
+    failed = []
+    for i, stage in enumerate(stages, 1):
+        pending = [r for r in stage.run_ids
+                   if study.run_state(Path(root) / stage.part / r) != study.COMPLETE]
+        print(f"[{i}/{len(stages)}] {stage.part}: {stage.label}: {len(pending)} of "
+              f"{len(stage.run_ids)} runs to do", flush=True)
+        if not pending:
+            continue
+        options = ["--jobs", str(stage_jobs(stage, jobs)), "--only", ",".join(pending)]
+        if run_part(root, stage.part, sources[stage.part], options + extra) != 0:
+            failed.append(stage.part)
+    return sorted(set(failed))
+
+
 # ---------------------------------------------------------------- the command
 
 def parse_args(reproduction, argv):
@@ -164,9 +251,19 @@ def parse_args(reproduction, argv):
                         f"{', '.join(reproduction.parts)} (default: all)")
     parser.add_argument("--report", default=None, help="report file (default OUT/report.md)")
     parser.add_argument("--report-only", action="store_true", help="rebuild the report only")
+    if reproduction.stages:
+        parser.add_argument("--jobs", type=int, default=1, help="runs side by side (as `aqmlab "
+                            "run`; stages of runs the --jobs rule does not cover use fewer)")
+        parser.add_argument("--grid-repeat", type=int, default=GRID_REPEAT, metavar="N",
+                            help="repetitions at the points no published statement is about "
+                            f"(default {GRID_REPEAT}; the files' repeat or more: the full grid)")
     if reproduction.add_options:
         reproduction.add_options(parser)
-    return parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if reproduction.stages and (args.jobs < 1 or args.grid_repeat < 0):
+        raise StudyError(f"--jobs must be >= 1 and --grid-repeat >= 0 (got {args.jobs}, "
+                         f"{args.grid_repeat})")
+    return args, extra
 
 
 def select_parts(reproduction, args):
@@ -191,21 +288,26 @@ def run_study(reproduction, argv):
     """The whole command: prepare, run every part with progress (resumed),
     write the report; --quick exits 1 unless the CI verdict holds -> exit code
     (2: a bad option or study folder, with one line on stderr)."""
-    args, extra = parse_args(reproduction, argv)
-    root = Path(args.out)
-    report = Path(args.report) if args.report else root / "report.md"
     try:
+        args, extra = parse_args(reproduction, argv)
+        root = Path(args.out)
+        report = Path(args.report) if args.report else root / "report.md"
         parts = select_parts(reproduction, args)
+        whole = extra + ["--jobs", str(args.jobs)] if reproduction.stages else extra
         failed = []
         if not args.report_only:
             root.mkdir(parents=True, exist_ok=True)
-            sources = reproduction.prepare(root, parts, args, extra)
+            sources = reproduction.prepare(root, parts, args, whole)
             plan = plan_lines(reproduction.name, sources, reproduction.seconds_of)
             print("\n".join(plan), flush=True)
-            for i, (part, line) in enumerate(zip(sources, plan[1:]), 1):
-                print(f"[{i}/{len(sources)}] {line}", flush=True)
-                if run_part(root, part, sources[part], extra) != 0:
-                    failed.append(part)
+            if reproduction.stages and not args.quick:
+                failed = run_stages(root, reproduction.stages(sources, args), sources,
+                                    args.jobs, extra)
+            else:
+                for i, (part, line) in enumerate(zip(sources, plan[1:]), 1):
+                    print(f"[{i}/{len(sources)}] {line}", flush=True)
+                    if run_part(root, part, sources[part], whole) != 0:
+                        failed.append(part)
         reproduction.write_report(root, report)
         print(f"report: {report}")
         if args.quick:

@@ -28,9 +28,12 @@ from pathlib import Path
 from aqmlab import stats, study
 from aqmlab.config import load_experiment
 from aqmlab.report import load_study
-from aqmlab.reproductions.common import (parts_present, Reproduction, StudyError, fmt, load_lines,
-                                         measured_lines, overhead_estimate, plan_lines,
-                                         read_wall, run_part, run_study, save_report)
+from aqmlab.reproductions.common import (GRID_REPEAT, Reproduction, Stage, StudyError,
+                                         by_priority, complete_runs, fmt, load_lines,
+                                         measured_lines, overhead_estimate, parts_present,
+                                         plan_table, read_wall, run_part, run_study,
+                                         save_report)
+from aqmlab.reproductions import common
 
 import matplotlib
 matplotlib.use("Agg")
@@ -593,44 +596,133 @@ def quick_lines(parts):
 
 # ---------------------------------------------------------------- wall time
 
-def full_estimate(overhead, duration=None):
-    """[(part, runs, hours on one machine)] for the full study (+ convergence);
-    `duration`: the chosen run length (None: the files' 360 s)."""
-    rows = []
-    for part in PARTS + (CONVERGENCE,):
-        experiment = load_experiment(EXPERIMENTS / f"{part}.toml")
-        seconds = duration if duration and part != CONVERGENCE else experiment.duration
-        runs = study.expand(experiment)
-        rows.append((part, len(runs), len(runs) * (seconds + overhead) / 3600))
-    return rows
+PUBLISHED_IW = (1, 2, 3, 4)      # IW 10 is the extension: --grid-repeat repetitions
+BIG_WEBS = 64                    # runs with this many webs (128 hosts) keep --jobs 1
+
+# The runs in priority order: (part, what they answer, which points, at most
+# this many side by side); each point's every repetition. A point goes to the
+# first stage that takes it; what no stage takes is the rest of the grid.
+STAGES = (
+    ("thread_droptail", "thread's conclusion: RED vs a larger IW (4/6/8 FTPs)",
+     lambda s: ftps_of(s) in (4, 6, 8) and iw_of(s) in (1, 3), 0),
+    ("thread_red", "thread's conclusion: RED vs a larger IW (4/6/8 FTPs)",
+     lambda s: ftps_of(s) in (4, 6, 8) and iw_of(s) == 1, 0),
+    ("http10", "Tables 1-3: the IW and drop-rate trends", lambda s: iw_of(s) in PUBLISHED_IW, 0),
+    ("thread_droptail", "the thread's drop-tail table", lambda s: iw_of(s) in PUBLISHED_IW, 0),
+    ("thread_red", "the thread's RED table", lambda s: iw_of(s) in PUBLISHED_IW, 0),
+    ("http11", "Tables 4-5", lambda s: iw_of(s) in PUBLISHED_IW, 0),
+    ("thread_mix", "the thread's 32-client mix", lambda s: True, 0),
+    ("thread_http11", "the thread's HTTP/1.1 table", lambda s: True, 0),
+    ("halves", "Table 6, 16 and 32 webs", lambda s: webs_of(s) < BIG_WEBS, 0),
+    ("halves", f"Table 6, {BIG_WEBS} webs (--jobs 1: {2 * BIG_WEBS} hosts)",
+     lambda s: webs_of(s) >= BIG_WEBS, 1),
+)
+
+
+def run_seconds(experiment, run, length=None):
+    """A run's planned wall seconds: `length` (default: the file's duration)
+    plus the lab's set-up/teardown model for its hosts (study.py)."""
+    duration = length or experiment.duration
+    return study.estimated_seconds(experiment, [run]) - experiment.duration + duration
+
+
+def part_stages(sources, grid_repeat, length=None):
+    """The study's runs in priority order (STAGES, then each part's other
+    points with `grid_repeat` repetitions) -> [common.Stage]."""
+    experiments = {part: load_experiment(path) for part, path in sources.items()}
+    remaining = {part: study.expand(e) for part, e in experiments.items()}
+    head, tail = [], []
+    for part, label, wanted, max_jobs in STAGES:
+        if part not in remaining:
+            continue
+        e = experiments[part]
+        first, _ = by_priority(remaining[part], wanted, 0, lambda r: run_seconds(e, r, length))
+        remaining[part] = [r for r in remaining[part] if r.run_id not in first]
+        if first:
+            head.append(Stage(part, label, first, max_jobs))
+    staged = {part for part, *_ in STAGES}
+    for part in sources:
+        e = experiments[part]
+        if part not in staged:         # the convergence (--convergence): all its runs
+            head.append(Stage(part, "every run", tuple(r.run_id for r in remaining[part])))
+            continue
+        _, rest = by_priority(remaining[part], lambda s: False, grid_repeat,
+                              lambda r: run_seconds(e, r, length))
+        if rest:
+            tail.append(Stage(part, f"IW 10 (extension), n = {grid_repeat}", rest))
+    return head + tail
+
+
+def plan_lines(root):
+    """The run plan of the full study at the --jobs rule's limit, with the
+    convergence's run length (or, before it ran, its floor and the papers' 360 s)."""
+    sources = {part: EXPERIMENTS / f"{part}.toml" for part in PARTS}
+    experiments = {part: load_experiment(path) for part, path in sources.items()}
+    convergence = load_experiment(EXPERIMENTS / f"{CONVERGENCE}.toml")
+    jobs = study.faithful_jobs(experiments["http10"], cores=2)
+    done = complete_runs(root, PARTS + (CONVERGENCE,))
+    path = Path(root) / RUN_LENGTH_FILE
+    chosen = json.loads(path.read_text())["duration"] if path.exists() else None
+    first = [Stage(CONVERGENCE, "run length (runs first)",
+                   tuple(r.run_id for r in study.expand(convergence)))]
+    runs = {p: {r.run_id: r for r in study.expand(e)} for p, e in experiments.items()}
+    runs[CONVERGENCE] = {r.run_id: r for r in study.expand(convergence)}
+    experiments[CONVERGENCE] = convergence
+
+    def table(length):
+        def seconds_of_run(part, run_id):
+            return run_seconds(experiments[part], runs[part][run_id],
+                               None if part == CONVERGENCE else length)
+        return plan_table(first + part_stages(sources, GRID_REPEAT, length), seconds_of_run,
+                          jobs, done)
+    length = chosen or MIN_LENGTH + convergence.warmup
+    lines, total = table(length)
+    _, paper = table(PAPER_SECONDS)
+    return [
+        f"Every published table's cells (IW 1-4, every population) run with n = 5, first, in "
+        f"the order below (the thread's RED-vs-IW conclusion, then Tables 1-3's trends), so a "
+        f"study stopped part-way already answers them; IW 10, the extension, gets n = "
+        f"{GRID_REPEAT} (`--grid-repeat`). Hours at --jobs {jobs}, the measured --jobs rule for "
+        f"1.5 Mb/s on this 2-core machine (mininet/bench/JOBS.md; measured with 8 hosts, so the "
+        f"{BIG_WEBS}-web runs keep --jobs 1 and each run's load average is in its run.json), "
+        f"each run "
+        + (f"{chosen:g} s (the convergence's choice)" if chosen else
+           f"{length:g} s (the convergence step's floor, {MIN_LENGTH} s after the warm-up; it "
+           f"has not run yet and may choose longer)")
+        + " plus the lab's set-up/teardown model for its hosts (study.py; the quick "
+        "variant's measured overhead agrees, below):", "", *lines, "",
+        f"With the papers' 360 s runs (`--paper-length`, no convergence step): {paper:.1f} h at "
+        f"--jobs {jobs}.",
+        "",
+        "Run (and resume: rerun the same command; complete runs are kept) on this machine, "
+        "then commit the study folder and rebuild this report:", "",
+        "```",
+        f"aqmlab study rfc2415 --out results/rfc2415 --jobs {jobs}",
+        "tar -C results/rfc2415 --exclude lab --exclude '*.png' --exclude report.md -cf - . |",
+        "    tar -C docs/reproductions/rfc2415/study -xf -",
+        "aqmlab study rfc2415 --out docs/reproductions/rfc2415/study --report-only --report "
+        "docs/reproductions/rfc2415.md",
+        "```", "",
+        f"On N machines (`aqmlab study rfc2415 --out /shared/rfc2415 --executor slurm`, one run "
+        f"per machine, each stage one job array): about {total * jobs:.0f} / N hours "
+        f"({total * jobs / 10:.1f} h on 10, {total * jobs / 50:.1f} h on 50), never below the "
+        f"convergence's 720 s runs plus one run per stage."]
 
 
 def wall_lines(root):
     wall = read_wall(root)
     lines = measured_lines(wall)
     overhead, runs = overhead_estimate(wall)
-    if not runs:
-        return lines + ["No runs measured: no per-run time."]
-    length_path = Path(root) / RUN_LENGTH_FILE
-    chosen = json.loads(length_path.read_text())["duration"] if length_path.exists() else None
-    rows = full_estimate(overhead, chosen)
-    total = sum(h for _, _, h in rows)
-    longest = max(load_experiment(EXPERIMENTS / f"{p}.toml").duration for p, _, _ in rows)
-    return lines + [
-        "", f"A run took its traffic duration plus {overhead:.1f} s (lab set-up, priming, "
-        f"teardown; mean over the {runs} runs measured). Full study estimate, runs x "
-        f"(duration + {overhead:.1f} s), `--jobs 1`, with "
-        + (f"the convergence's run length ({chosen:g} s)" if chosen else
-           "the papers' 360 s (no run length chosen yet: the convergence step may shorten it)")
-        + ":", "",
-        "| part | runs | hours, one machine |", "|---|---|---|",
-        *[f"| {p} | {n} | {h:.1f} |" for p, n, h in rows],
-        f"| total | {sum(n for _, n, _ in rows)} | {total:.1f} |", "",
-        f"On N machines (`--executor slurm`, one run per machine at a time): about "
-        f"{total:.0f} / N hours ({total / 10:.1f} h on 10, {total / 50:.1f} h on 50), never below "
-        f"the longest run ({(longest + overhead) / 60:.0f} min). `--jobs 2` on a 2-core "
-        f"machine about halves the one-machine time (1.5 Mb/s runs meet the --jobs rule of "
-        f"mininet/README.md), except that 64-web runs (halves.toml) should keep `--jobs 1`."]
+    if runs:
+        model = {part: study.estimated_seconds(load_experiment(EXPERIMENTS / f"{part}.toml"),
+                                               study.expand(load_experiment(
+                                                   EXPERIMENTS / f"{part}.toml"))[:1])
+                 - load_experiment(EXPERIMENTS / f"{part}.toml").duration
+                 for part in wall if (EXPERIMENTS / f"{part}.toml").exists()}
+        lines += ["", f"A run took its traffic duration plus {overhead:.1f} s (lab set-up, "
+                      f"priming, teardown; mean over the {runs} runs measured); the lab's model "
+                      f"says " + ", ".join(f"{m:.1f} s for {p}" for p, m in model.items()) + "."]
+    return lines + ["", "### Run plan", "", *plan_lines(root)]
 
 
 # ---------------------------------------------------------------- the report
@@ -744,21 +836,9 @@ def write_report(root, path):
         "load average (below).",
         "",
         "## Running the full study", "",
-        "```",
-        "aqmlab study rfc2415 --out results/rfc2415     # convergence first, then every part; "
-        "rerun to resume",
-        "aqmlab study rfc2415 --out results/rfc2415 --parts http10,http11,thread_droptail,"
-        "thread_red,thread_mix,thread_http11 --jobs 2   # halves the time; halves.toml (64 webs) "
-        "stays --jobs 1",
-        "aqmlab study rfc2415 --out /shared/rfc2415 --executor slurm [--slurm-partition P] "
-        "[--jobs 1]",
-        "aqmlab study rfc2415 --out results/rfc2415 --parts http10 --paper-length   # one table "
-        "set, 360 s",
-        "tar -C results/rfc2415 --exclude lab --exclude '*.png' --exclude report.md -cf - . |",
-        "    tar -C docs/reproductions/rfc2415/study -xf -",
-        "aqmlab study rfc2415 --out docs/reproductions/rfc2415/study --report-only "
-        "--report docs/reproductions/rfc2415.md",
-        "```", "",
+        "One command runs the convergence step, then every part in priority order and the "
+        "report; how long it takes and the exact command: \"Run plan\" under \"Wall time\" "
+        "below. `--parts http10,...` runs some parts, `--paper-length` the papers' 360 s.", "",
         "## Wall time", "",
         *wall_lines(root),
         *load_lines(parts),
@@ -791,7 +871,7 @@ def run_length(root, extra):
         return json.loads(path.read_text())
     source = EXPERIMENTS / f"{CONVERGENCE}.toml"
     print(f"[convergence] run length first: "
-          f"{plan_lines(NAME, {CONVERGENCE: source})[1]}", flush=True)
+          f"{common.plan_lines(NAME, {CONVERGENCE: source})[1]}", flush=True)
     code = run_part(root, CONVERGENCE, source, extra)
     folder = root / CONVERGENCE
     choice = choose_length(Part.load(CONVERGENCE, folder)) if any(
@@ -828,7 +908,7 @@ def quick_verdict(root):
 REPRODUCTION = Reproduction(
     NAME, "RFC 2415 and the tcp-impl thread reproduced: run-length convergence, every table's "
     "grid, the report.", EXPERIMENTS, PARTS, QUICK, part_sources, write_report, quick_verdict,
-    add_options, select)
+    add_options, select, stages=lambda sources, args: part_stages(sources, args.grid_repeat))
 
 
 def main(argv):

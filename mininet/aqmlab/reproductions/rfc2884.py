@@ -29,8 +29,10 @@ from pathlib import Path
 from aqmlab import metrics, stats, study
 from aqmlab.config import load_experiment, measured_transfer
 from aqmlab.report import load_study
-from aqmlab.reproductions.common import (parts_present, WALL_TIMES, Reproduction, StudyError, fmt, load_lines,
-                                         overhead_estimate, run_part, run_study)
+from aqmlab.reproductions.common import (GRID_REPEAT, WALL_TIMES, Reproduction, Stage,
+                                         StudyError, by_priority, complete_runs, fmt,
+                                         load_lines, measured_lines, overhead_estimate,
+                                         parts_present, plan_table, run_part, run_study)
 
 import matplotlib
 matplotlib.use("Agg")
@@ -160,6 +162,8 @@ def bulk_transfer(folder, workload):
     time (what the user saw; retransmitted bytes are not counted). One that
     did not complete keeps its partial bytes and is flagged."""
     path = Path(folder) / "transfers.csv"
+    if not path.exists():
+        return None
     with path.open() as handle:
         rows = [r for r in csv.DictReader(handle) if r["workload"] == workload
                 and r["kind"] == "bulk" and int(r["size"]) > 0]
@@ -336,15 +340,100 @@ def traffic_seconds(experiment, scenario):
     return min(experiment.duration, done)
 
 
-def grid_estimate(overhead):
-    """[(part, runs, hours on one machine)] of the full grid (not quick)."""
-    rows = []
-    for part in (CALIBRATION,) + PARTS:
-        experiment = load_experiment(EXPERIMENTS / f"{part}.toml")
-        runs = study.expand(experiment)
-        seconds = sum(traffic_seconds(experiment, r.scenario) + overhead for r in runs)
-        rows.append((part, len(runs), seconds / 3600))
-    return rows
+def run_seconds(experiment, run, overhead=None):
+    """A run's planned wall seconds: its traffic (traffic_seconds) plus the
+    measured overhead per run, or without one the lab's model of set-up and
+    teardown (study.estimated_seconds)."""
+    if overhead is None:
+        return planned_seconds(experiment, [run])
+    return traffic_seconds(experiment, run.scenario) + overhead
+
+
+# Which points each part's published statements are about (all repetitions
+# run there, first); the rest of a part's grid gets --grid-repeat repetitions.
+MODERN_OF = {"bulk_modern": "bulk", "crr_modern": "crr"}
+ABLATION_MAXP = (0.02, 0.1, 0.5)      # the RFC's range ends and its usual maxp
+STAGE_ORDER = ("crr", "bulk", "fairness", "crr_modern", "crr_ablation", "bulk_modern")
+HEADLINE_LABEL = {"crr": "5.3 statements", "bulk": "5.2 statements and retransmissions",
+                  "fairness": "5.1 published table", "crr_modern": "5.3 points, today's TCP",
+                  "bulk_modern": "5.2 points, today's TCP",
+                  "crr_ablation": f"ablation at maxp {', '.join(map(str, ABLATION_MAXP))}"}
+
+
+def headline(part):
+    """scenario -> True when a published statement (or, for the parts beyond
+    the RFC, the comparison at the statements' points) is about its point."""
+    if part == "fairness":
+        return lambda s: s.aqm.maxp in FAIRNESS_PUBLISHED
+    if part == "crr_ablation":
+        return lambda s: s.aqm.maxp in ABLATION_MAXP
+    if part in MODERN_OF:      # one TCP: the statements' (level, maxp, size), any variant
+        where = {w for st in STATEMENTS if st.part == MODERN_OF[part] for w in (st.a, st.b)}
+        return lambda s: point_key(s)[1:] in where
+    points = {(st.variant, *w) for st in STATEMENTS if st.part == part for w in (st.a, st.b)}
+    return lambda s: point_key(s) in points
+
+
+def part_stages(sources, grid_repeat, overhead=None):
+    """The study's runs in priority order: every part's headline points with
+    all their repetitions (the statements' parts first), then the rest of
+    each grid with `grid_repeat` repetitions -> [common.Stage]."""
+    head, tail = [], []
+    for part in sorted(sources, key=lambda p: STAGE_ORDER.index(p) if p in STAGE_ORDER else 99):
+        experiment = load_experiment(sources[part])
+        first, rest = by_priority(study.expand(experiment), headline(part), grid_repeat,
+                                  lambda run: run_seconds(experiment, run, overhead))
+        if first:
+            head.append(Stage(part, HEADLINE_LABEL[part], first))
+        if rest:
+            tail.append(Stage(part, f"rest of the grid, n = {grid_repeat}", rest))
+    return head + tail
+
+
+def plan_lines(root, overhead):
+    """The run plan of the full study (the repository's files; runs already
+    complete in root are counted as done) at the --jobs rule's limit."""
+    sources = {part: EXPERIMENTS / f"{part}.toml" for part in (CALIBRATION,) + PARTS}
+    calibration = load_experiment(sources[CALIBRATION])
+    stages = [Stage(CALIBRATION, "RED region per congestion level (runs first)",
+                    tuple(r.run_id for r in study.expand(calibration)))]
+    stages += part_stages({p: sources[p] for p in PARTS}, GRID_REPEAT, overhead)
+    experiments = {part: load_experiment(path) for part, path in sources.items()}
+    runs = {part: {r.run_id: r for r in study.expand(e)} for part, e in experiments.items()}
+    jobs = study.faithful_jobs(experiments["bulk"], cores=2)
+
+    def seconds_of_run(part, run_id):
+        return run_seconds(experiments[part], runs[part][run_id], overhead)
+    table, total = plan_table(stages, seconds_of_run, jobs,
+                              complete_runs(root, (CALIBRATION,) + PARTS))
+    full = sum(sum(seconds_of_run(p, r) for r in runs[p]) for p in runs) / 3600
+    longest = max(seconds_of_run(p, r) for p in runs for r in runs[p])
+    return [
+        f"Every published statement's points run with all their repetitions (n = 5; fairness "
+        f"n = 10 as the RFC), first, in the order below, so a study stopped part-way already "
+        f"answers them; the other points of each grid (the figures' remaining maxp and "
+        f"congestion levels) get n = {GRID_REPEAT} (`--grid-repeat`; 10, the files' largest "
+        f"repeat, runs the full grid: {full:.0f} h one run at a time). Hours at --jobs "
+        f"{jobs}, the measured --jobs rule for 1.5 Mb/s on this 2-core machine "
+        f"(mininet/bench/JOBS.md), each run's traffic plus "
+        + (f"the measured {overhead:.1f} s per run" if overhead is not None else
+           "the lab's set-up/teardown model")
+        + "; a bulk run lasts until both 20 MB transfers are done, estimated at a fair share "
+        "of 1.5 Mb/s among all its flows:", "", *table, "",
+        "Run (and resume: rerun the same command; complete runs are kept) on this machine, "
+        "then commit the study folder and rebuild this report:", "",
+        "```",
+        f"aqmlab study rfc2884 --out results/rfc2884 --jobs {jobs}",
+        "tar -C results/rfc2884 --exclude lab --exclude '*.png' --exclude report.md -cf - . |",
+        "    tar -C docs/reproductions/rfc2884/study -xf -",
+        "aqmlab study rfc2884 --out docs/reproductions/rfc2884/study --report-only --report "
+        "docs/reproductions/rfc2884.md",
+        "```", "",
+        f"On N machines (`aqmlab study rfc2884 --out /shared/rfc2884 --executor slurm`, one run "
+        f"per machine, each stage one job array): about {total * jobs:.0f} / N hours of the "
+        f"plan above ({total * jobs / 10:.1f} h on 10, {total * jobs / 50:.1f} h on 50), never "
+        f"below the calibration plus one run per stage (the longest, a high-congestion bulk "
+        f"run, {longest / 60:.0f} min)."]
 
 
 # ---------------------------------------------------------------- the report
@@ -440,6 +529,58 @@ def region_lines(parts):
         lines += ["", "Flagged runs (not left out of the figures above; read them with this in "
                   "mind): " + ", ".join(flagged) + "."]
     return lines
+
+
+def modern_lines(parts):
+    """ECN's relative advantage at each statement's points with the RFC's TCP
+    and with today's defaults (CUBIC, SACK, RACK-TLP, IW10), side by side."""
+    lines = ["| RFC | point (congestion, maxp, size) | RFC's TCP (statement's variant) | "
+             "today's defaults |", "|---|---|---|---|"]
+    seen = set()
+    for st in STATEMENTS:
+        rfc, modern = parts.get(st.part), parts.get(f"{st.part}_modern")
+        for level, maxp, size in (st.a, st.b):
+            if (st.variant, level, maxp, size) in seen:
+                continue
+            seen.add((st.variant, level, maxp, size))
+            ours = advantage(rfc, (st.variant, level, maxp, size))[1] if rfc else None
+            now = [advantage(modern, k)[1] for k in modern.points
+                   if k[1:] == (level, maxp, size)] if modern else []
+            where = (f"{LEVELS[level]}, {maxp}" + (f", {size // 1000} KB" if size else ""))
+            lines.append(f"| {st.section} | {where} | "
+                         f"{fmt(ours, unit=' %') if ours else 'not run'} ({st.variant}) | "
+                         f"{fmt(now[0], unit=' %') if now else 'not run'} |")
+    return lines
+
+
+ABLATION_BASE = "neither"
+
+
+def ablation_lines(parts):
+    """ECN's advantage for 5 KB transactions at high congestion with RACK and
+    TLP each on/off, and how each mechanism changes it from neither (per seed:
+    the same seeds run every scenario)."""
+    part = parts.get("crr_ablation")
+    if not part:
+        return ["Not run (`crr_ablation`)."]
+    scenarios = ("rack-tlp", "rack-only", "tlp-only", ABLATION_BASE)
+    lines = ["| maxp | " + " | ".join(f"{v}: ECN advantage" for v in scenarios) + " | "
+             + " | ".join(f"{v} - {ABLATION_BASE} (paired)" for v in scenarios[:-1]) + " |",
+             "|---" * (1 + 2 * len(scenarios) - 1) + "|"]
+    for maxp in sorted({k[2] for k in part.points}):
+        gains = {v: advantage(part, (v, 10, maxp, 5000)) for v in scenarios}
+        changes = [stats.paired_difference(gains[v][0], gains[ABLATION_BASE][0])
+                   for v in scenarios[:-1]]
+        lines.append(f"| {maxp} | " + " | ".join(fmt(gains[v][1], unit=" %") for v in scenarios)
+                     + " | " + " | ".join(
+                         fmt(c, unit=" pts") + ("" if c.n < 2 else " *" if c.excludes_zero()
+                                                else "") for c in changes) + " |")
+    return lines + ["", "\\* the 95 % interval of the change excludes 0: that mechanism "
+                        "changes ECN's advantage at that maxp. Without RACK and TLP a lost last "
+                        "segment of a 4-segment response waits for a retransmission timeout "
+                        "unless ECN avoided the loss; TLP probes after about 2 RTT and RACK "
+                        "marks losses by time, so a shrinking advantage with them on is the "
+                        "expected sign."]
 
 
 def incomplete_lines(parts):
@@ -564,14 +705,8 @@ def write_report(root, path):
         "advantage is (ECN - non-ECN) / non-ECN per run (both clients share the run), then "
         "averaged over seeds; a change between two points is the per-seed paired difference.",
         "",
-        "To run (or resume: rerun the same command) the full study and rebuild this report:",
-        "",
-        "```",
-        "aqmlab study rfc2884 --out results/rfc2884 --jobs 2          # this machine",
-        "aqmlab study rfc2884 --out /shared/rfc2884 --executor slurm  # a cluster",
-        "aqmlab study rfc2884 --out results/rfc2884 --report-only --report docs/reproductions/"
-        "rfc2884.md",
-        "```",
+        "How to run the full study (the statements' points first) and how long it takes: "
+        "\"Run plan\" under \"Wall time\" below.",
         "",
         "The experiment files and every TCP deviation from the RFC's testbed: "
         "mininet/experiments/rfc2884/README.md.",
@@ -590,6 +725,22 @@ def write_report(root, path):
         "",
         *incomplete_lines(parts),
         "",
+        "## Beyond the RFC: today's Linux defaults at the statements' points",
+        "",
+        "ECN's relative advantage (goodput or transactions/s) at each point a published "
+        "statement is about, with the RFC's TCP (Reno, IW 2, no RACK/TLP; SACK as the "
+        "statement) and with today's defaults (`bulk_modern`, `crr_modern`: CUBIC, SACK, "
+        "RACK-TLP, IW 10):",
+        "",
+        *modern_lines(parts),
+        "",
+        "### Which modern mechanism changes ECN's advantage for short transactions",
+        "",
+        "`crr_ablation`: 5 KB responses, high congestion, today's defaults with RACK "
+        "(`tcp.recovery`) and TLP (`tcp.early_retrans`) each on or off:",
+        "",
+        *ablation_lines(parts),
+        "",
         "## The CI variant (`aqmlab study rfc2884 --quick`)",
         "",
         *quick_lines(parts),
@@ -602,7 +753,7 @@ def write_report(root, path):
         "",
         "## Wall time",
         "",
-        *wall_lines(wall),
+        *wall_lines(root, wall),
         *load_lines(parts),
         "",
     ]
@@ -631,42 +782,13 @@ def calibration_lines(root):
     return lines
 
 
-def wall_lines(wall):
-    lines = []
-    if wall:
-        lines.append("Measured (wall clock of each part's `aqmlab run` as started by this command, "
-                     "this machine): " + ", ".join(
-                         f"{part} {w['seconds'] / 60:.1f} min for {w['runs']} runs of "
-                         f"{w['duration']:g} s traffic" for part, w in wall.items()) + ".")
+def wall_lines(root, wall):
     overhead, runs = overhead_estimate(wall)
-    if not runs:
-        return lines + ["No runs measured: no per-run time."]
-    rows = grid_estimate(overhead)
-    total = sum(hours for _, _, hours in rows)
-    longest = max(max(traffic_seconds(e, s.scenario) for s in study.expand(e)) for e in
-                  (load_experiment(EXPERIMENTS / f"{part}.toml") for part, _, _ in rows))
-    lines += [
-        "",
-        f"A run took its traffic duration plus {overhead:.1f} s (lab set-up and teardown; mean "
-        f"over the {runs} runs measured). Full grid estimate, runs x (traffic + "
-        f"{overhead:.1f} s), a bulk run's traffic lasting until both 20 MB transfers are done "
-        f"at a fair share of 1.5 Mb/s among all its flows (`until_complete`; the 1500 s cap "
-        f"bounds it):",
-        "",
-        "| part | runs | hours, one machine |", "|---|---|---|",
-        *[f"| {part} | {count} | {hours:.1f} |" for part, count, hours in rows],
-        f"| total | {sum(count for _, count, _ in rows)} | {total:.1f} |",
-        "",
-        f"On N machines (`--executor slurm`, one run per machine at a time): about "
-        f"{total:.0f} / N hours ({total / 10:.1f} h on 10, {total / 50:.1f} h on 50), never "
-        f"below the longest run ({(longest + overhead) / 60:.0f} min) plus one calibration run, "
-        f"since the "
-        f"calibration ({rows[0][2]:.1f} h on one machine) runs first. `--jobs 2` on this "
-        f"2-core machine "
-        f"halves the one-machine time (1.5 Mb/s runs meet the --jobs rule of "
-        f"mininet/README.md).",
-    ]
-    return lines
+    lines = measured_lines(wall)
+    if runs:
+        lines += ["", f"A run took its traffic duration plus {overhead:.1f} s (lab set-up and "
+                      f"teardown; mean over the {runs} runs measured)."]
+    return lines + ["", "### Run plan", "", *plan_lines(root, overhead if runs else None)]
 
 
 # ---------------------------------------------------------------- the command
@@ -713,7 +835,8 @@ REPRODUCTION = Reproduction(
     "transactional grids (RFC TCP and today's), the report.", experiments=EXPERIMENTS,
     parts=PARTS, quick=QUICK, prepare=prepare, write_report=lambda root, path:
     write_report(root, path), verdict=lambda root: main_effect(Part.load(QUICK, root / QUICK)),
-    seconds_of=planned_seconds)
+    seconds_of=planned_seconds,
+    stages=lambda sources, args: part_stages(sources, args.grid_repeat))
 
 
 def main(argv):
