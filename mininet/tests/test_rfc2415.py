@@ -359,6 +359,31 @@ def test_stage_jobs_cap_reaches_aqmlab_run(tmp_path, monkeypatch):
         ["--resume", "--jobs", "4", "--only", "p00-r0,p01-r0", "--no-progress"]]
 
 
+def test_run_part_keeps_slot_seconds_and_measured_traffic(tmp_path, monkeypatch):
+    """4 runs of 100 s traffic side by side with --jobs 4 in 110 s of wall:
+    10 s per run beyond its traffic (not 110 - 4 x 100 < 0)."""
+    clock = iter([0.0, 110.0])
+    monkeypatch.setattr(common.time, "monotonic", lambda: next(clock))
+
+    def call(command):
+        for i in range(4):
+            folder = tmp_path / "halves" / f"p0{i}-r0"
+            folder.mkdir(parents=True)
+            (folder / "result.json").write_text(json.dumps({"epoch": 1000.0,
+                                                            "window": [1010.0, 1100.0]}))
+            (folder / "complete").write_text("")
+        return 0
+    monkeypatch.setattr(common.subprocess, "call", call)
+    assert common.run_part(tmp_path, "halves", FILES / "halves.toml", ["--jobs", "4"]) == 0
+    wall = common.read_wall(tmp_path)
+    assert wall["halves"] == {"seconds": 110.0, "runs": 4, "slot_seconds": 440.0,
+                              "traffic_seconds": 400.0, "duration": 360}
+    assert common.overhead_estimate(wall) == (10.0, 4)
+    # an entry measured before slot-seconds were kept: one run at a time, the file's duration
+    old = {"quick": {"seconds": 200.0, "runs": 5, "duration": 30}}
+    assert common.overhead_estimate(old) == (10.0, 5)
+
+
 def test_makespan_is_the_runners_pool_in_order():
     assert common.makespan([10, 10, 10, 10, 10], 4) == 20
     assert common.makespan([30, 10, 10, 10], 2) == 30

@@ -428,6 +428,27 @@ def test_plan_runs_every_statement_point_first_with_all_repetitions():
         len(study.expand(load_experiment(path))) for path in sources.values())
 
 
+def test_plan_takes_bulk_traffic_time_from_complete_runs(tmp_path):
+    """Two high-congestion bulk runs whose 20 MB took 1600 s: the plan's
+    remaining high-congestion bulk runs take 1600 s, not the fair-share 1300 s."""
+    root = tmp_path / "study"
+    root.mkdir()
+    text = (FILES / "bulk.toml").read_text()
+    high = [r.run_id for r in study.expand(load_experiment(FILES / "bulk.toml"))
+            if rfc2884.background_flows(r.scenario) == 10][:2]
+    write_study(root / "bulk", text, lambda run: {**result(), "epoch": 0.0,
+                                                  "window": [20.0, 1600.0]}, only=set(high))
+    assert rfc2884.measured_traffic(root) == {("bulk", 10): 1600.0}
+    text = "\n".join(rfc2884.plan_lines(root, 10.0))
+    assert "measured 1600 s of traffic for bulk at high congestion (mean of its complete runs)" \
+        in text
+    assert "| 3 | bulk | 5.2 statements and retransmissions | 40 (2) |" in text
+    e = load_experiment(FILES / "bulk.toml")
+    run = next(r for r in study.expand(e) if rfc2884.background_flows(r.scenario) == 10)
+    assert rfc2884.run_seconds(e, run, 10.0, 1600.0) == 1610.0
+    assert rfc2884.run_seconds(e, run, 10.0) == pytest.approx(20 + 8 * 20e6 * 12 / 1.5e6 + 10)
+
+
 def test_study_command_refuses_an_unknown_part(tmp_path):
     out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "rfc2884", "--out",
                           str(tmp_path / "s"), "--parts", "bulk,nope"],

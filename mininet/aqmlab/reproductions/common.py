@@ -93,14 +93,26 @@ def load_lines(parts):
 # ---------------------------------------------------------------- wall times
 
 def overhead_estimate(wall):
-    """Mean seconds a run took beyond its traffic duration (lab set-up and
-    teardown, and any queueing behind other runs), from the measured wall
-    times -> (seconds, runs measured) or (nan, 0)."""
+    """Mean seconds a run took beyond its traffic (lab set-up and teardown,
+    and any waiting for a free slot), from the measured wall times -> (seconds,
+    runs measured) or (nan, 0). A part run `jobs` at a time kept that many
+    slots busy: its slot-seconds (wall x jobs) less its runs' measured traffic
+    seconds; older entries without them: wall less runs x the file's duration."""
     runs = sum(w["runs"] for w in wall.values())
     if not runs:
         return math.nan, 0
-    extra = sum(w["seconds"] - w["runs"] * w["duration"] for w in wall.values())
+    extra = sum(w["slot_seconds"] - w["traffic_seconds"] if "traffic_seconds" in w
+                else w["seconds"] - w["runs"] * w["duration"] for w in wall.values())
     return extra / runs, runs
+
+
+def traffic_seconds_of(run_folder, duration):
+    """How long a complete run's traffic lasted (result.json: its window's end
+    less its epoch; until_complete runs end before their duration), or
+    `duration` for a result without them."""
+    result = json.loads((Path(run_folder) / "result.json").read_text())
+    window, epoch = result.get("window"), result.get("epoch")
+    return window[1] - epoch if window and epoch is not None else duration
 
 
 def read_wall(root):
@@ -131,22 +143,31 @@ def save_report(path, lines, figures, plots, heading):
 
 
 def run_part(root, part, source, extra):
-    """`aqmlab run` of one file into root/part (resumed); its wall time and the
-    runs it completed are added to root/wall_times.json -> exit code."""
+    """`aqmlab run` of one file into root/part (resumed); its wall time, the
+    runs it completed, their traffic seconds and the slot-seconds it used
+    (wall x its --jobs) are added to root/wall_times.json -> exit code."""
     out_dir = Path(root) / part
     command = [sys.executable, "-m", "aqmlab", "run", str(source), "--out", str(out_dir),
                "--resume"] + extra
     duration = tomllib.loads(Path(source).read_text())["duration"]
-    before = len(list(out_dir.glob(f"*/{study.COMPLETE}")))
+    jobs = int(extra[extra.index("--jobs") + 1]) if "--jobs" in extra else 1
+    before = {p.parent for p in out_dir.glob(f"*/{study.COMPLETE}")}
     started = time.monotonic()
     code = subprocess.call(command)
     seconds = time.monotonic() - started
-    runs = len(list(out_dir.glob(f"*/{study.COMPLETE}"))) - before
+    new = [p.parent for p in out_dir.glob(f"*/{study.COMPLETE}") if p.parent not in before]
     path = Path(root) / WALL_TIMES
     wall = json.loads(path.read_text()) if path.exists() else {}
-    entry = wall.setdefault(part, {"seconds": 0.0, "runs": 0})
-    entry.update(seconds=entry["seconds"] + seconds, runs=entry["runs"] + runs,
-                 duration=duration)
+    entry = wall.setdefault(part, {"seconds": 0.0, "runs": 0, "slot_seconds": 0.0,
+                                   "traffic_seconds": 0.0})
+    if "traffic_seconds" not in entry:      # measured before slot-seconds were kept
+        entry.update(slot_seconds=entry["seconds"],
+                     traffic_seconds=entry["runs"] * entry.get("duration", duration))
+    entry.update(seconds=entry["seconds"] + seconds, runs=entry["runs"] + len(new),
+                 duration=duration,
+                 slot_seconds=entry["slot_seconds"] + seconds * max(1, min(jobs, len(new))),
+                 traffic_seconds=entry["traffic_seconds"] + sum(
+                     traffic_seconds_of(folder, duration) for folder in new))
     path.write_text(json.dumps(wall, indent=2))
     return code
 

@@ -32,7 +32,8 @@ from aqmlab.report import load_study
 from aqmlab.reproductions.common import (GRID_REPEAT, WALL_TIMES, Reproduction, Stage,
                                          StudyError, by_priority, complete_runs, fmt,
                                          load_lines, measured_lines, overhead_estimate,
-                                         parts_present, plan_table, run_part, run_study)
+                                         parts_present, plan_table, run_part, run_study,
+                                         traffic_seconds_of)
 
 import matplotlib
 matplotlib.use("Agg")
@@ -340,13 +341,30 @@ def traffic_seconds(experiment, scenario):
     return min(experiment.duration, done)
 
 
-def run_seconds(experiment, run, overhead=None):
-    """A run's planned wall seconds: its traffic (traffic_seconds) plus the
-    measured overhead per run, or without one the lab's model of set-up and
-    teardown (study.estimated_seconds)."""
+def run_seconds(experiment, run, overhead=None, traffic=None):
+    """A run's planned wall seconds: its traffic (`traffic` measured, else
+    traffic_seconds) plus the measured overhead per run, or without one the
+    lab's model of set-up and teardown (study.estimated_seconds)."""
+    expected = traffic_seconds(experiment, run.scenario) if traffic is None else traffic
     if overhead is None:
-        return planned_seconds(experiment, [run])
-    return traffic_seconds(experiment, run.scenario) + overhead
+        return planned_seconds(experiment, [run]) - traffic_seconds(experiment,
+                                                                    run.scenario) + expected
+    return expected + overhead
+
+
+def measured_traffic(root):
+    """{(bulk part, congestion level): mean traffic seconds of its complete
+    runs} under root: how long 20 MB really took, for the plan's remaining runs."""
+    found = defaultdict(list)
+    for part in ("bulk", "bulk_modern"):
+        folder = Path(root) / part
+        if not any(folder.glob(f"*/{study.COMPLETE}")):
+            continue
+        loaded = load_study(folder)
+        for run in (r for r in loaded.runs if r.run_id in loaded.results):
+            found[(part, background_flows(run.scenario))].append(
+                traffic_seconds_of(folder / run.run_id, loaded.experiment.duration))
+    return {key: sum(values) / len(values) for key, values in found.items()}
 
 
 # Which points each part's published statements are about (all repetitions
@@ -401,9 +419,12 @@ def plan_lines(root, overhead):
     experiments = {part: load_experiment(path) for part, path in sources.items()}
     runs = {part: {r.run_id: r for r in study.expand(e)} for part, e in experiments.items()}
     jobs = study.faithful_jobs(experiments["bulk"], cores=2)
+    measured = measured_traffic(root)
 
     def seconds_of_run(part, run_id):
-        return run_seconds(experiments[part], runs[part][run_id], overhead)
+        run = runs[part][run_id]
+        return run_seconds(experiments[part], run, overhead,
+                           measured.get((part, background_flows(run.scenario))))
     table, total = plan_table(stages, seconds_of_run, jobs,
                               complete_runs(root, (CALIBRATION,) + PARTS))
     full = sum(sum(seconds_of_run(p, r) for r in runs[p]) for p in runs) / 3600
@@ -418,8 +439,11 @@ def plan_lines(root, overhead):
         f"(mininet/bench/JOBS.md), each run's traffic plus "
         + (f"the measured {overhead:.1f} s per run" if overhead is not None else
            "the lab's set-up/teardown model")
-        + "; a bulk run lasts until both 20 MB transfers are done, estimated at a fair share "
-        "of 1.5 Mb/s among all its flows:", "", *table, "",
+        + "; a bulk run lasts until both 20 MB transfers are done: "
+        + (", ".join(f"measured {seconds:.0f} s of traffic for {part} at {LEVELS[level]} "
+                     f"congestion" for (part, level), seconds in sorted(measured.items()))
+           + " (mean of its complete runs); elsewhere " if measured else "")
+        + "estimated at a fair share of 1.5 Mb/s among all its flows:", "", *table, "",
         "Run (and resume: rerun the same command; complete runs are kept) on this machine, "
         "then commit the study folder and rebuild this report:", "",
         "```",
