@@ -439,7 +439,7 @@ def plan_lines(root, overhead):
         f"(mininet/bench/JOBS.md), each run's traffic plus "
         + (f"the measured {overhead:.1f} s per run" if overhead is not None else
            "the lab's set-up/teardown model")
-        + "; a bulk run lasts until both 20 MB transfers are done: "
+        + "; a bulk run lasts until both 20 MB transfers are done, "
         + (", ".join(f"measured {seconds:.0f} s of traffic for {part} at {LEVELS[level]} "
                      f"congestion" for (part, level), seconds in sorted(measured.items()))
            + " (mean of its complete runs); elsewhere " if measured else "")
