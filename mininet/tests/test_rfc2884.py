@@ -271,6 +271,8 @@ def test_statements_on_a_transactional_grid_with_known_gains(tmp_path):
     assert all(rfc2884.evaluate(s, parts) is None for s in bulk)      # not run: said so
     text = rfc2884.write_report(root, tmp_path / "r.md")
     assert text.count("| holds |") == len(found) and "crr, reno, 5 KB" in text
+    # high congestion, maxp 0.5: ECN 1 + 1.5 + 0.01 x (seed % 3) over seeds 1-5 (mean 2.51)
+    assert "maxp 0.5: ECN 2.51 [" in text and "non-ECN 1 [1, 1] (n = 5)." in text
     assert (tmp_path / "r" / "crr-reno-5KB.png").exists()
 
 

@@ -487,6 +487,22 @@ def statement_rows(parts):
     return lines
 
 
+def absolute_crr_lines(parts):
+    """Section 5.3's statement in transactions/s: 5 KB, high congestion,
+    Reno, maxp 0.02 -> 0.5, "from 0.8 to 2.2" (the ECN client's)."""
+    part = parts.get("crr")
+    cells = []
+    for maxp in (0.02, 0.5):
+        key = ("reno", 10, maxp, 5000)
+        ecn_of, non_of, _ = ecn_metric("crr")
+        found = [stats.estimate(part.by_seed(key, f).values()) if part else None
+                 for f in (ecn_of, non_of)]
+        cells.append(f"maxp {maxp}: ECN {fmt(found[0]) if part else 'not run'}, non-ECN "
+                     f"{fmt(found[1]) if part else 'not run'}")
+    return ["5.3 in transactions/s (5 KB, high congestion, Reno; the RFC: \"the number of "
+            "transactions per second increases from 0.8 to 2.2\"): " + "; ".join(cells) + "."]
+
+
 def fairness_lines(parts):
     part = parts.get("fairness")
     lines = ["| maxp | published, BG ECN / BG non-ECN | aqmlab, BG non-ECN | aqmlab, BG ECN |",
@@ -738,6 +754,8 @@ def write_report(root, path):
         "## Published statements (sections 5.1-5.3 and 6) side by side",
         "",
         *statement_rows(parts),
+        "",
+        *absolute_crr_lines(parts),
         "",
         "### 5.1 Fairness: Jain's index of 2 background + 2 competing flows",
         "",
