@@ -3,6 +3,7 @@ ids, `aqmlab validate`, study folders, and reports rebuilt from run folders
 (runs written here with known metrics)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -106,7 +107,7 @@ def test_validate_lists_points_runs_and_wall_time(tmp_path):
     assert f"estimated wall time {seconds // 60:.0f} min" in out
 
 
-def test_jobs_rule_allows_by_bottleneck_rate_and_cores_and_warns_above():
+def test_jobs_rule_allows_by_bottleneck_rate_and_cores_and_warns_above(tmp_path):
     def at(rate):
         return experiment(topology={"bottleneck": {"rate": rate, "delay": "10ms"}})
     assert [study.faithful_jobs(at(r), cores=2) for r in ("1.5mbit", "10mbit", "100mbit")] == \
@@ -115,6 +116,15 @@ def test_jobs_rule_allows_by_bottleneck_rate_and_cores_and_warns_above():
     assert study.jobs_warning(at("10mbit"), 3, cores=2) == (
         "--jobs 3 exceeds the measured rule for a 10 Mb/s bottleneck on 2 cores (at most 2; "
         "mininet/bench/JOBS.md): the runs' timing may differ from --jobs 1")
+    path = tmp_path / "fast.toml"
+    path.write_text(tomli_w.dumps({**BASE, "repeat": 4, "topology": {
+        "bottleneck": {"rate": "100mbit", "delay": "10ms"}}}))
+    out = subprocess.run([sys.executable, "-m", "aqmlab", "validate", str(path), "--jobs", "2"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == ("warning: --jobs 2 exceeds the measured rule for a 100 Mb/s "
+                                    f"bottleneck on {os.cpu_count()} cores (at most 1; "
+                                    "mininet/bench/JOBS.md): the runs' timing may differ from "
+                                    "--jobs 1")
     fast_point = experiment(topology={"bottleneck": {"rate": "1.5mbit", "delay": "10ms"}},
                             scenario=[{"name": "slow"}, {"name": "fast", "topology": {
                                 "bottleneck": {"rate": "100mbit", "delay": "10ms"}}}])
