@@ -271,9 +271,21 @@ def test_statements_on_a_transactional_grid_with_known_gains(tmp_path):
     assert all(rfc2884.evaluate(s, parts) is None for s in bulk)      # not run: said so
     text = rfc2884.write_report(root, tmp_path / "r.md")
     assert text.count("| holds |") == len(found) and "crr, reno, 5 KB" in text
+    assert "partial" not in text                  # n = 5 at every statement's points
     # high congestion, maxp 0.5: ECN 1 + 1.5 + 0.01 x (seed % 3) over seeds 1-5 (mean 2.51)
     assert "maxp 0.5: ECN 2.51 [" in text and "non-ECN 1 [1, 1] (n = 5)." in text
     assert (tmp_path / "r" / "crr-reno-5KB.png").exists()
+
+
+def test_statements_with_fewer_than_five_repetitions_say_partial(tmp_path):
+    root = tmp_path / "study"
+    root.mkdir()
+    first_two = {r.run_id for r in study.expand(load_experiment(FILES / "crr.toml"))
+                 if r.repetition < 2}
+    write_study(root / "crr", (FILES / "crr.toml").read_text(), lambda run: result(**{
+        "crr-ecn": 1 + gain(run.scenario, run.seed), "crr-noecn": 1.0}), only=first_two)
+    text = "\n".join(rfc2884.statement_rows(rfc2884.load_parts(root)))
+    assert text.count("(partial: n = 2 < 5, the study is still running)") == 5
 
 
 def test_bulk_statements_use_size_over_completion_time(tmp_path):

@@ -293,6 +293,7 @@ STATEMENTS = (
               "the response grows (5 KB vs 20 KB)", "crr", "reno", (10, 0.1, 5000),
               (10, 0.1, 20000), (None, None), CRR_WHY),
 )
+STATEMENT_N = 5               # repetitions the issue asks for at a statement's points
 FAIRNESS_LOW = 0.979          # the published table's lowest index
 FAIRNESS_PUBLISHED = {0.02: (0.996888, 0.991946), 0.05: (0.995987, 0.988286),
                       0.1: (0.985403, 0.989726), 0.2: (0.979368, 0.983342)}
@@ -481,9 +482,13 @@ def statement_rows(parts):
             lines.append(f"| {s.section} | {s.text} | {published} | not run | not run | — | "
                          f"— | {s.why} |")
             continue
+        n = min(found["first"].n, found["second"].n)
+        partial = (f" (partial: n = {n} < {STATEMENT_N}, the study is still running)"
+                   if 0 < n < STATEMENT_N else "")
         lines.append(f"| {s.section} | {s.text} | {published} | {fmt(found['first'], unit=' %')} "
                      f"| {fmt(found['second'], unit=' %')} | "
-                     f"{fmt(found['difference'], unit=' pts')} | {found['verdict']} | {s.why} |")
+                     f"{fmt(found['difference'], unit=' pts')} | {found['verdict']}{partial} | "
+                     f"{s.why} |")
     return lines
 
 
