@@ -67,28 +67,34 @@ def test_sync_index_is_the_mean_fraction_of_flows_per_loss_event():
     assert math.isnan(buffers.sync_index([], 3, 0.1))
 
 
-def scale_row(n, ok, pacing="unpaced", kind="bulk"):
-    return {"n": n, "ok": ok, "pacing": pacing, "kind": kind}
+def scale_row(n, packet, rtt=True, pacing="unpaced", kind="bulk"):
+    return {"n": n, "ok": {"packet": packet, "rtt": rtt}, "pacing": pacing, "kind": kind}
 
 
 def test_largest_faithful_n_stops_at_the_first_unfaithful_configuration():
-    found = buffers.largest_faithful([scale_row(16, True), scale_row(64, True),
-                                      scale_row(256, False), scale_row(1000, True),
-                                      scale_row(16, False, "paced")])
-    assert found == {("bulk", "unpaced"): 64, ("bulk", "paced"): None}
+    rows = [scale_row(16, True), scale_row(64, True), scale_row(256, False),
+            scale_row(1000, True, rtt=False), scale_row(16, False, False, "paced")]
+    assert buffers.largest_faithful(rows, "packet") == {("bulk", "unpaced"): 64,
+                                                        ("bulk", "paced"): None}
+    assert buffers.largest_faithful(rows, "rtt") == {("bulk", "unpaced"): 256,
+                                                     ("bulk", "paced"): None}
 
 
-def test_run_fidelity_checks_timing_cpu_and_a_full_link():
-    result = {"bottleneck": {"utilisation": 0.97, "switch_timing": {
-        "frames": 1000, "late_us_mean": 40.0, "late_us_max": 900, "late_over_1ms": 5,
-        "cpu_share": 0.5}}, "workloads": {"p2p": {}}}
-    values, ok = buffers.run_fidelity(result)
-    assert ok and values["late_over_1ms"] == 0.005
-    result["bottleneck"]["switch_timing"]["late_us_mean"] = 500.0
-    assert not buffers.run_fidelity(result)[1]
-    result["bottleneck"]["switch_timing"]["late_us_mean"] = 40.0
-    result["bottleneck"]["utilisation"] = 0.5
-    assert not buffers.run_fidelity(result)[1]
+def test_run_fidelity_at_the_packet_and_the_rtt_time_scale():
+    result = {"bottleneck_rate_bps": 100e6, "workloads": {"p2p": {}}, "bottleneck": {
+        "utilisation": 0.97, "switch_timing": {"frames": 1000, "late_us_mean": 100.0,
+                                               "late_us_max": 900, "late_over_1ms": 5,
+                                               "cpu_share": 0.5}}}
+    values, ok = buffers.run_fidelity(result, 0.2)
+    assert ok == {"packet": True, "rtt": True} and values["late_over_1ms"] == 0.005
+    timing = result["bottleneck"]["switch_timing"]
+    timing.update(late_us_mean=500.0, late_over_1ms=30)     # 0.5 ms, 3 %: RTT scale only
+    assert buffers.run_fidelity(result, 0.2)[1] == {"packet": False, "rtt": True}
+    timing.update(late_us_mean=2500.0)                      # > 1 % of 200 ms
+    assert buffers.run_fidelity(result, 0.2)[1] == {"packet": False, "rtt": False}
+    timing.update(late_us_mean=100.0, late_over_1ms=5)
+    result["bottleneck"]["utilisation"] = 0.5               # P2P left the link idle
+    assert buffers.run_fidelity(result, 0.2)[1] == {"packet": False, "rtt": False}
 
 
 def test_verdict_words_follow_the_interval():
