@@ -401,6 +401,9 @@ impl PacketLoop {
                     cap.record(self.clock.wall(t), &f);
                 }
                 self.trace(now, format_args!("port {port} tx {} bytes, {} us after its due time", f.len(), (now - t) / 1000));
+                if let Some(a) = self.active.as_mut() {
+                    a.exec.recycle_frame(f); // the next deparse reuses the buffer
+                }
             }
             if outcome.blocked {
                 self.trace(now, format_args!("port {port}: kernel queue full, {} frames wait", n - outcome.done()));

@@ -68,7 +68,10 @@ fn measure(prog: &Arc<Program>, engine: Engine, frame: &[u8]) -> (f64, f64, u64)
         let now = i * 10;
         for q in ex.ingress(st, 0, frame, now).queued {
             let meta = QueueMeta { enq_timestamp: now, enq_qdepth: i % 40, deq_timedelta: 5, deq_qdepth: 0 };
-            sent += ex.egress(st, q, meta, now + 5).out.is_some() as u64;
+            if let Some((_, frame)) = ex.egress(st, q, meta, now + 5).out {
+                sent += 1;
+                ex.recycle_frame(frame); // as the switch does once the frame is sent
+            }
         }
     }
     let n = packets as f64;

@@ -254,17 +254,11 @@ impl Layout {
     /// Appends the items' bytes to `out`.
     #[inline]
     fn write(&self, pkt: &PacketState, out: &mut Vec<u8>) {
-        out.reserve(self.bytes);
-        let full = self.bytes / 8;
-        for k in 0..full {
+        let end = out.len() + self.bytes;
+        for k in 0..self.words.len() {
             out.extend_from_slice(&self.word(k, pkt).to_be_bytes());
         }
-        if full < self.words.len() {
-            let last = self.word(full, pkt).to_be_bytes();
-            for b in &last[..self.bytes % 8] {
-                out.push(*b);
-            }
-        }
+        out.truncate(end); // the last word's bytes past the layout
     }
 
     /// Reads the fields from `frame` at byte `base` (the caller checked the bytes are there).
@@ -962,7 +956,7 @@ impl Compiled {
             }
         }
         let headers_len: usize = headers.iter().filter(|io| pkt.valid[io.header]).map(|io| io.layout.bytes).sum();
-        let mut out = Vec::with_capacity(headers_len + pkt.payload.len());
+        let mut out = ex.frame_buffer(headers_len + 8 + pkt.payload.len());
         for io in headers.iter().filter(|io| pkt.valid[io.header]) {
             io.layout.write(pkt, &mut out);
         }

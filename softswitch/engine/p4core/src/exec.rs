@@ -31,6 +31,21 @@ pub struct PacketState {
     pub(crate) truncate: Option<usize>,
 }
 
+impl PacketState {
+    /// Makes this recycled packet (laid out for the same program: `Executor::fits`)
+    /// equal to the fresh-packet template, without reallocating or re-checking lengths.
+    fn reset_to(&mut self, template: &PacketState) {
+        self.fields.copy_from_slice(&template.fields);
+        self.valid.copy_from_slice(&template.valid);
+        self.varbits.iter_mut().for_each(Vec::clear);
+        self.stack_next.fill(0);
+        self.union_stack_next.fill(0);
+        self.payload.clear();
+        self.ingress_len = template.ingress_len;
+        self.truncate = template.truncate;
+    }
+}
+
 impl Clone for PacketState {
     fn clone(&self) -> Self {
         let mut copy = PacketState {
@@ -151,6 +166,8 @@ pub struct Executor {
     logs: Vec<String>,
     /// Finished packets whose buffers are reused (no allocation per packet).
     spare: Vec<Box<PacketState>>,
+    /// Sent frames given back (`recycle_frame`): deparsing reuses their buffers.
+    frames: Vec<Vec<u8>>,
     /// The compiled pipeline; None runs the interpreter.
     compiled: Option<Arc<Compiled>>,
 }
@@ -223,6 +240,7 @@ impl Executor {
             logging: false,
             logs: Vec::new(),
             spare: Vec::new(),
+            frames: Vec::new(),
             compiled,
         }
     }
@@ -261,6 +279,22 @@ impl Executor {
         self.logging = on;
     }
 
+    /// Gives a frame from `EgressOutcome::out` back once it is sent: the next
+    /// deparse writes into its buffer instead of allocating one.
+    pub fn recycle_frame(&mut self, frame: Vec<u8>) {
+        if self.frames.len() < SPARE_PACKETS {
+            self.frames.push(frame);
+        }
+    }
+
+    /// An empty frame buffer of at least `len` bytes, recycled when one is available.
+    pub(crate) fn frame_buffer(&mut self, len: usize) -> Vec<u8> {
+        let mut buf = self.frames.pop().unwrap_or_default();
+        buf.clear();
+        buf.reserve(len);
+        buf
+    }
+
     pub fn take_logs(&mut self) -> Vec<String> {
         std::mem::take(&mut self.logs)
     }
@@ -278,7 +312,8 @@ impl Executor {
 
     fn ingress_with(&mut self, st: &State, port: u32, frame: &[u8], now_us: u64, itype: i128, keep: &[(usize, i128)]) -> IngressOutcome {
         self.now_us = now_us;
-        let mut out = IngressOutcome::default();
+        // Room for the usual single copy: no growth on the first push.
+        let mut out = IngressOutcome { queued: Vec::with_capacity(1), ..Default::default() };
         let mut itype = itype;
         let mut keep: Vec<(usize, i128)> = keep.to_vec();
         for _ in 0..=MAX_RESUBMITS {
@@ -314,7 +349,7 @@ impl Executor {
     fn fresh_packet(&mut self, port: u32, frame_len: usize, itype: i128, keep: &[(usize, i128)]) -> Box<PacketState> {
         let mut pkt = match self.spare.pop() {
             Some(mut b) => {
-                (*b).clone_from(&self.template);
+                b.reset_to(&self.template);
                 b
             }
             None => Box::new(self.template.clone()),
@@ -811,7 +846,8 @@ impl Executor {
             }
         }
         self.update_checksums(prog, st, pkt);
-        let mut w = BitWriter { buf: Vec::with_capacity(self.wire_len(pkt)), bits: 0 };
+        let len = self.wire_len(pkt);
+        let mut w = BitWriter { buf: self.frame_buffer(len), bits: 0 };
         for h in &self.prog.deparser {
             if pkt.valid[*h] && !self.prog.headers[*h].metadata {
                 self.write_header(pkt, *h, &mut w);
