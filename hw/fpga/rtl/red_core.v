@@ -17,7 +17,9 @@
 // read one stage before and written at the end of the stage that updates it.
 // A packet of the same port one clock ahead writes at the very edge the next
 // packet reads, so each update stage forwards that packet's result; any older
-// packet has already written. Back-to-back packets of one port are therefore
+// packet has already written. Whether to forward is decided a stage early
+// (sN_follows: the packet ahead is valid and of the same port), which keeps
+// the port comparison out of the recurrences. Back-to-back packets of one port are therefore
 // exact, and the three recurrences close within one clock each.
 `include "red_cfg.vh"
 
@@ -84,9 +86,10 @@ module red_core #(
 
     // ------------------------------------------------------------------ s1
     reg s1_valid; reg [PORT_BITS-1:0] s1_port; reg [15:0] s1_q; reg [31:0] s1_now, s1_deq;
-    reg [1:0] s1_ecn; reg [`RED_CFG_BITS-1:0] s1_cfg; reg [31:0] s1_dep_ram;
+    reg [1:0] s1_ecn; reg [`RED_CFG_BITS-1:0] s1_cfg; reg [31:0] s1_dep_ram; reg s1_follows;
     always @(posedge clk) begin
         s1_valid <= in_valid & ~rst;
+        s1_follows <= s1_valid & ~rst & (s1_port == (in_port & PORT_MASK));
         s1_port <= in_port & PORT_MASK;
         s1_q <= (in_qdepth > 19'hFFFF) ? 16'hFFFF : in_qdepth[15:0];
         s1_now <= in_timestamp;
@@ -98,7 +101,7 @@ module red_core #(
 
     reg sd_valid; reg [PORT_BITS-1:0] sd_port; reg [15:0] sd_q; reg [1:0] sd_ecn;
     reg [`RED_CFG_BITS-1:0] sd_cfg; reg [31:0] sd_dep; reg sd_idle;
-    wire [31:0] s1_departed = (sd_valid && sd_port == s1_port) ? sd_dep : s1_dep_ram;
+    wire [31:0] s1_departed = s1_follows ? sd_dep : s1_dep_ram;
     wire s1_idle_decays = (s1_q == 16'd0) && (s1_now > s1_departed);
     // red_idle_decay key: idle times below one coarse bucket (2^idle_log us)
     // use 1024 fine buckets 2^(idle_log - 10) us wide; longer ones the coarse
@@ -131,9 +134,10 @@ module red_core #(
 
     // ------------------------------------------------------------------ s2
     reg s2_valid; reg [PORT_BITS-1:0] s2_port; reg [15:0] s2_q; reg [1:0] s2_ecn;
-    reg [`RED_CFG_BITS-1:0] s2_cfg; reg s2_idle; reg [32:0] s2_decay; reg [31:0] s2_avg_ram;
+    reg [`RED_CFG_BITS-1:0] s2_cfg; reg s2_idle; reg [32:0] s2_decay; reg [31:0] s2_avg_ram; reg s2_follows;
     always @(posedge clk) begin
         s2_valid <= sd_valid & ~rst;
+        s2_follows <= s2_valid & ~rst & (s2_port == sd_port);
         s2_port <= sd_port;
         s2_q <= sd_q;
         s2_ecn <= sd_ecn;
@@ -145,7 +149,7 @@ module red_core #(
 
     reg s3_valid; reg [PORT_BITS-1:0] s3_port; reg [31:0] s3_avg; reg [1:0] s3_ecn;
     reg [`RED_CFG_BITS-1:0] s3_cfg;
-    wire [31:0] s2_avg_old = (s3_valid && s3_port == s2_port) ? s3_avg : s2_avg_ram;
+    wire [31:0] s2_avg_old = s2_follows ? s3_avg : s2_avg_ram;
     // idle decay: avg * factor >> 32 when the table has an entry for the bucket
     wire [63:0] s2_avg_scaled = s2_avg_old * s2_decay[31:0];
     wire [31:0] s2_avg_decayed = (s2_idle && s2_decay[32]) ? s2_avg_scaled[63:32] : s2_avg_old;
@@ -210,9 +214,10 @@ module red_core #(
 
     reg s6_valid; reg [PORT_BITS-1:0] s6_port; reg [31:0] s6_avg; reg [1:0] s6_ecn;
     reg s6_red, s6_ecn_on, s6_below, s6_region;
-    reg [PB_BITS-1:0] s6_pb; reg [COUNT_BITS+31:0] s6_cnt_ram;
+    reg [PB_BITS-1:0] s6_pb; reg [COUNT_BITS+31:0] s6_cnt_ram; reg s6_follows;
     always @(posedge clk) begin
         s6_valid <= s5_valid & ~rst;
+        s6_follows <= s6_valid & ~rst & (s6_port == s5_port);
         s6_port <= s5_port;
         s6_avg <= s5_avg;
         s6_ecn <= s5_ecn;
@@ -225,8 +230,8 @@ module red_core #(
     end
 
     // ------------------------------------------------------------------ s6
-    reg s7_hit; reg [PORT_BITS-1:0] s7_port_r; reg [COUNT_BITS+31:0] s7_cnt;
-    wire [COUNT_BITS+31:0] s6_cnt_old = (s7_hit && s7_port_r == s6_port) ? s7_cnt : s6_cnt_ram;
+    reg [COUNT_BITS+31:0] s7_cnt;
+    wire [COUNT_BITS+31:0] s6_cnt_old = s6_follows ? s7_cnt : s6_cnt_ram;
     wire [COUNT_BITS-1:0] s6_count = s6_cnt_old[COUNT_BITS+31:32];
     wire [31:0] s6_rand_old = s6_cnt_old[31:0];
     wire s6_draw = s6_valid && s6_red && s6_region && s6_count == 0;
@@ -245,8 +250,6 @@ module red_core #(
     always @(posedge clk) if (s6_valid) cnt_mem[s6_port] <= {s6_count_new, s6_r};
 
     always @(posedge clk) begin
-        s7_hit <= s6_valid & ~rst;
-        s7_port_r <= s6_port;
         s7_cnt <= {s6_count_new, s6_r};
         out_valid <= s6_valid & ~rst;
         out_port <= s6_port;

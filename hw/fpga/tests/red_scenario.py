@@ -84,14 +84,15 @@ def expected_decisions(phases: list[Phase], draws) -> list[Expected]:
     return out
 
 
-def random_config(rng: random.Random) -> RedConstants | None:
+def random_config(rng: random.Random, raw: bool = True) -> RedConstants | None:
     """A port configuration: mostly what redctl installs for a random RED
-    setting, sometimes no entry, sometimes raw field values the controller
-    would never choose (to pin the arithmetic's widths and wrap-around)."""
+    setting, sometimes no entry, sometimes (unless not `raw`) raw field values
+    the controller would never choose (to pin the arithmetic's widths and
+    wrap-around)."""
     kind = rng.random()
     if kind < 0.1:
         return None
-    if kind < 0.25:
+    if kind < 0.25 and raw:
         return RedConstants(
             mode=rng.choice([0, 1, 1, 1, 2]), ecn=rng.getrandbits(1), gentle=rng.getrandbits(1),
             wq_log=rng.choice([0, 1, 3, 9, 17, 31, 32, 200]),
@@ -140,12 +141,14 @@ def random_packets(rng: random.Random, ports: int, count: int, start_us: int) ->
     return packets
 
 
-def random_scenario(seed: int, ports: int, phases: int, packets_per_phase: int) -> list[Phase]:
+def random_scenario(seed: int, ports: int, phases: int, packets_per_phase: int,
+                    raw: bool = True) -> list[Phase]:
+    """`raw`: whether configurations may hold field values redctl never installs."""
     rng = random.Random(seed)
     start = MASK32 - 2_000_000          # the 32-bit microsecond clock wraps during phase 1
     out = []
     for _ in range(phases):
-        phase = Phase({p: random_config(rng) for p in range(ports)})
+        phase = Phase({p: random_config(rng, raw) for p in range(ports)})
         phase.packets = random_packets(rng, ports, packets_per_phase, start)
         start = phase.packets[-1].timestamp
         out.append(phase)
