@@ -30,8 +30,8 @@ class CallgrindMissing(RuntimeError):
 
 def p4bench() -> Path:
     """Builds the p4bench example (release) and returns its path."""
-    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "p4core", "--example", "p4bench"],
-                   cwd=ENGINE_DIR, check=True)
+    cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")  # rustup's place, as the Makefile's PATH
+    subprocess.run([cargo, "build", "--release", "--quiet", "-p", "p4core", "--example", "p4bench"], cwd=ENGINE_DIR, check=True)
     return ENGINE_DIR / "target" / "release" / "examples" / "p4bench"
 
 
