@@ -8,7 +8,12 @@ the root namespace, so runs never collide with other users of the machine.
 The namespace (and with it every veth) is deleted on exit, also on failure
 or Ctrl-C.
 
-    run_ptf.py [--target softswitch|bmv2|external] [--check] [PTF TEST SPECS...]
+    run_ptf.py [--target softswitch|bmv2|external] [--arch v1model|tna] [--check] [PTF TEST SPECS...]
+
+--arch tna runs the suite against hw/tofino/red_ecn.p4 (the TNA program,
+compiled by softswitch-p4c --arch tna into build/tofino/) on the built-in
+target; the tests take the TNA profile's expectations (p4src/README.md).
+Real Tofino needs bf-p4c and bf_switchd, which are not this harness's targets.
 """
 import argparse
 import os
@@ -37,6 +42,11 @@ BOTTLENECK_BUFFER = 200
 FRAME_BYTES = 100
 # "Typical packet" of the bottleneck for RED's idle decay: 20 ms at 400 kbit/s.
 BOTTLENECK_MEAN_BYTES = 1000
+# The TNA program's thresholds are in cells of the port's mean packet (TNA
+# profile): the suite's frame, so that one frame is one packet of RED.
+TNA_MEAN_BYTES = FRAME_BYTES
+ARCHS = ("v1model", "tna")
+TNA_PROGRAM = REPO / "hw/tofino/red_ecn.p4"
 
 
 @contextmanager
@@ -176,8 +186,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", default="softswitch",
                     choices=sorted(TARGETS) + ["external"])
-    ap.add_argument("--p4info", default=str(REPO / "build/red_ecn.p4info.txtpb"))
-    ap.add_argument("--json", default=str(REPO / "build/red_ecn.json"))
+    ap.add_argument("--arch", default="v1model", choices=ARCHS,
+                    help="tna: hw/tofino/red_ecn.p4 on the built-in target")
+    ap.add_argument("--p4info", help="default: build/red_ecn.p4info.txtpb (tna: build/tofino/)")
+    ap.add_argument("--json", help="default: build/red_ecn.json (tna: build/tofino/)")
     ap.add_argument("--seed", type=int, default=1, help="target's random seed")
     ap.add_argument("--grpc", default=GRPC_ADDR, help="external target only")
     ap.add_argument("--interfaces", default="", help="external target only")
@@ -190,6 +202,9 @@ def main():
                     help="only check that the target, compiler and artifacts are there")
     ap.add_argument("tests", nargs="*", help="PTF test specs (default: all)")
     args = ap.parse_args()
+    build = REPO / ("build/tofino" if args.arch == "tna" else "build")
+    args.p4info = args.p4info or str(build / "red_ecn.p4info.txtpb")
+    args.json = args.json or str(build / "red_ecn.json")
     problem = missing_prerequisite(args)
     if problem:
         sys.exit(problem)
@@ -199,11 +214,11 @@ def main():
         sys.exit("run_ptf: needs root (network namespaces and raw sockets)")
     args.log_dir.mkdir(parents=True, exist_ok=True)
     params = {"p4info": args.p4info, "json": args.json, "grpc": args.grpc,
-              "p4src": str(REPO / "p4src"),
-              "target": args.target, "seed": args.seed,
+              "p4src": str(REPO / "p4src"), "tna_program": str(TNA_PROGRAM),
+              "target": args.target, "arch": args.arch, "seed": args.seed,
               "bottleneck_port": BOTTLENECK_PORT, "bottleneck_bps": BOTTLENECK_RATE_BPS,
               "bottleneck_buffer": BOTTLENECK_BUFFER, "frame_bytes": FRAME_BYTES,
-              "bottleneck_mean_bytes": BOTTLENECK_MEAN_BYTES,
+              "bottleneck_mean_bytes": TNA_MEAN_BYTES if args.arch == "tna" else BOTTLENECK_MEAN_BYTES,
               "after_push": args.after_push}
     if args.target == "external":
         return run_external(args, params)
@@ -212,17 +227,22 @@ def main():
 
 def missing_prerequisite(args):
     """One line saying what is missing to run the suite (None: nothing)."""
+    if args.arch == "tna" and args.target != "softswitch":
+        return (f"make ptf ARCH=tna: the TNA program runs on the built-in target only "
+                f"(TARGET=softswitch); Tofino needs bf-p4c and bf_switchd (hw/tofino/README.md)")
     for tool in getattr(TARGETS.get(args.target), "tools", ()):
         if shutil.which(tool) is None:
             return (f"make ptf TARGET={args.target}: {tool} not found on PATH; "
                     "install BMv2 or use TARGET=softswitch")
     try:
-        compiler.resolve()          # broken.py compiles variants of the program
+        if args.arch == "v1model":  # broken.py compiles variants (TNA: softswitch-p4c --arch tna)
+            compiler.resolve()
     except compiler.CompilerError as e:
         return f"make ptf: {e}"
     for f in (args.p4info, args.json):
         if not Path(f).is_file():
-            return f"run_ptf: {f} is missing: run `make build` first"
+            how = "make build" if args.arch == "v1model" else "make -C ptf-tests build-tna"
+            return f"run_ptf: {f} is missing: run `{how}` first"
     return None
 
 

@@ -6,12 +6,23 @@ real-valued curve (``redctl.convert.red_pb``), not the fixed-point constants
 the controller installs, so an error in the data plane or in the conversion
 shows up alike (the two differ by < 1e-6, far inside every band).  The
 program's integer semantics live in one place, ``redctl.redmodel``.
+
+``arch="tna"`` predicts hw/tofino/red_ecn.p4 instead (p4src/README.md "TNA
+profile"): p_b is RED's curve at the middle of the controller's ``red_pb``
+range holding the average, the count law is the budget form (select when
+the sum of p_b since the last selection exceeds R), and the average is the
+Lpf (``redmodel.lpf_sample``) over depths in cells.
 """
+import functools
+import math
+
 import numpy as np
 from scipy.stats import binom
 
-from redctl.convert import AVG_ONE, red_pb
+from redctl.convert import AVG_ONE, TNA_AVG_FRAC_BITS, red_pb, tna_fixed, to_tna_constants
 from redctl import redmodel
+
+V1MODEL, TNA = "v1model", "tna"
 
 
 def ewma(depths, wq_log, avg=0.0):
@@ -30,7 +41,28 @@ def idle_decay_factor(idle_us, tx_time_us, wq_log):
     return (1 - 2.0 ** -wq_log) ** m
 
 
-def selection_probabilities(cfg, avgs):
+@functools.lru_cache(maxsize=64)
+def _tna_constants(cfg, spec):
+    return to_tna_constants(cfg, spec)
+
+
+def program_pb(cfg, avg, arch=V1MODEL, spec=None):
+    """p_b the program applies at average ``avg`` (packets); None: forced drop.
+    v1model: RED's real-valued curve.  TNA: that curve at the real middle of
+    the red_pb range holding the average (cells * 2^8 of ``spec``'s mean
+    packet), 0 below the first range."""
+    if arch == V1MODEL:
+        return red_pb(cfg, avg)
+    c = _tna_constants(cfg, spec)
+    grid = c.cells_per_packet << TNA_AVG_FRAC_BITS
+    fixed = tna_fixed(avg, c.cells_per_packet)
+    for r in c.ranges:
+        if r.lo <= fixed <= r.hi:
+            return None if r.action == "red_forced" else red_pb(cfg, (r.lo + r.hi) / 2 / grid)
+    return 0.0
+
+
+def selection_probabilities(cfg, avgs, arch=V1MODEL, spec=None):
     """P(packet i is selected (marked or early-dropped)) and forced flags.
 
     Exact for the count law of the specification: after each selection (or
@@ -39,12 +71,14 @@ def selection_probabilities(cfg, avgs):
     and a packet is selected when count * p_b > R.  Given no selection yet
     in a run, R is uniform above the largest count * p_b seen so far, so the
     state is (count, that maximum).  This is the law of Floyd & Jacobson's
-    p_a = p_b / (1 - count p_b) when p_b is constant.
+    p_a = p_b / (1 - count p_b) when p_b is constant.  TNA's budget form
+    selects when the sum of the p_b since the last selection exceeds R
+    (the same while p_b is constant); the state is then that sum.
     """
-    states = {(0, 0.0): 1.0}          # (count, max count*p_b in the run) -> mass
+    states = {(0, 0.0): 1.0}          # (count, max count*p_b / sum of p_b in the run) -> mass
     probs, forced = [], []
     for avg in avgs:
-        pb = red_pb(cfg, avg)
+        pb = program_pb(cfg, avg, arch, spec)
         forced.append(pb is None)
         if pb is None or avg < cfg.minth:      # forced drop / pass: count = 0
             probs.append(0.0 if pb is not None else 1.0)
@@ -53,7 +87,7 @@ def selection_probabilities(cfg, avgs):
         selected, nxt = 0.0, {}
         for (count, seen), mass in states.items():
             count += 1
-            reach = min(1.0, count * pb)
+            reach = min(1.0, count * pb if arch == V1MODEL else seen + pb)
             p_sel = max(0.0, reach - seen) / (1.0 - seen)
             selected += mass * p_sel
             if p_sel < 1.0:
@@ -94,23 +128,27 @@ def check_marked_fractions(marks, trials, probs, confidence=0.99):
     return problems
 
 
-def simulate_marks(cfg, avgs, bursts, rng):
+def simulate_marks(cfg, avgs, bursts, rng, arch=V1MODEL, spec=None):
     """Marks per position over ``bursts`` independent bursts, drawn by the
-    specification's stored-random count law itself (numpy ``rng``); for
-    estimating false-failure rates and power of the band checks."""
+    specification's stored-random count law itself (numpy ``rng``; TNA: its
+    budget form); for estimating false-failure rates and power of the band
+    checks."""
     marks = np.zeros(len(avgs), dtype=int)
     count = np.zeros(bursts, dtype=int)
+    total = np.zeros(bursts)          # TNA: sum of p_b since the last selection
     draw = np.zeros(bursts)
     for i, avg in enumerate(avgs):
-        pb = red_pb(cfg, avg)
+        pb = program_pb(cfg, avg, arch, spec)
         if pb is None or avg < cfg.minth:
             marks[i] = bursts if pb is None else 0
             count[:] = 0
             continue
         fresh = count == 0
         draw[fresh] = rng.random(int(fresh.sum()))
+        total[fresh] = 0.0
         count += 1
-        selected = count * pb > draw
+        total += pb
+        selected = (count * pb if arch == V1MODEL else total) > draw
         marks[i] = int(selected.sum())
         count[selected] = 0
     return marks
@@ -134,3 +172,19 @@ def fixed_point_ewma(depths, wq_log, avg=0):
 
 def first_index_at_or_above(values, threshold):
     return next((i for i, v in enumerate(values) if v >= threshold), None)
+
+
+def lpf_averages(depths_cells, dt_us, tau_ns, avg=0):
+    """The TNA program's average (cells * 2^8) after each packet of a burst whose
+    packets see ``depths_cells`` and are sampled ``dt_us`` apart; the first
+    sample comes long after any earlier one (it takes its depth)."""
+    out = []
+    for i, q in enumerate(depths_cells):
+        avg = redmodel.lpf_sample(avg, q << TNA_AVG_FRAC_BITS, dt_us if i else 1 << 31, tau_ns)
+        out.append(avg)
+    return out
+
+
+def cells(frame_len, cell_bytes=80):
+    """Cells one frame occupies in Tofino's buffer (the built-in target's TNA lowering)."""
+    return math.ceil(frame_len / cell_bytes)

@@ -63,3 +63,20 @@ def test_make_ptf_bmv2_stops_at_the_check(tmp_path):
     assert done.returncode != 0
     assert done.stderr.splitlines()[0] == BMV2_MISSING
     assert "Traceback" not in done.stderr and "passed" not in done.stdout  # unit tests not run
+
+
+@pytest.mark.parametrize("target", ["bmv2", "external"])
+def test_tna_runs_on_the_built_in_target_only(tmp_path, target):
+    fake_tools(tmp_path, "simple_switch_grpc", "simple_switch_CLI")
+    done = check(tmp_path, "--target", target, "--arch", "tna")
+    assert done.returncode != 0
+    assert done.stderr == ("make ptf ARCH=tna: the TNA program runs on the built-in target only "
+                           "(TARGET=softswitch); Tofino needs bf-p4c and bf_switchd "
+                           "(hw/tofino/README.md)\n")
+
+
+def test_tna_without_its_build_names_the_make_target(tmp_path):
+    done = check(tmp_path, "--arch", "tna", "--json", str(tmp_path / "none.json"),
+                 "--p4info", str(tmp_path / "none.txtpb"))
+    assert done.returncode != 0
+    assert done.stderr.endswith("is missing: run `make -C ptf-tests build-tna` first\n")
