@@ -298,6 +298,8 @@ impl Layout {
 /// A fixed-size header's layout.
 struct HeaderIo {
     header: usize,
+    /// Neither metadata nor a union member: extracting it only sets its validity.
+    plain: bool,
     layout: Layout,
 }
 
@@ -308,7 +310,7 @@ fn header_io(prog: &Program, h: usize) -> Option<HeaderIo> {
         return None;
     }
     let items: Vec<_> = ht.fields.iter().enumerate().map(|(i, f)| (Src::Field(hdr.first_field + i), f.width, f.signed)).collect();
-    Some(HeaderIo { header: h, layout: Layout::new(&items)? })
+    Some(HeaderIo { header: h, plain: !hdr.metadata && hdr.union.is_none(), layout: Layout::new(&items)? })
 }
 
 
@@ -352,6 +354,8 @@ enum NodeCode {
 
 struct TableCode {
     table: usize,
+    /// The lpm key of a table indexed per prefix length (`state::lpm_index`).
+    lpm: Option<usize>,
     keys: Vec<(Val, u128)>,
     next_hit: Option<Option<usize>>,
     next_miss: Option<Option<usize>>,
@@ -596,6 +600,7 @@ impl Compiler {
                 let t = &self.prog.tables[ti];
                 NodeCode::Table(TableCode {
                     table: ti,
+                    lpm: crate::state::lpm_index(t),
                     keys: t.keys.iter().map(|k| (self.expr(&k.source), mask_of(k.width) & k.mask.unwrap_or(u128::MAX))).collect(),
                     next_hit: t.next_hit.map(idx),
                     next_miss: t.next_miss.map(idx),
@@ -837,9 +842,11 @@ impl Compiled {
         }
         let ts = st.tables[tc.table].read();
         let after = |a: Option<usize>| a.map_or(tc.base_default_next, |a| tc.next_by_action.get(a).copied().flatten().unwrap_or(tc.base_default_next));
-        let next = match ts.lookup(t, &key) {
+        let next = match ts.lookup_indexed(t, &key, tc.lpm) {
             Some(e) => {
-                ex.direct_resources(t, e, pkt);
+                if t.direct_counter.is_some() || t.direct_meter.is_some() {
+                    ex.direct_resources(t, e, pkt);
+                }
                 let action = self.run_entry(ex, st, pkt, t, &e.act);
                 tc.next_hit.unwrap_or_else(|| after(action))
             }
@@ -884,7 +891,11 @@ impl Compiled {
                             return (pos, errs.packet_too_short);
                         }
                         io.layout.read(frame, pos, pkt);
-                        ex.set_valid(pkt, io.header, true);
+                        if io.plain {
+                            pkt.valid[io.header] = true;
+                        } else {
+                            ex.set_valid(pkt, io.header, true);
+                        }
                         pos += bytes;
                     }
                     ParseOp::Interpreted(op) => {

@@ -268,13 +268,18 @@ impl TableState {
 
     /// The matching entry with the highest rank, if any.
     pub(crate) fn lookup(&self, t: &Table, key: &[u128]) -> Option<&Entry> {
+        self.lookup_indexed(t, key, lpm_index(t))
+    }
+
+    /// `lookup` with the table's `lpm_index` computed once by the caller.
+    pub(crate) fn lookup_indexed(&self, t: &Table, key: &[u128], lpm: Option<usize>) -> Option<&Entry> {
         if self.entries.is_empty() {
             return None;
         }
         if t.all_exact {
             return self.exact.get(&KeyVals::of(key)).map(|h| &self.entries[h]);
         }
-        if let Some(li) = lpm_index(t) {
+        if let Some(li) = lpm {
             // One hash probe per prefix length in use, longest first.
             let mut probe = [0u128; MAX_INDEXED_KEYS];
             let probe = &mut probe[..key.len()];
@@ -293,7 +298,7 @@ const MAX_INDEXED_KEYS: usize = 8;
 
 /// The lpm key position of a table that is indexed per prefix length
 /// (exact/valid keys plus one lpm key, no priorities).
-fn lpm_index(t: &Table) -> Option<usize> {
+pub(crate) fn lpm_index(t: &Table) -> Option<usize> {
     if t.all_exact || t.needs_priority || t.keys.len() > MAX_INDEXED_KEYS || t.keys.iter().any(|k| k.mask.is_some()) {
         return None;
     }
