@@ -342,6 +342,15 @@ def scaling_lines(part):
     return lines
 
 
+def scaling_scatter(part, figures):
+    """The switch's drop records of the unscaled runs (n = 64, first seed)."""
+    if not part:
+        return []
+    plots = plot_drop_scatter(part, figures, "scaling-drop-scatter",
+                              "flow number vs drop time, n = 64 at 100 Mb/s (switch records)")
+    return [f"![{caption}]({Path(figures).name}/{file})" for file, caption in plots] + [""]
+
+
 # ---------------------------------------------------------------- plots
 
 def plot_metric(part, folder, x_of, group_of, value_of, xlabel, ylabel, title, stem,
@@ -792,6 +801,7 @@ def write_report(root, path):
         "scaled sqrtN run keeps the unscaled buffer per flow (209 / 4 = 53 packets; the sqrtN rule "
         "applied to the scaled system would give 105, twice the per-flow buffer).", "",
         *scaling_lines(parts.get(SCALING)), "",
+        *scaling_scatter(parts.get(SCALING), figures),
         "## How the thesis's testbed is reproduced, and every scaling", "",
         *SCALING_NOTES, "",
         *sections,
