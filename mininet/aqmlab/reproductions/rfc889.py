@@ -252,7 +252,11 @@ class TimeoutRun:
     rtx_time: float
     mean: float
     cov: float
-    timeouts: tuple = field(default=(), repr=False)   # the timeout each volley was judged by
+    timeouts: tuple = field(default=(), repr=False)
+
+    @property
+    def volleys(self):
+        return len(self.timeouts)   # the timeout each volley was judged by
 
     @property
     def efficiency(self):
@@ -391,17 +395,17 @@ def timeout_results(part):
 
 
 def timeout_lines(results, pub):
-    lines = ["| path | estimator | Total (s) | Lost | Time (s) | RTX | Time (s) | Mean (ms) | "
-             "CoV | Eff |", "|---" * 10 + "|"]
+    lines = ["| path | estimator | volleys | Total (s) | Lost | Time (s) | RTX | Time (s) | "
+             "Mean (ms) | CoV | Eff |", "|---" * 11 + "|"]
     for name, by_estimator in results.items():
         paper = pub["paths"].get(name)
         if paper:
             t = paper["timeout"]
-            lines.append(f"| {name} | **published** (RFC 889, Mills' filter) | {t['total']} | "
+            lines.append(f"| {name} | **published** (RFC 889, Mills' filter) | 512 | {t['total']} | "
                          f"{t['lost']} | {t['lost_time']} | {t['rtx']} | {t['rtx_time']} | "
                          f"{t['mean']} | {t['cov']} | {t['eff']} |")
         for estimator, run in by_estimator.items():
-            lines.append(f"| {name} | {estimator} | {run.total:.1f} | {run.lost} | "
+            lines.append(f"| {name} | {estimator} | {run.volleys} | {run.total:.1f} | {run.lost} | "
                          f"{run.lost_time:.1f} | {run.rtx} | {run.rtx_time:.1f} | "
                          f"{ms(run.mean, 0)} | {run.cov:.2f} | {run.efficiency:.3f} |")
     return lines
