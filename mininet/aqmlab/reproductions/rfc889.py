@@ -381,7 +381,8 @@ def delay_lines(part, pub):
             shown = {"one": (40, 256), "single": (40, 125), "multi": (125, 256)}[kind]
             delays = [f"{cells[f'd{n}']} \\| {ms(fit.delay_at(n)) if fit else '—'}"
                       if n in shown else "" for n in LENGTHS]
-            fitted = f"{fit.rate_bps:.0f}" if fit else "—"
+            fitted = "—" if not fit else f"{fit.rate_bps:.0f}" if fit.slope > 0 else \
+                "— (delay falls with length)"
             lines.append(f"| {name} ({paper['host']}) | {paper['what']} | "
                          f"{'one line' if kind == 'one' else kind + '-packet'} | "
                          + " | ".join(delays) + f" | {cells['rate']} \\| {fitted} | {rate:.0f} |")
