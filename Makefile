@@ -11,10 +11,12 @@ P4C ?= softswitch-p4c
 export P4C
 PROGRAMS := $(wildcard p4src/*.p4)
 TARGET ?= softswitch
+# PTF suite's program: v1model (p4src/red_ecn.p4) or tna (hw/tofino/red_ecn.p4, built-in target only)
+ARCH ?= v1model
 BINDIR ?= /usr/local/bin
 CLIS := softswitch-p4c softswitch softswitch-stf redctl aqmlab
 
-.PHONY: setup apt venv engine build test unit ptf run bench clean fpga-test fpga-synth
+.PHONY: setup apt venv engine build test unit ptf ptf-tna run bench clean fpga-test fpga-synth
 
 setup: apt venv engine build
 
@@ -44,14 +46,19 @@ engine:
 build: $(PROGRAMS)
 	@$(PY) -m redctl.compiler $(PROGRAMS) -o build
 
-# `make test` = the PTF suite on the built-in target + all unit/integration tests.
-test: ptf unit
+# `make test` = the PTF suite on the built-in target (v1model and TNA programs) + all
+# unit/integration tests.
+test: ptf ptf-tna unit
 
 unit:
 	$(PY) -m pytest -q
 
 ptf:
-	$(MAKE) -C ptf-tests run TARGET=$(TARGET) PY=$(PY)
+	$(MAKE) -C ptf-tests run TARGET=$(TARGET) ARCH=$(ARCH) PY=$(PY)
+
+# the same suite against hw/tofino/red_ecn.p4 on the built-in target (TNA profile's expectations)
+ptf-tna:
+	$(MAKE) -C ptf-tests suite ARCH=tna PY=$(PY)
 
 # hw/fpga: the RED/ECN RTL against the reference model (also part of `make unit`),
 # and its synthesis/place-and-route (writes hw/fpga/synth/RESULTS.md; CPU-heavy).

@@ -7,8 +7,10 @@ egress (rate-limited, deep buffer: bursts build known queue depths),
 import atexit
 import logging
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import ptf
 from ptf.base_tests import BaseTest
@@ -60,6 +62,18 @@ def param(name):
 
 def frame_bytes():
     return int(param("frame_bytes"))
+
+
+def arch():
+    """"v1model" (p4src/red_ecn.p4) or "tna" (hw/tofino/red_ecn.p4, the TNA profile)."""
+    return param("arch")
+
+
+def red_model():
+    """Keyword arguments telling redstats which program's RED to predict: the
+    architecture and the bottleneck's PortSpec (the TNA program's thresholds are
+    in cells of its mean packet)."""
+    return {"arch": arch(), "spec": port_specs()[BOTTLENECK]}
 
 
 def tx_time_s(length=None):
@@ -266,7 +280,16 @@ def seq_of(frame):
 
 
 def compile_program(source, out_dir):
-    """Compile a v1model program with the configured compiler ($P4C:
-    softswitch-p4c, p4c-bm2-ss or p4c; redctl.compiler); returns (p4info
-    path, json path).  Every compiler's artifact pair runs on every target."""
-    return compiler.compile_program(source, out_dir)
+    """Compile a variant of the suite's program; returns (p4info path, json
+    path).  v1model: the configured compiler ($P4C: softswitch-p4c, p4c-bm2-ss
+    or p4c; redctl.compiler), every compiler's artifact pair runs on every
+    target.  TNA: softswitch-p4c --arch tna (the built-in target's back-end)."""
+    if arch() == "v1model":
+        return compiler.compile_program(source, out_dir)
+    p4info, json_path = Path(out_dir) / "red_ecn.p4info.txtpb", Path(out_dir) / "red_ecn.json"
+    done = subprocess.run([str(Path(sys.executable).parent / "softswitch-p4c"), "--arch", "tna",
+                           str(source), "-o", str(out_dir), "--p4runtime-files", str(p4info)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"softswitch-p4c --arch tna {source}: {done.stderr.strip()}")
+    return str(p4info), str(json_path)

@@ -3,21 +3,23 @@
 The queue is built by bursts into the bottleneck with wq = 1 (avg = q) and a
 gentle curve whose probability is exactly 0 up to the depth maxth - 1 and
 exactly 1 from maxth to 2 maxth - 1, so which frames RED selects is known
-frame by frame and every rule is checked without chance.
+frame by frame and every rule is checked without chance.  minth lies
+between two depths so that both programs pass depth 9: the TNA program's
+p_b is constant on ranges, and the range starting at minth has p_b > 0.
 """
 from redctl import RedConfig
 
-from aqm import BOTTLENECK, CE, ECT0, ECT1, NOT_ECT, AqmTest, route_for
+from aqm import BOTTLENECK, CE, ECT0, ECT1, NOT_ECT, AqmTest, red_model, route_for
 from redstats import burst_depths, selection_probabilities
 
 BURST = 16
 # avg = q; p_b = 0 at depth 9, p_b = 1 at depths 10..19, forced from 20.
-CERTAIN = dict(minth=9, maxth=10, maxp=1.0, wq_log=0, gentle=True, mode="red")
+CERTAIN = dict(minth=9.5, maxth=10, maxp=1.0, wq_log=0, gentle=True, mode="red")
 
 
 def expected_selection(cfg, length=BURST):
     """Positions RED must select, when the model says each is certain."""
-    probs, _forced = selection_probabilities(cfg, burst_depths(length))
+    probs, _forced = selection_probabilities(cfg, burst_depths(length), **red_model())
     assert all(p in (0.0, 1.0) for p in probs), "configuration is not deterministic"
     return [i for i, p in enumerate(probs) if p == 1.0]
 

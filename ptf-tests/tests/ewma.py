@@ -5,6 +5,13 @@ classic RED, minth = T and maxth = T + 1 (maxp tiny), a frame is dropped
 exactly when the average it produced is >= T + 1, so the first dropped frame
 of a burst tells where the average crossed T + 1.  The prediction is
 the recursion avg <- (1 - wq) avg + wq q over the known burst depths.
+
+Against the TNA program (ARCH=tna) the average is its Lpf with time constant
+tau = s / wq (p4src/README.md "TNA profile"), sampled at each frame's
+dequeue over the depths in cells; the predictions come from its model
+(redstats.lpf_averages, redctl.redmodel.lpf_sample).  The built-in target's
+dequeue times are exact to the microsecond it rounds them to, so a
+prediction is the set of answers for frame gaps of tx - 1 .. tx + 1 us.
 """
 import logging
 import time
@@ -12,11 +19,11 @@ import time
 import numpy as np
 
 from redctl import RedConfig, redmodel
-from redctl.convert import AVG_ONE, to_constants
+from redctl.convert import AVG_ONE, tna_fixed, to_constants, to_tna_constants
 
-from aqm import BOTTLENECK, CE, ECT0, AqmTest, param, tx_time_s
-from redstats import (burst_depths, ewma, first_index_at_or_above, fixed_point_ewma,
-                      idle_decay_factor)
+from aqm import BOTTLENECK, CE, ECT0, AqmTest, arch, param, tx_time_s
+from redstats import (burst_depths, cells, ewma, first_index_at_or_above, fixed_point_ewma,
+                      idle_decay_factor, lpf_averages)
 
 IDLE_ATTEMPTS = 10
 FRAME = 400          # 8 ms per frame at the bottleneck: long bursts stay clean
@@ -49,11 +56,22 @@ class EwmaConvergence(AqmTest, EwmaChecks):
             for level in (6, 11):
                 self.push_pipeline(param("json"))       # fresh average = 0
                 self.ctl.set_red(BOTTLENECK, threshold_config(level, wq_log))
-                depths = burst_depths(80)
-                predicted = {first_index_at_or_above(ewma(depths, wq_log), level),
-                             first_index_at_or_above(fixed_point_ewma(depths, wq_log), level)}
+                predicted = self.predicted_first_drop(threshold_config(level, wq_log), burst_depths(80))
                 observed = self.first_drop(max(predicted) + 8, min(predicted))
                 self.assertIn(observed, predicted, f"wq = 2^-{wq_log}, maxth {level}")
+
+    def predicted_first_drop(self, cfg, depths):
+        """Indices where the average first reaches maxth: the integer and the
+        real-valued recursion (v1model), the Lpf for gaps of tx -/+ 1 us (TNA)."""
+        if arch() == "v1model":
+            return {first_index_at_or_above(ewma(depths, cfg.wq_log), cfg.maxth),
+                    first_index_at_or_above(fixed_point_ewma(depths, cfg.wq_log), cfg.maxth)}
+        c = to_tna_constants(cfg, self.ctl.port_spec(BOTTLENECK))
+        depth_cells = [d * cells(FRAME) for d in depths]
+        tx_us = round(tx_time_s(FRAME) * 1e6)
+        return {first_index_at_or_above(lpf_averages(depth_cells, dt, c.lpf_tau_ns),
+                                        tna_fixed(cfg.maxth, c.cells_per_packet))
+                for dt in (tx_us - 1, tx_us, tx_us + 1)}
 
 
 class IdleDecay(AqmTest):
@@ -73,24 +91,48 @@ class IdleDecay(AqmTest):
     85 ms it gave 6.72 (no mark) where RED gives 8.7 (a mark).  The exact
     decay keeps the average >= 8 until ~97 ms.
 
+    TNA: the Lpf's e^(-t/tau) (tau = s/wq, s = 2 ms: the suite's frame is the
+    port's mean packet there) with wq = 2^-8 and a 30-frame build, which
+    leaves 27.5 cells (13.7 frames) and decays below maxth (16 cells) at
+    ~277 ms and below minth at ~346 ms: probes after 20 and 200 ms must be
+    marked, after 400 and 800 ms not; an Lpf without idle decay fails the
+    last two, one decaying with tau/2 the 200 ms probe.
+
     The idle time is bracketed (the last frame left between its line-rate
     schedule and one frame time before it reached the test); a probe whose
     bracket spans a point where the prediction changes is repeated.
     Deterministic: no random draw decides.
     """
 
-    WQ_LOG = 3
-    BUILD = 24
-    CFG = RedConfig(minth=7, maxth=8, maxp=1.0, wq_log=WQ_LOG, gentle=True)
+    CFG = {"v1model": RedConfig(minth=7, maxth=8, maxp=1.0, wq_log=3, gentle=True),
+           "tna": RedConfig(minth=7, maxth=8, maxp=1.0, wq_log=8, gentle=True)}
+    BUILD = {"v1model": 24, "tna": 30}
+    PROBES = {"v1model": ((0.02, True), (0.085, True), (0.2, False), (0.6, False)),
+              "tna": ((0.02, True), (0.2, True), (0.4, False), (0.8, False))}
 
     def runTest(self):
-        # the controller's typical frame time for the bottleneck (20 ms)
+        self.cfg, self.build_len = self.CFG[arch()], self.BUILD[arch()]
+        # the controller's typical frame time for the bottleneck (20 ms; TNA: 2 ms)
         self.tx_us = self.ctl.port_spec(BOTTLENECK).tx_time_us
-        avg_after = ewma(burst_depths(self.BUILD), self.WQ_LOG)[-1]
-        self.assertLess(avg_after, 2 * self.CFG.maxth, "set-up: the build burst must not drop")
-        for idle_target_s, expect_mark in ((0.02, True), (0.085, True), (0.2, False), (0.6, False)):
+        avg_after = self.average_after_build()
+        for idle_target_s, expect_mark in self.PROBES[arch()]:
             self.assertEqual(self.probe_after_idle(avg_after, idle_target_s), expect_mark,
                              f"probe after ~{idle_target_s * 1e3:.0f} ms idle, avg was {avg_after:.2f}")
+
+    def average_after_build(self):
+        """The average the build burst leaves (packets; TNA: cells * 2^8), checked to stay
+        below 2 maxth so the build drops nothing."""
+        depths = burst_depths(self.build_len)
+        if arch() == "v1model":
+            avgs = ewma(depths, self.cfg.wq_log)
+            self.assertLess(max(avgs), 2 * self.cfg.maxth, "set-up: the build burst must not drop")
+            return avgs[-1]
+        c = to_tna_constants(self.cfg, self.ctl.port_spec(BOTTLENECK))
+        avgs = lpf_averages([d * cells(FRAME) for d in depths],
+                            round(tx_time_s(FRAME) * 1e6), c.lpf_tau_ns)
+        self.assertLess(max(avgs), tna_fixed(2 * self.cfg.maxth, c.cells_per_packet),
+                        "set-up: the build burst must not drop")
+        return avgs[-1]
 
     def probe_after_idle(self, avg_after, idle_target_s):
         """Marked-or-not of a probe sent ``idle_target_s`` after the queue
@@ -99,14 +141,14 @@ class IdleDecay(AqmTest):
         decision boundary answers for the target."""
         for _attempt in range(IDLE_ATTEMPTS):
             self.push_pipeline(param("json"))
-            self.ctl.set_red(BOTTLENECK, self.CFG)
+            self.ctl.set_red(BOTTLENECK, self.cfg)
             # short quiet: the idle time starts when the last frame leaves
-            build = self.burst(self.BUILD, ecn=ECT0, frame_len=FRAME, expect=self.BUILD,
+            build = self.burst(self.build_len, ecn=ECT0, frame_len=FRAME, expect=self.build_len,
                                quiet_s=0.004)
             self.assertEqual(build.missing(), [], "build burst")
             # The last build frame left the queue between its line-rate
             # schedule and one frame time before it reached us.
-            earliest = build.first_send + (self.BUILD - 1) * tx_time_s(FRAME)
+            earliest = build.first_send + (self.build_len - 1) * tx_time_s(FRAME)
             latest = max(earliest, build.last_arrival - tx_time_s(FRAME))
             time.sleep(max(0.0, latest + idle_target_s - time.time()))
             probe = self.burst(1, ecn=ECT0, frame_len=FRAME, expect=1)
@@ -130,13 +172,19 @@ class IdleDecay(AqmTest):
                              "away from a decision boundary: host too busy")
 
     def predicted_mark(self, avg, idle_us):
-        """True/False when classic RED and the program's integer decay agree, else None."""
-        constants = to_constants(self.CFG, self.ctl.port_spec(BOTTLENECK))
+        """True/False when the predictions agree, else None.  v1model: classic RED
+        and the program's integer decay; TNA: the Lpf's sample after idle_us."""
+        spec = self.ctl.port_spec(BOTTLENECK)
+        if arch() == "tna":
+            c = to_tna_constants(self.cfg, spec)
+            decayed = redmodel.lpf_sample(avg, 0, int(idle_us), c.lpf_tau_ns)
+            return marked_for_certain(self.cfg, decayed / (c.cells_per_packet << 8))
+        constants = to_constants(self.cfg, spec)
         avg_fixed = round(avg * AVG_ONE)
         decayed = redmodel.decayed(constants, avg_fixed, redmodel.idle_bucket(constants, int(idle_us)))
-        program = redmodel.ewma(decayed, 0, self.WQ_LOG) / AVG_ONE
-        exact = avg * idle_decay_factor(idle_us, self.tx_us, self.WQ_LOG) * (1 - 2.0 ** -self.WQ_LOG)
-        verdicts = {marked_for_certain(self.CFG, v) for v in (program, exact)}
+        program = redmodel.ewma(decayed, 0, self.cfg.wq_log) / AVG_ONE
+        exact = avg * idle_decay_factor(idle_us, self.tx_us, self.cfg.wq_log) * (1 - 2.0 ** -self.cfg.wq_log)
+        verdicts = {marked_for_certain(self.cfg, v) for v in (program, exact)}
         return verdicts.pop() if len(verdicts) == 1 else None
 
 

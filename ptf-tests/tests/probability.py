@@ -7,11 +7,13 @@ independent and the number of bursts in which frame i is marked is
 Binomial(bursts, P_i), where P_i is the exact selection probability of the
 specification's count law (redstats.selection_probabilities: uniform spacing,
 p_a = p_b / (1 - count p_b)).  Each position must fall in its binomial band;
-the bands are Bonferroni-corrected to a joint 99% level.
+the bands are Bonferroni-corrected to a joint 99% level.  Against the TNA
+program (ARCH=tna) P_i follows its profile: p_b per red_pb range and the
+budget form of the count law (redstats.selection_probabilities).
 """
 from redctl import RedConfig
 
-from aqm import BOTTLENECK, CE, ECT0, AqmTest
+from aqm import BOTTLENECK, CE, ECT0, AqmTest, red_model
 from redstats import burst_depths, check_marked_fractions, selection_probabilities
 
 BURSTS = 200
@@ -30,7 +32,7 @@ class ProbabilityChecks:
     def marking_problems(self, cfg, length, bursts):
         """(positions outside their band, marks per position, P_i)."""
         self.ctl.set_red(BOTTLENECK, cfg)
-        probs, forced = selection_probabilities(cfg, burst_depths(length))
+        probs, forced = selection_probabilities(cfg, burst_depths(length), **red_model())
         assert not any(forced), "keep the probability bursts out of the forced region"
         marks = [0] * length
         for _ in range(bursts):

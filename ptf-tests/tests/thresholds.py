@@ -5,14 +5,14 @@ average, so each region of the RED curve is checked frame by frame.
 """
 from redctl import RedConfig
 
-from aqm import BOTTLENECK, CE, ECT0, NOT_ECT, AqmTest, param, route_for, tx_time_s
+from aqm import BOTTLENECK, CE, ECT0, NOT_ECT, AqmTest, param, red_model, route_for, tx_time_s
 from redstats import burst_depths, selection_probabilities
 
 
 def regions(cfg, length):
     """(forced positions, early positions that must be selected, positions
     that may be selected) for a burst of ``length`` under ``cfg``."""
-    probs, forced = selection_probabilities(cfg, burst_depths(length))
+    probs, forced = selection_probabilities(cfg, burst_depths(length), **red_model())
     must = [i for i, p in enumerate(probs) if p == 1.0 and not forced[i]]
     may = [i for i, p in enumerate(probs) if 0.0 < p < 1.0]
     return [i for i, f in enumerate(forced) if f], must, may
