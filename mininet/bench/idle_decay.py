@@ -9,6 +9,7 @@ says it does (p4src/RESULTS.md).
 
 Take the quiet lock (/tmp/aqmlab-quiet) around it on a shared machine.
 Usage: python mininet/bench/idle_decay.py [--out DIR]
+       python mininet/bench/idle_decay.py --runs RUN_FOLDER...  (tables of runs made before)
 """
 
 import argparse
@@ -43,7 +44,13 @@ def run(name, arguments, out):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, help="where the runs go (default: a new temp dir)")
+    parser.add_argument("--runs", type=Path, nargs="+", metavar="RUN_FOLDER",
+                        help="print the tables of these run folders (pNN-rR) instead of running")
     args = parser.parse_args(argv)
+    if args.runs:
+        for folder in args.runs:
+            print("\n".join([f"{folder}:", "", *idle_decay_table(folder), ""]))
+        return
     out = args.out or Path(tempfile.mkdtemp(prefix="aqmlab-idle-"))
     for name, arguments in RUNS:
         print("\n".join(run(name, arguments, out)))
