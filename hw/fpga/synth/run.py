@@ -80,7 +80,10 @@ def cell_counts(stat: str) -> dict[str, int]:
     for module, body in re.findall(r"=== (\S+) ===(.*?)(?====|\Z)", stat, re.S):
         if not block.search(module):
             continue
-        for cell, n in re.findall(r"^\s+(\S+)\s+(\d+)$", body, re.M):
+        # Yosys 0.23 prints "CELL count", later versions "count CELL"
+        pairs = re.findall(r"^\s+(\S+)\s+(\d+)$", body, re.M) + [
+            (c, n) for n, c in re.findall(r"^\s+(\d+)\s+([A-Za-z_$]\S*)$", body, re.M)]
+        for cell, n in pairs:
             if not cell.startswith("$paramod") and cell not in BLOCK_MODULES:
                 totals[cell] = totals.get(cell, 0) + int(n)
     return totals
