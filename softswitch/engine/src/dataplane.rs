@@ -105,10 +105,12 @@ impl PacketLoop {
     pub fn run(mut self) {
         tighten_timer_slack();
         while !self.shared.stop.load(SeqCst) {
-            self.sync_config();
-            self.sync_pipeline();
             // Under load, go straight back to the sockets that still had frames.
             let readable = if self.backlogged.is_empty() { self.wait() } else { std::mem::take(&mut self.backlogged) };
+            // After the wait, so frames read in this turn meet the program the
+            // control plane installed before they arrived (the swap wakes us).
+            self.sync_config();
+            self.sync_pipeline();
             let now = self.clock.now_ns();
             self.receive(&readable, now);
             self.take_packet_outs(now);
@@ -149,6 +151,7 @@ impl PacketLoop {
             exec.set_logging(trace); // the program's log_msg lines join the trace
             Active { generation: gen, exec, pipeline }
         });
+        self.shared.pipeline_adopted.store(gen, SeqCst);
     }
 
     fn next_event_ns(&self) -> Option<u64> {

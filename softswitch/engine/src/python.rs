@@ -19,6 +19,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// How long a pipeline swap waits for a starved packet thread before it reports failure.
+const PIPELINE_SWAP_TIMEOUT: Duration = Duration::from_secs(10);
+
 create_exception!(softswitch_engine, PipelineError, PyException, "The BMv2 JSON is invalid or uses something the engine does not support.");
 create_exception!(softswitch_engine, DuplicateEntryError, PyException, "A table entry with the same key (and priority) already exists.");
 create_exception!(softswitch_engine, TableFullError, PyException, "The table already holds max_size entries.");
@@ -116,6 +119,20 @@ impl Switch {
         if self.shared.counters.contains_key(&port) { Ok(()) } else { Err(PyKeyError::new_err(format!("port {port} is not a port of this switch"))) }
     }
 
+    /// Returns once the packet thread runs pipeline `generation` (at once when
+    /// no thread runs): P4Runtime's COMMIT promises that the next frame meets the new program.
+    fn await_adoption(&self, generation: u64) -> PyResult<()> {
+        let deadline = std::time::Instant::now() + PIPELINE_SWAP_TIMEOUT;
+        while self.thread.lock().is_some() && self.shared.pipeline_adopted.load(SeqCst) < generation {
+            if std::time::Instant::now() > deadline {
+                return Err(PyRuntimeError::new_err(format!(
+                    "the packet thread did not take up the new pipeline within {} s", PIPELINE_SWAP_TIMEOUT.as_secs())));
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        Ok(())
+    }
+
     fn stop_thread(&self) {
         if let Some(handle) = self.thread.lock().take() {
             self.shared.stop.store(true, SeqCst);
@@ -200,9 +217,9 @@ impl Switch {
         let program = Arc::new(program);
         let state = Arc::new(State::new(&program));
         *self.shared.pipeline.write() = Some(Arc::new(Pipeline { program, state }));
-        self.shared.pipeline_gen.fetch_add(1, SeqCst);
+        let generation = self.shared.pipeline_gen.fetch_add(1, SeqCst) + 1;
         self.shared.waker.wake();
-        Ok(())
+        py.allow_threads(|| self.await_adoption(generation))
     }
 
     fn start(&self) -> PyResult<()> {

@@ -69,6 +69,9 @@ pub struct Shared {
     pub pipeline: RwLock<Option<Arc<Pipeline>>>,
     /// Bumped on every pipeline swap so the packet thread rebuilds its executor.
     pub pipeline_gen: AtomicU64,
+    /// The generation the packet thread runs now: a swap returns only once it
+    /// has caught up, so every frame sent after the swap meets the new program.
+    pub pipeline_adopted: AtomicU64,
     pub port_config: Mutex<BTreeMap<u32, PortConfig>>,
     pub config_gen: AtomicU64,
     pub counters: BTreeMap<u32, PortCounters>,
@@ -88,6 +91,7 @@ impl Shared {
         Ok(Shared {
             pipeline: RwLock::new(None),
             pipeline_gen: AtomicU64::new(0),
+            pipeline_adopted: AtomicU64::new(0),
             port_config: Mutex::new(all_ports.clone().map(|p| (p, PortConfig::default())).collect()),
             config_gen: AtomicU64::new(0),
             counters: all_ports.map(|p| (p, PortCounters::default())).collect(),
