@@ -91,21 +91,13 @@ class ActionProfiles:
     # ---- members ------------------------------------------------------
     def write_member(self, update_type: int, m: p4runtime_pb2.ActionProfileMember) -> None:
         profile, st = self._profile(m.action_profile_id)
-        if m.member_id == 0:
-            raise invalid(f"action profile '{profile.name}': member_id must be non-zero")
-        current = st.members.get(m.member_id)
+        current = _target(profile, st, "member", m.member_id, st.members, update_type)
         if update_type == Update.INSERT:
-            if current is not None:
-                raise already_exists(f"action profile '{profile.name}': member {m.member_id} exists")
-            if st.oneshots:
-                raise _mixing(profile)
             spec = self._member_action(profile, m)
             self._reserve(profile, st, 1)
             eid = self._new_engine_member(profile, st, spec)
             st.members[m.member_id] = Member(spec, [eid])
             return
-        if current is None:
-            raise not_found(f"action profile '{profile.name}': no member {m.member_id}")
         if update_type == Update.MODIFY:
             spec = self._member_action(profile, m)
             for eid in current.copies:
@@ -134,22 +126,14 @@ class ActionProfiles:
         profile, st = self._profile(g.action_profile_id)
         if not profile.with_selector:
             raise invalid(f"action profile '{profile.name}' has no selector: it has no groups")
-        if g.group_id == 0:
-            raise invalid(f"action profile '{profile.name}': group_id must be non-zero")
-        current = st.groups.get(g.group_id)
+        current = _target(profile, st, "group", g.group_id, st.groups, update_type)
         if update_type == Update.INSERT:
-            if current is not None:
-                raise already_exists(f"action profile '{profile.name}': group {g.group_id} exists")
-            if st.oneshots:
-                raise _mixing(profile)
             self._check_max_size(profile, g.max_size)
             members = self._group_members(profile, st, g, g.max_size)
             group = Group(next(st.group_ids), [], g.max_size)
             self._set_group(profile, st, group, members)
             st.groups[g.group_id] = group
             return
-        if current is None:
-            raise not_found(f"action profile '{profile.name}': no group {g.group_id}")
         if update_type == Update.MODIFY:
             if g.max_size != current.max_size:
                 raise invalid(f"action profile '{profile.name}' group {g.group_id}: max_size is "
@@ -419,6 +403,23 @@ def _flat(lists) -> list:
 def _fill_watch(message, watch) -> None:
     if watch is not None:
         setattr(message, watch.kind, watch.value)
+
+
+def _target(profile, st: ProfileState, kind: str, ident: int, existing: dict, update_type: int):
+    """The member or group an update names, checked as its update type requires
+    (spec 9.2: non-zero id; INSERT of a new id, and not into a profile holding
+    one-shot selections; MODIFY/DELETE of an existing one). None for INSERT."""
+    if ident == 0:
+        raise invalid(f"action profile '{profile.name}': {kind}_id must be non-zero")
+    current = existing.get(ident)
+    if update_type == Update.INSERT:
+        if current is not None:
+            raise already_exists(f"action profile '{profile.name}': {kind} {ident} exists")
+        if st.oneshots:
+            raise _mixing(profile)
+    elif current is None:
+        raise not_found(f"action profile '{profile.name}': no {kind} {ident}")
+    return current
 
 
 def _mixing(profile) -> P4RuntimeError:
