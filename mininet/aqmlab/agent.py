@@ -268,8 +268,9 @@ def bulk_unlimited(client, flow):
                           bytes=got, size=UNLIMITED, complete=client.time_left() <= 0)
 
 
-def run_http10(client, flow, rng):
-    """Primary object, then the embedded objects on parallel new connections."""
+def browse(client, flow, rng, fetch_page):
+    """Pages until the run ends: draw the page's object sizes, fetch them with
+    `fetch_page(client, flow, page, sizes) -> complete`, record, think."""
     opts = client.opts
     draw = size_sampler(opts.object_size, rng, opts.max_size)
     think = make_sampler(opts.think, rng)
@@ -277,45 +278,47 @@ def run_http10(client, flow, rng):
     while client.time_left() > 0:
         start = time.time()
         sizes = [draw() for _ in range(1 + opts.embedded)]
-        ok = client.fetch(sizes[0], kind="object", flow=flow, page=page, object=0)
-        results = [ok]
-        if ok:
-            threads = [threading.Thread(target=lambda i=i: results.append(client.fetch(
-                sizes[i], kind="object", flow=flow, page=page, object=i)))
-                for i in range(1, len(sizes))]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-        record_page(client, flow, page, start, sizes, all(results) and len(results) == len(sizes))
+        record_page(client, flow, page, start, sizes, fetch_page(client, flow, page, sizes))
         page += 1
         client.sleep(think())
+
+
+def fetch_page_http10(client, flow, page, sizes):
+    """Primary object, then the embedded objects on parallel new connections."""
+    if not client.fetch(sizes[0], kind="object", flow=flow, page=page, object=0):
+        return False
+    results = []
+    threads = [threading.Thread(target=lambda i=i: results.append(client.fetch(
+        sizes[i], kind="object", flow=flow, page=page, object=i)))
+        for i in range(1, len(sizes))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return all(results) and len(results) == len(sizes) - 1
+
+
+def fetch_page_http11(client, flow, page, sizes):
+    """All objects of a page on one connection: primary, then the embedded pipelined."""
+    try:
+        with client.connect() as sock:
+            client.request(sock, sizes[0], flow)
+            if client.receive(sock, sizes[0]) != sizes[0]:
+                return False
+            for size in sizes[1:]:
+                client.request(sock, size)
+            rest = sum(sizes[1:])
+            return client.receive(sock, rest) == rest
+    except OSError:
+        return False
+
+
+def run_http10(client, flow, rng):
+    browse(client, flow, rng, fetch_page_http10)
 
 
 def run_http11(client, flow, rng):
-    """All objects of a page on one connection: primary, then the embedded pipelined."""
-    opts = client.opts
-    draw = size_sampler(opts.object_size, rng, opts.max_size)
-    think = make_sampler(opts.think, rng)
-    page = 0
-    while client.time_left() > 0:
-        start = time.time()
-        sizes = [draw() for _ in range(1 + opts.embedded)]
-        ok = False
-        try:
-            with client.connect() as sock:
-                client.request(sock, sizes[0], flow)
-                ok = client.receive(sock, sizes[0]) == sizes[0]
-                if ok:
-                    for size in sizes[1:]:
-                        client.request(sock, size)
-                    rest = sum(sizes[1:])
-                    ok = client.receive(sock, rest) == rest
-        except OSError:
-            ok = False
-        record_page(client, flow, page, start, sizes, ok)
-        page += 1
-        client.sleep(think())
+    browse(client, flow, rng, fetch_page_http11)
 
 
 def record_page(client, flow, page, start, sizes, complete):
