@@ -16,15 +16,20 @@ def _split(text):
     return float(match.group(1)), match.group(2)
 
 
+def _positive_count(value, units, what, known):
+    """A number with an optional unit from `units` (or a bare number) -> a positive int."""
+    number, unit = _split(value) if isinstance(value, str) else (float(value), "")
+    if unit not in units:
+        raise ValueError(f"unknown {what} unit {unit!r} in {value!r} (use {known})")
+    count = int(round(number * units[unit]))
+    if count <= 0:
+        raise ValueError(f"{what} must be positive, got {value!r}")
+    return count
+
+
 def parse_rate(value):
     """'10mbit' / 1.5e6 -> bit/s (int > 0)."""
-    number, unit = _split(value) if isinstance(value, str) else (float(value), "")
-    if unit not in _RATE:
-        raise ValueError(f"unknown rate unit {unit!r} in {value!r} (use bit, kbit, mbit, gbit)")
-    bps = int(round(number * _RATE[unit]))
-    if bps <= 0:
-        raise ValueError(f"rate must be positive, got {value!r}")
-    return bps
+    return _positive_count(value, _RATE, "rate", "bit, kbit, mbit, gbit")
 
 
 def parse_delay(value):
@@ -43,13 +48,7 @@ def parse_delay(value):
 
 def parse_size(value):
     """'20MB' / '5KB' / 1460 -> bytes (int > 0)."""
-    number, unit = _split(value) if isinstance(value, str) else (float(value), "")
-    if unit not in _SIZE:
-        raise ValueError(f"unknown size unit {unit!r} in {value!r} (use B, KB, MB, GB, KiB, MiB)")
-    size = int(round(number * _SIZE[unit]))
-    if size <= 0:
-        raise ValueError(f"size must be positive, got {value!r}")
-    return size
+    return _positive_count(value, _SIZE, "size", "B, KB, MB, GB, KiB, MiB")
 
 
 def rate_arg(bps):

@@ -1,5 +1,7 @@
 """Experiment files: presets, overrides, and errors that name the field."""
 
+import re
+
 import pytest
 
 from aqmlab.config import ConfigError, load_experiment, parse_experiment
@@ -80,6 +82,17 @@ def test_mistakes_are_reported_with_their_field(change, field):
     with pytest.raises(ConfigError) as error:
         parse_experiment({**MINIMAL, **change})
     assert str(error.value).startswith(f"{field}:"), str(error.value)
+
+
+@pytest.mark.parametrize("bottleneck, message", [
+    ({"rate": "3furlong"}, "unknown rate unit 'furlong' in '3furlong' (use bit, kbit, mbit, gbit)"),
+    ({"rate": "0mbit"}, "rate must be positive, got '0mbit'"),
+    ({"buffer": "2parsec"}, "must be a packet count or one of bdp, bdp/sqrtn, got '2parsec'"),
+    ({"delay": "-5ms"}, "delay must not be negative"),
+])
+def test_unit_mistakes_say_which_units_exist(bottleneck, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_experiment({**MINIMAL, "topology": {"bottleneck": bottleneck}})
 
 
 def test_unreadable_files_get_clear_errors(tmp_path):
