@@ -122,7 +122,7 @@ def plot_queue(path, result, aqm):
     ax.set_ylabel("packets")
     ax.set_title(f"Bottleneck queue — {result['scenario']} (seed {result['seed']})")
     ax.legend(fontsize=7, loc="upper left")
-    _save(fig, path)
+    save_plot(fig, path)
 
 
 def plot_flow_goodput(path, result):
@@ -143,7 +143,7 @@ def plot_flow_goodput(path, result):
     ax.set_ylabel("goodput (Mb/s)")
     ax.set_title(f"Per-flow goodput — {result['scenario']} (seed {result['seed']})")
     ax.legend(fontsize=6, loc="upper right", ncol=2)
-    _save(fig, path)
+    save_plot(fig, path)
 
 
 def idle_decay_table(run_folder, min_seconds=0.1):
@@ -181,7 +181,8 @@ def _vs(observed, predicted, error):
     return f"{observed:.2f} ({predicted:.2f}, {0.0 if abs(error) < 5e-4 else error:+.1%})"
 
 
-def _save(fig, path):
+def save_plot(fig, path):
+    """Lays out, writes and closes a figure (every plot of a report goes through here)."""
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -583,7 +584,7 @@ def sweep_plot(path, loaded, rows):
         ax.set_ylabel(label)
         ax.legend(fontsize=7)
     fig.suptitle("Means with 95 % bands along the sweep", fontsize=9)
-    _save(fig, path)
+    save_plot(fig, path)
     return True
 
 
@@ -611,7 +612,7 @@ def _bar_plot(path, rows, ylabel, title, capacity=None):
             ax.legend(fontsize=7)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
-    _save(fig, path)
+    save_plot(fig, path)
 
 
 # ---------------------------------------------------------------- compare

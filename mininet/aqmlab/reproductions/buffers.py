@@ -24,8 +24,8 @@ from pathlib import Path
 from aqmlab import stats, study
 from aqmlab.report import load_study
 from aqmlab.reproductions.common import (Reproduction, fmt, load_lines, measured_lines,
-                                         overhead_estimate, parts_present, read_wall, run_study,
-                                         save_report)
+                                         overhead_estimate, parts_present, plot_estimates,
+                                         read_wall, run_study, save_figure, save_report)
 
 import matplotlib
 matplotlib.use("Agg")
@@ -368,10 +368,7 @@ def plot_metric(part, folder, x_of, group_of, value_of, xlabel, ylabel, title, s
         if not points:
             continue
         drawn = True
-        ax.errorbar([x for x, _ in points], [e.mean for _, e in points],
-                    yerr=[[e.mean - e.low if e.n > 1 else 0 for _, e in points],
-                          [e.high - e.mean if e.n > 1 else 0 for _, e in points]],
-                    marker="o", capsize=3, label=str(group))
+        plot_estimates(ax, points, marker="o", capsize=3, label=str(group))
     if not drawn:
         plt.close(fig)
         return []
@@ -381,11 +378,7 @@ def plot_metric(part, folder, x_of, group_of, value_of, xlabel, ylabel, title, s
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    name = f"{stem}.png"
-    fig.savefig(Path(folder) / name, dpi=110)
-    plt.close(fig)
-    return [(name, title)]
+    return save_figure(fig, folder, stem, title)
 
 
 def plot_drop_scatter(part, folder, stem, title):
@@ -408,11 +401,7 @@ def plot_drop_scatter(part, folder, stem, title):
         ax.set_xlabel("time (s)")
     axes[0][0].set_ylabel("flow number")
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    name = f"{stem}.png"
-    fig.savefig(Path(folder) / name, dpi=110)
-    plt.close(fig)
-    return [(name, title)]
+    return save_figure(fig, folder, stem, title)
 
 
 def plot_sizes(part, folder, x_of, xlabel, title, stem, logx=False):
@@ -427,10 +416,7 @@ def plot_sizes(part, folder, x_of, xlabel, title, stem, logx=False):
             points = [(x, e) for x, e in points if e.n]
             if points:
                 drawn = True
-                ax.errorbar([x for x, _ in points], [e.mean for _, e in points],
-                            yerr=[[e.mean - e.low if e.n > 1 else 0 for _, e in points],
-                                  [e.high - e.mean if e.n > 1 else 0 for _, e in points]],
-                            marker="o", capsize=2, label=group)
+                plot_estimates(ax, points, marker="o", capsize=2, label=group)
         ax.set_title(label, fontsize=8)
         ax.set_xlabel(xlabel)
         if logx:
@@ -441,11 +427,7 @@ def plot_sizes(part, folder, x_of, xlabel, title, stem, logx=False):
     axes[0][0].set_ylabel("median transfer delay (s)")
     axes[0][0].legend(fontsize=6)
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    name = f"{stem}.png"
-    fig.savefig(Path(folder) / name, dpi=110)
-    plt.close(fig)
-    return [(name, title)]
+    return save_figure(fig, folder, stem, title)
 
 
 # ---------------------------------------------------------------- findings

@@ -23,6 +23,7 @@ from typing import Callable
 
 from aqmlab import study
 from aqmlab.config import ConfigError, load_experiment
+from aqmlab.report import save_plot
 
 WALL_TIMES = "wall_times.json"
 
@@ -129,6 +130,21 @@ def measured_lines(wall):
             "machine): " + ", ".join(f"{part} {w['seconds'] / 60:.1f} min for {w['runs']} runs "
                                      f"of {w['duration']:g} s traffic"
                                      for part, w in wall.items()) + "."]
+
+
+def plot_estimates(ax, points, **style):
+    """Means with their 95 % intervals as error bars; points: [(x, stats estimate)].
+    A single run has no interval and gets no bar."""
+    ax.errorbar([x for x, _ in points], [e.mean for _, e in points],
+                yerr=[[e.mean - e.low if e.n > 1 else 0 for _, e in points],
+                      [e.high - e.mean if e.n > 1 else 0 for _, e in points]], **style)
+
+
+def save_figure(fig, folder, stem, title):
+    """Writes FOLDER/STEM.png; returns the report's plot list entry [(file, title)]."""
+    name = f"{stem}.png"
+    save_plot(fig, Path(folder) / name)
+    return [(name, title)]
 
 
 def save_report(path, lines, figures, plots, heading):

@@ -31,8 +31,8 @@ from aqmlab.report import load_study
 from aqmlab.reproductions.common import (GRID_REPEAT, Reproduction, Stage, StudyError,
                                          by_priority, complete_runs, fmt, load_lines,
                                          measured_lines, overhead_estimate, parts_present,
-                                         plan_table, read_wall, run_part, run_study,
-                                         save_report)
+                                         plan_table, plot_estimates, read_wall, run_part,
+                                         run_study, save_figure, save_report)
 from aqmlab.reproductions import common
 
 import matplotlib
@@ -396,10 +396,7 @@ def plot_power(part, folder, value_of, title, stem):
         if len(points) < 2:
             continue
         drawn = True
-        ax.errorbar([x for x, _ in points], [e.mean for _, e in points],
-                    yerr=[[e.mean - e.low if e.n > 1 else 0 for _, e in points],
-                          [e.high - e.mean if e.n > 1 else 0 for _, e in points]],
-                    marker="o", capsize=3, label=f"{webs} webs / {ftps} FTPs")
+        plot_estimates(ax, points, marker="o", capsize=3, label=f"{webs} webs / {ftps} FTPs")
     if not drawn:
         plt.close(fig)
         return []
@@ -408,11 +405,7 @@ def plot_power(part, folder, value_of, title, stem):
     ax.set_ylabel("network power / power at IW 1")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
-    name = f"{stem}.png"
-    fig.savefig(Path(folder) / name, dpi=110)
-    plt.close(fig)
-    return [(name, title)]
+    return save_figure(fig, folder, stem, title)
 
 
 # ---------------------------------------------------------------- run-length convergence
@@ -557,11 +550,7 @@ def plot_quick(part, folder):
     ax.set_title("quick variant: page delays of the IW 1 and IW 4 clients (same runs)",
                  fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    name = "quick-page-delay.png"
-    fig.savefig(Path(folder) / name, dpi=110)
-    plt.close(fig)
-    return [(name, "quick variant: page delay distribution, IW 1 vs IW 4")]
+    return save_figure(fig, folder, "quick-page-delay", "quick variant: page delay distribution, IW 1 vs IW 4")
 
 
 def quick_lines(parts):

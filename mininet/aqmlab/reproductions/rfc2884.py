@@ -32,8 +32,8 @@ from aqmlab.report import load_study
 from aqmlab.reproductions.common import (GRID_REPEAT, WALL_TIMES, Reproduction, Stage,
                                          StudyError, by_priority, complete_runs, fmt,
                                          load_lines, measured_lines, overhead_estimate,
-                                         parts_present, plan_table, run_part, run_study,
-                                         traffic_seconds_of)
+                                         parts_present, plot_estimates, plan_table,
+                                         run_part, run_study, save_figure, traffic_seconds_of)
 
 import matplotlib
 matplotlib.use("Agg")
@@ -702,22 +702,16 @@ def plot_part(part, folder):
                 found = [(x, e) for x, e in found if e.n]
                 if not found:
                     continue
-                ax.errorbar([x for x, _ in found], [e.mean for _, e in found],
-                            yerr=[[e.mean - e.low if e.n > 1 else 0 for _, e in found],
-                                  [e.high - e.mean if e.n > 1 else 0 for _, e in found]],
-                            marker=marker, capsize=3, label=label)
+                plot_estimates(ax, found, marker=marker, capsize=3, label=label)
             ax.set_title(f"{LEVELS.get(level, level)} congestion ({level} background)", fontsize=9)
             ax.set_xlabel("maxp")
             ax.set_ylabel(unit)
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=7)
-        name = f"{part.name}-{tcp}" + (f"-{size // 1000}KB" if size else "") + ".png"
+        stem = f"{part.name}-{tcp}" + (f"-{size // 1000}KB" if size else "")
         fig.suptitle(f"{part.name}, {tcp}" + (f", {size // 1000} KB responses" if size else "")
                      + ": means with 95 % intervals", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(Path(folder) / name, dpi=110)
-        plt.close(fig)
-        plots.append((name, f"{part.name}, {tcp}" + (f", {size // 1000} KB" if size else "")))
+        plots += save_figure(fig, folder, stem, f"{part.name}, {tcp}" + (f", {size // 1000} KB" if size else ""))
     return plots
 
 
