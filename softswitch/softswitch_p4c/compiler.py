@@ -422,6 +422,16 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.name_counters[base] = 0 if n is None else n + 1
         return base if n is None else f"{base}_{n}"
 
+    def unique_instance_name(self, base):
+        """unique_name that also avoids the header/stack/union instances of parameters
+        (a local `H h` beside a parameter field `hdr.h` must not reuse instance `h`)."""
+        taken = {x["name"].split(".")[0].split("[")[0]
+                 for x in self.headers + self.header_stacks + self.header_unions}
+        name = self.unique_name(base)
+        while name in taken:
+            name = self.unique_name(base)
+        return name
+
     # ------------------------------------------------------------ JSON assembly
     def assemble_json(self):
         scalars = {"name": "scalars_0", "id": len(self.header_types), "fields": self.scalar_fields}

@@ -466,10 +466,14 @@ class ExprMixin:
             if not isinstance(v.type, Bits):
                 raise CompileError(sub.loc, f"operands of '++' need a width, not {v.type}")
         t = Bits(left.type.width + right.type.width, left.type.signed)
+        low_mask = mask_of(right.type.width)
         if left.const is not None and right.const is not None:
-            return Val(t, const=(left.const << right.type.width) | right.const)
+            return Val(t, const=self.wrap((left.const << right.type.width) | (right.const & low_mask), t))
+        low = as_data(right)
+        if right.type.signed:  # BMv2 holds int<W> sign-extended: keep only its W bits
+            low = expr("&", low, hexstr(low_mask, right.type.width))
         shifted = expr("<<", as_data(left), hexstr(right.type.width))
-        return self.fit(t, expr("|", shifted, as_data(right)))
+        return self.fit(t, expr("|", shifted, low))
 
     def divide(self, op, left, right, t, e):
         if right.const == 0:

@@ -566,7 +566,7 @@ class Parser:
         keys = ks.items if isinstance(ks, A.ListExpr) else [ks]
         self.expect(":")
         action = self.action_ref(self.annotations())
-        self.annotations()
+        annos = annos + self.annotations()  # P4: `keyset : action @anno;` annotates the entry
         self.expect(";")
         return A.TableEntry(loc, annos, keys, action, priority)
 

@@ -123,8 +123,34 @@ class ParserMixin:
             state["transitions"] = [{"type": "default", "value": None, "mask": None,
                                      "next_state": nxt}]
         else:
-            self.lower_select(tr, ctx, states, state)
+            self.lower_select(tr, ctx, states, state)   # may add a `set` of the select key
+        self.hoist_lookaheads(ctx.prims)
         return [state]
+
+    def hoist_lookaheads(self, prims):
+        """BMv2 reads `lookahead` only as the whole source of a `set` (or a select key):
+        a lookahead inside an expression (`(bit<32>)(8 * pkt.lookahead<h>().ihl)`) is first
+        `set` into a temporary, read right before the op that uses it (same position)."""
+        out = []
+        for op in prims:
+            params = op["parameters"]
+            keep = 1 if op["op"] == "set" and params[1].get("type") == "lookahead" else None
+            hoisted = [p if i == keep else self.replace_lookaheads(p, out)
+                       for i, p in enumerate(params)]
+            out.append(dict(op, parameters=hoisted))
+        prims[:] = out   # in place: a sub-parser's copy-in is appended to this list later
+        return prims
+
+    def replace_lookaheads(self, node, out):
+        if isinstance(node, list):
+            return [self.replace_lookaheads(x, out) for x in node]
+        if not isinstance(node, dict):
+            return node
+        if node.get("type") == "lookahead":
+            tmp = self.new_scalar(self.unique_name("tmp"), Bits(node["value"][1]))
+            out.append({"op": "set", "parameters": [tmp.ref.json(), node]})
+            return tmp.ref.json()
+        return {k: self.replace_lookaheads(v, out) for k, v in node.items()}
 
     def split_state(self, st, i, ctx, states):
         """p4c style: `if` in a state becomes a select on the condition into
@@ -137,7 +163,8 @@ class ParserMixin:
         join = self.synthetic_state(f"{st.name}_join", states)
         t_name = self.synthetic_state(f"{st.name}_true", states)
         f_name = self.synthetic_state(f"{st.name}_false", states) if s.other else join
-        state = {"name": st.name, "id": self.next_state_id(), "parser_ops": ctx.prims,
+        state = {"name": st.name, "id": self.next_state_id(),
+                 "parser_ops": self.hoist_lookaheads(ctx.prims),
                  "transition_key": [flag.ref.json()],
                  "transitions": [{"type": "hexstr", "value": "0x01", "mask": None,
                                   "next_state": t_name},
@@ -169,7 +196,8 @@ class ParserMixin:
         d = sub.decl
         renamed = {s.name: self.synthetic_state(f"{prefix}_{s.name}", states) for s in d.states}
         renamed["accept"] = cont
-        head = {"name": st.name, "id": self.next_state_id(), "parser_ops": ctx.prims,
+        head = {"name": st.name, "id": self.next_state_id(),
+                "parser_ops": self.hoist_lookaheads(ctx.prims),
                 "transition_key": [], "transitions": [
                     {"type": "default", "value": None, "mask": None,
                      "next_state": renamed["start"]}]}

@@ -118,7 +118,7 @@ class StmtMixin:
         """BMv2 keeps variable-length data only in header fields: a `varbit<W>` local is
         the field of its own metadata header (type `varbit<W>_t`), assigned with assign_VL."""
         st = StructT("header", f"varbit{t.max_width}_t", [("field", t)])
-        ref = self.add_header_instance(self.unique_name(name), st, metadata=True)
+        ref = self.add_header_instance(self.unique_instance_name(name), st, metadata=True)
         return field_val(t, ref.member("field"))
 
     def declare_local(self, s, t, ctx):
@@ -127,7 +127,7 @@ class StmtMixin:
         if isinstance(t, ExternT) or not (t.is_scalar or
                                          isinstance(t, (StructT, StackT, TupleT))):
             raise CompileError(s.type.loc, f"cannot declare a variable of type {t}")
-        return self.layout(t, self.unique_name(s.name), False, s.name)
+        return self.layout(t, self.unique_instance_name(s.name), False, s.name)
 
     def st_If(self, s, ctx):
         cond = self.eval_value(s.cond, ctx)

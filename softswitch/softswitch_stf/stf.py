@@ -139,7 +139,7 @@ def _parse_setdefault(rest, where):
 def _parse_packet(rest, where):
     port, _, data = rest.partition(" ")
     data = "".join(data.split())
-    if not data or not _PACKET_HEX.match(data) or len(data) % 2:
+    if data and not _PACKET_HEX.match(data) or len(data) % 2:  # no bytes: an empty frame
         raise StfError(where, "usage: packet PORT HEXBYTES (an even number of hex digits)")
     return {"port": _port(port, where), "data": bytes.fromhex(data)}
 

@@ -74,6 +74,12 @@ def test_short_names_and_number_spellings_resolve():
         assert run_text(text).passed, spelling
 
 
+def test_packet_without_bytes_is_an_empty_frame():
+    # p4c's corpus sends `packet 0` with no data to programs that parse nothing
+    (command,) = parse_text("packet 0 \n", "t.stf")
+    assert command.kind == "packet" and command.args == {"port": 0, "data": b""}
+
+
 @pytest.mark.parametrize("line, message", [
     ("frobnicate 1", "t.stf:1: error: unknown command 'frobnicate'"),
     ("packet 0 0A0", "t.stf:1: error: usage: packet PORT HEXBYTES"),
