@@ -29,6 +29,9 @@ def parse_args(argv):
                      "(safe from several processes or machines at once)")
     run.add_argument("--resume", action="store_true",
                      help="run only the runs of --out without a `complete` marker")
+    run.add_argument("--redo-unfaithful", choices=("packet", "rtt"), default=None,
+                     help="with --resume: also run again the complete runs whose bottleneck "
+                     "timing missed this time scale (aqmlab/fidelity.py)")
     run.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1; see "
                      "mininet/README.md for when timing fidelity allows more)")
     run.add_argument("--executor", choices=EXECUTORS, default="local",
@@ -64,12 +67,14 @@ def parse_args(argv):
 
 
 def cmd_run(args):
-    from aqmlab import slurm, study
+    from aqmlab import fidelity, slurm, study
 
     experiment = load_experiment(args.file)
     if args.jobs < 1:
         raise ConfigError(f"--jobs: must be >= 1, got {args.jobs}")
     slurm.check_cli_options(args)
+    if args.redo_unfaithful and not args.resume:
+        raise ConfigError("--redo-unfaithful: only with --resume (it reruns runs of a study folder)")
     if (args.only or args.resume) and not args.out:
         raise ConfigError("--only/--resume: need --out DIR (the study folder)")
     if args.quick:
@@ -86,8 +91,11 @@ def cmd_run(args):
     study.prepare_study_folder(out_dir, Path(args.file).read_text(), args.quick,
                                owner=not args.only)
     if args.resume:
-        runs = [r for r in runs if study.run_state(out_dir / r.run_id) != study.COMPLETE]
-        print(f"aqmlab: resuming {out_dir}: {len(runs)} run(s) to do")
+        redo = fidelity.unfaithful(out_dir, runs, args.redo_unfaithful) if args.redo_unfaithful else {}
+        runs = [r for r in runs
+                if study.run_state(out_dir / r.run_id) != study.COMPLETE or r.run_id in redo]
+        print(f"aqmlab: resuming {out_dir}: {len(runs)} run(s) to do"
+              + (f", {len(redo)} of them again for timing ({args.redo_unfaithful} scale)" if redo else ""))
     try:
         outcome = execute(args, experiment, out_dir, runs)
     except KeyboardInterrupt:

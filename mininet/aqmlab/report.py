@@ -13,7 +13,7 @@ from pathlib import Path
 
 import matplotlib
 
-from aqmlab import drops, metrics, stats, study
+from aqmlab import drops, fidelity, metrics, stats, study
 from aqmlab.config import parse_experiment
 
 matplotlib.use("Agg")
@@ -474,6 +474,7 @@ def report_markdown(loaded, rows, found, plots):
     if versions:
         lines.append("- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
     lines += _unfinished_section(loaded)
+    lines += fidelity.report_lines(loaded.folder, loaded.runs)
     if rows:
         lines += ["", "## Summary", "", "```", summary_table(rows), "```"]
         lines += ["", "## All metrics", "", "| point | workload | metric | per run | mean | sd "

@@ -21,7 +21,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from aqmlab import stats, study
+from aqmlab import fidelity, stats, study
 from aqmlab.report import load_study
 from aqmlab.reproductions.common import (Reproduction, fmt, load_lines, measured_lines,
                                          overhead_estimate, parts_present, plot_estimates,
@@ -40,19 +40,7 @@ FIGURE_PARTS = ("p2p", "mixed", "web", "load", "delay", "capacity")
 PARTS = SCALE_PARTS + (SCALING,) + FIGURE_PARTS
 SCALED_PAIRS = (("unscaled-normal", "scaled-normal"), ("unscaled-sqrtn", "scaled-sqrtn"))
 QUICK = "quick"
-FRAME_BITS = 1514 * 8
-# Faithful timing, at two time scales, from R1's own account of how late its
-# bottleneck port sent frames against their due time:
-# - packet scale (what burst absorption in the buffer sees): late on average
-#   by at most one frame time at the bottleneck rate, at most 1 % of frames
-#   more than 1 ms late;
-# - RTT scale (what TCP's windows, synchronisation and utilisation see): late
-#   on average by at most 1 % of the base RTT, at most 5 % of frames more than
-#   1 ms late.
-# Both also need R1's process below 0.9 of a core and, for P2P with a BDP
-# buffer, the link at least 90 % busy.
-FAITHFUL = {"packet": {"late_over_1ms": 0.01}, "rtt": {"late_over_1ms": 0.05},
-            "cpu_share": 0.9, "p2p_utilisation": 0.9, "rtt_fraction": 0.01}
+# Faithful timing: aqmlab/fidelity.py (packet and RTT time scales).
 SIZE_BINS = ((0, 10_000, "< 10 KB"), (10_000, 100_000, "10-100 KB"),
              (100_000, 1_000_000, "100 KB-1 MB"), (1_000_000, math.inf, ">= 1 MB"))
 
@@ -222,30 +210,11 @@ def load_parts(root, names=PARTS + (QUICK,)):
 
 # ---------------------------------------------------------------- the scale limit
 
-def run_fidelity(result, base_rtt_s):
-    """{late_us_mean, late_over_1ms (fraction), cpu_share, utilisation} of R1's
-    bottleneck in one run, and {"packet": ok, "rtt": ok} by FAITHFUL."""
-    timing = result["bottleneck"].get("switch_timing") or {}
-    values = {"late_us_mean": timing.get("late_us_mean", math.nan),
-              "late_us_max": timing.get("late_us_max", math.nan),
-              "late_over_1ms": (timing["late_over_1ms"] / timing["frames"]
-                                if timing.get("frames") else math.nan),
-              "cpu_share": timing.get("cpu_share") or math.nan,
-              "utilisation": result["bottleneck"]["utilisation"]}
-    common = values["cpu_share"] <= FAITHFUL["cpu_share"] and (
-        "p2p" not in result["workloads"] or values["utilisation"] >= FAITHFUL["p2p_utilisation"])
-    mean_limit = {"packet": 1e6 * FRAME_BITS / result["bottleneck_rate_bps"],
-                  "rtt": 1e6 * FAITHFUL["rtt_fraction"] * base_rtt_s}
-    return values, {level: common and values["late_us_mean"] <= mean_limit[level]
-                    and values["late_over_1ms"] <= FAITHFUL[level]["late_over_1ms"]
-                    for level in ("packet", "rtt")}
-
-
 def scale_rows(part):
     rows = []
     for run in part.complete():
         result = part.loaded.results[run.run_id]
-        values, ok = run_fidelity(result, run.scenario.topology.base_rtt_s)
+        values, ok = fidelity.run_timing(result, run.scenario.topology.base_rtt_s)
         load = json.loads((part.loaded.folder / run.run_id / "run.json").read_text())
         workload = result["workloads"][run.scenario.workloads[0].name]
         rows.append({"jain": workload.get("jain_index"), "rtt_ms": workload.get("rtt_ms"),

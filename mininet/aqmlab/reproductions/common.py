@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from aqmlab import study
+from aqmlab import fidelity, study
 from aqmlab.config import ConfigError, load_experiment
 from aqmlab.report import save_plot
 
@@ -262,9 +262,11 @@ def complete_runs(root, parts):
 def run_stages(root, stages, sources, jobs, extra):
     """Run each stage's runs that are not complete yet -> [parts that failed]."""
     failed = []
+    level = extra[extra.index("--redo-unfaithful") + 1] if "--redo-unfaithful" in extra else None
     for i, stage in enumerate(stages, 1):
+        redo = fidelity.unfaithful_in(Path(root) / stage.part, level) if level else set()
         pending = [r for r in stage.run_ids
-                   if study.run_state(Path(root) / stage.part / r) != study.COMPLETE]
+                   if study.run_state(Path(root) / stage.part / r) != study.COMPLETE or r in redo]
         print(f"[{i}/{len(stages)}] {stage.part}: {stage.label}: {len(pending)} of "
               f"{len(stage.run_ids)} runs to do", flush=True)
         if not pending:
@@ -280,7 +282,8 @@ def run_stages(root, stages, sources, jobs, extra):
 def parse_args(reproduction, argv):
     parser = argparse.ArgumentParser(
         prog=f"aqmlab study {reproduction.name}", description=reproduction.description
-        + " Other options (--jobs, --executor slurm, --slurm-*, --build-dir, --no-progress) "
+        + " Other options (--jobs, --executor slurm, --slurm-*, --build-dir, --no-progress, "
+        "--redo-unfaithful) "
         "go to every `aqmlab run`.")
     parser.add_argument("--out", required=True, help="study folder (created, or resumed)")
     parser.add_argument("--quick", action="store_true", help="the CI variant only (< 5 min)")
