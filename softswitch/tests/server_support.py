@@ -1,5 +1,7 @@
 """Shared helpers of the test_server_* tests: the hand-written fixture pipeline."""
 import pathlib
+import subprocess
+import sys
 
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
@@ -7,6 +9,15 @@ from p4.config.v1 import p4info_pb2
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 MINI_P4INFO = FIXTURES / "mini.p4info.txtpb"
 MINI_JSON = FIXTURES / "mini.json"
+P4C = pathlib.Path(sys.executable).parent / "softswitch-p4c"
+
+
+def compile_fixture(out: pathlib.Path, name: str):
+    """softswitch-p4c fixtures/NAME.p4 into `out` -> (P4Info text path, BMv2 JSON path)."""
+    p4info = out / f"{name}.p4info.txtpb"
+    subprocess.run([str(P4C), str(FIXTURES / f"{name}.p4"), "-o", str(out),
+                    "--p4runtime-files", str(p4info)], check=True)
+    return p4info, out / f"{name}.json"
 
 # Ids of mini.p4info.txtpb
 T_LPM, T_ACL, T_DMAC, T_CONST = 33554433, 33554434, 33554435, 33554436

@@ -15,18 +15,14 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
-from server_support import (FIXTURES, P4RTClient, SetAction, Update, start_server,
+from server_support import (FIXTURES, P4RTClient, SetAction, Update, compile_fixture, start_server,
                             wait_for_no_clients, write_error_codes)
 
-P4C = pathlib.Path(sys.executable).parent / "softswitch-p4c"
 
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    out = tmp_path_factory.mktemp("selector")
-    subprocess.run([str(P4C), str(FIXTURES / "selector.p4"), "-o", str(out),
-                    "--p4runtime-files", str(out / "selector.p4info.txtpb")], check=True)
-    return out / "selector.p4info.txtpb", out / "selector.json"
+    return compile_fixture(tmp_path_factory.mktemp("selector"), "selector")
 
 
 @pytest.fixture(scope="module")

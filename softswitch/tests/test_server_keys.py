@@ -8,7 +8,6 @@ canonical byte strings whose width is the P4Info key width (5 bits for
 a[6:2]), so a slice key holds the slice's value, not the field's.
 """
 import json
-import pathlib
 import subprocess
 import sys
 
@@ -16,9 +15,8 @@ import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from server_support import FIXTURES, start_server, wait_for_no_clients
+from server_support import FIXTURES, compile_fixture, start_server, wait_for_no_clients
 
-P4C = pathlib.Path(sys.executable).parent / "softswitch-p4c"
 
 # The probe packet: a=0x5c c=0x0a0b0c0d b=0x1234 r=0x0100 o=0x07.
 PROBE = dict(a=0x5C, c=0x0A0B0C0D, b=0x1234, r=0x0100, o=0x07)
@@ -54,10 +52,7 @@ READ_BACK = {
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    out = tmp_path_factory.mktemp("keys")
-    subprocess.run([str(P4C), str(FIXTURES / "keys.p4"), "-o", str(out),
-                    "--p4runtime-files", str(out / "keys.p4info.txtpb")], check=True)
-    return out / "keys.p4info.txtpb", out / "keys.json"
+    return compile_fixture(tmp_path_factory.mktemp("keys"), "keys")
 
 
 @pytest.fixture(scope="module")
