@@ -13,7 +13,7 @@
 //! lookahead, value sets, the rarer primitives and expressions, a looping
 //! control graph) runs through the interpreter's own function for that piece.
 
-use crate::exec::{arith, get_opt, set_opt, sign_extend, Env, Executor, PacketState, MAX_CONTROL_STEPS, MAX_PARSE_STATES};
+use crate::exec::{arith, get_opt, run_parser, set_opt, sign_extend, Env, Executor, PacketState, MAX_CONTROL_STEPS};
 use crate::hash;
 use crate::load::mask_of;
 use crate::program::*;
@@ -138,17 +138,28 @@ struct FieldRead {
 /// Headers up to this many 64-bit words are read through words (else the interpreter extracts).
 const MAX_READ_WORDS: usize = 8;
 
-/// What a field contributes to one word when written: a field of up to 64 bits
-/// in u64 arithmetic, without a branch; wider ones through u128.
-enum WordPart {
-    Narrow { field: usize, mask: u64, shr: u32, shl: u32 },
-    Wide(Part),
+/// What a field of up to 64 bits contributes to one word when written, in
+/// u64 arithmetic without a branch.
+struct Narrow {
+    field: usize,
+    mask: u64,
+    shr: u32,
+    shl: u32,
 }
 
-/// A word to write: the constants' bits, OR-ed with the fields' parts.
+/// A word to write: the constants' bits, OR-ed with the fields' parts (wider
+/// fields through u128).
 struct Word {
     consts: u64,
-    parts: Vec<WordPart>,
+    narrow: Vec<Narrow>,
+    wide: Vec<Part>,
+}
+
+/// A field read from one word: `(word >> shift) & mask`.
+struct QuickRead {
+    word: usize,
+    shift: u32,
+    mask: u64,
 }
 
 /// Items laid out back to back over `bytes` bytes: written word by word, read field by field.
@@ -156,6 +167,9 @@ struct Layout {
     bytes: usize,
     words: Vec<Word>,
     reads: Vec<FieldRead>,
+    /// When every read field is unsigned, inside one word and the fields are
+    /// consecutive: the first field and one quick read per field.
+    quick: Option<(usize, Vec<QuickRead>)>,
 }
 
 impl Layout {
@@ -195,23 +209,38 @@ impl Layout {
         let words = words
             .into_iter()
             .map(|parts| {
-                let mut word = Word { consts: 0, parts: Vec::new() };
+                let mut word = Word { consts: 0, narrow: Vec::new(), wide: Vec::new() };
                 for p in parts {
                     match p.src {
                         Src::Const(c) => word.consts |= if p.shift >= 0 { (c << p.shift) as u64 } else { (c >> -p.shift) as u64 },
-                        Src::Field(field) if p.mask <= u64::MAX as u128 => word.parts.push(WordPart::Narrow {
+                        Src::Field(field) if p.mask <= u64::MAX as u128 => word.narrow.push(Narrow {
                             field,
                             mask: p.mask as u64,
                             shr: (-p.shift).max(0) as u32,
                             shl: p.shift.max(0) as u32,
                         }),
-                        Src::Field(_) => word.parts.push(WordPart::Wide(p)),
+                        Src::Field(_) => word.wide.push(p),
                     }
                 }
                 word
             })
             .collect();
-        Some(Layout { bytes, words, reads })
+        let quick = Self::quick_reads(&reads);
+        Some(Layout { bytes, words, reads, quick })
+    }
+
+    fn quick_reads(reads: &[FieldRead]) -> Option<(usize, Vec<QuickRead>)> {
+        let first = reads.first()?.field;
+        let quick = reads
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let (k, sh) = r.pieces[0];
+                (r.field == first + i && r.n == 1 && r.width <= 64 && sh >= 0 && !r.signed)
+                    .then_some(QuickRead { word: k as usize, shift: sh as u32, mask: r.mask as u64 })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some((first, quick))
     }
 
     /// Word `k` of the layout with the packet's values.
@@ -219,21 +248,15 @@ impl Layout {
     fn word(&self, k: usize, pkt: &PacketState) -> u64 {
         let w = &self.words[k];
         let mut acc = w.consts;
-        for p in &w.parts {
-            acc |= match p {
-                WordPart::Narrow { field, mask, shr, shl } => ((pkt.fields[*field] as u64 & mask) >> shr) << shl,
-                WordPart::Wide(p) => {
-                    let v = match p.src {
-                        Src::Field(f) => pkt.fields[f] as u128 & p.mask,
-                        Src::Const(c) => c,
-                    };
-                    if p.shift >= 0 {
-                        (v << p.shift) as u64
-                    } else {
-                        (v >> -p.shift) as u64
-                    }
-                }
+        for p in &w.narrow {
+            acc |= ((pkt.fields[p.field] as u64 & p.mask) >> p.shr) << p.shl;
+        }
+        for p in &w.wide {
+            let v = match p.src {
+                Src::Field(f) => pkt.fields[f] as u128 & p.mask,
+                Src::Const(c) => c,
             };
+            acc |= if p.shift >= 0 { (v << p.shift) as u64 } else { (v >> -p.shift) as u64 };
         }
         acc
     }
@@ -277,13 +300,13 @@ impl Layout {
                 }
             };
         }
-        for r in &self.reads {
-            if r.n == 1 && r.width <= 64 && r.pieces[0].1 >= 0 && !r.signed {
-                // The common case: the field inside one word.
-                let (k, sh) = r.pieces[0];
-                pkt.fields[r.field] = ((words[k as usize] >> sh) as u128 & r.mask) as i128;
-                continue;
+        if let Some((first, quick)) = &self.quick {
+            for (dst, q) in pkt.fields[*first..*first + quick.len()].iter_mut().zip(quick) {
+                *dst = ((words[q.word % MAX_READ_WORDS] >> q.shift) & q.mask) as i128;
             }
+            return;
+        }
+        for r in &self.reads {
             let mut v = 0u128;
             for &(k, s) in &r.pieces[..r.n as usize] {
                 let word = words[k as usize];
@@ -873,55 +896,38 @@ impl Compiled {
     /// Returns (bytes consumed, parser error code), as `Executor::parse`.
     pub(crate) fn parse(&self, ex: &mut Executor, st: &State, pkt: &mut PacketState, frame: &[u8]) -> (usize, i128) {
         let prog = &*self.prog;
-        let errs = &prog.errors;
-        let mut pos = 0usize;
-        let mut state = prog.parser.init;
-        let mut steps = 0;
-        while let Some(si) = state {
-            steps += 1;
-            if steps > MAX_PARSE_STATES {
-                return (pos, errs.parser_timeout);
-            }
+        run_parser(prog, prog.parser.init, |si, pos| {
             let code = &self.parser[si];
             for op in &code.ops {
                 match op {
                     ParseOp::Extract(io) => {
                         let bytes = io.layout.bytes;
-                        if pos + bytes > frame.len() {
-                            return (pos, errs.packet_too_short);
+                        if *pos + bytes > frame.len() {
+                            return Err(prog.errors.packet_too_short);
                         }
-                        io.layout.read(frame, pos, pkt);
+                        io.layout.read(frame, *pos, pkt);
                         if io.plain {
                             pkt.valid[io.header] = true;
                         } else {
                             ex.set_valid(pkt, io.header, true);
                         }
-                        pos += bytes;
+                        *pos += bytes;
                     }
-                    ParseOp::Interpreted(op) => {
-                        if let Err(e) = ex.parser_op(prog, st, pkt, frame, &mut pos, op) {
-                            return (pos, e);
-                        }
-                    }
+                    ParseOp::Interpreted(op) => ex.parser_op(prog, st, pkt, frame, pos, op)?,
                 }
             }
-            let next = match &code.select {
+            match &code.select {
                 Select::Key { parts, transitions } => {
                     let mut key = 0u128;
                     for (v, w) in parts {
                         let bits = w.div_ceil(8) * 8;
                         key = if bits >= 128 { 0 } else { key << bits } | (v.get(ex, st, pkt, &[]) as u128 & mask_of(*w));
                     }
-                    transitions.iter().find(|(value, mask, _)| key & mask == *value).map(|t| t.2).ok_or(errs.no_match)
+                    transitions.iter().find(|(value, mask, _)| key & mask == *value).map(|t| t.2).ok_or(prog.errors.no_match)
                 }
-                Select::Interpreted => ex.select(st, pkt, frame, pos, &prog.parser.states[si]),
-            };
-            match next {
-                Ok(n) => state = n,
-                Err(e) => return (pos, e),
+                Select::Interpreted => ex.select(st, pkt, frame, *pos, &prog.parser.states[si]),
             }
-        }
-        (pos, 0)
+        })
     }
 
     fn calculate(&self, ex: &mut Executor, pkt: &PacketState, c: &ChecksumCode) -> u64 {

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Bounds that keep malformed programs from looping forever.
-pub(crate) const MAX_PARSE_STATES: usize = 1024;
+const MAX_PARSE_STATES: usize = 1024;
 pub(crate) const MAX_CONTROL_STEPS: usize = 100_000;
 const MAX_RESUBMITS: usize = 16;
 
@@ -501,6 +501,9 @@ impl Executor {
         let len = pkt.ingress_len as i128;
         set_opt(&mut pkt, s.packet_length, len);
         self.flags = Flags::default();
+        if let Some(parser) = &prog.tna_egress_parser {
+            self.tna_reparse(&prog, st, &mut pkt, parser);
+        }
         match self.compiled.clone() {
             Some(c) => c.run_egress(self, st, &mut pkt),
             None => self.run_pipeline(&prog, st, &mut pkt, prog.egress.init),
@@ -571,27 +574,13 @@ impl Executor {
 
     /// Returns (bytes consumed, error code).
     fn parse(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, frame: &[u8]) -> (usize, i128) {
-        let errs = &prog.errors;
-        let mut pos = 0usize;
-        let mut state = prog.parser.init;
-        let mut steps = 0;
-        while let Some(si) = state {
-            steps += 1;
-            if steps > MAX_PARSE_STATES {
-                return (pos, errs.parser_timeout);
-            }
+        run_parser(prog, prog.parser.init, |si, pos| {
             let ps = &prog.parser.states[si];
             for op in &ps.ops {
-                if let Err(e) = self.parser_op(prog, st, pkt, frame, &mut pos, op) {
-                    return (pos, e);
-                }
+                self.parser_op(prog, st, pkt, frame, pos, op)?;
             }
-            match self.select(st, pkt, frame, pos, ps) {
-                Ok(next) => state = next,
-                Err(e) => return (pos, e),
-            }
-        }
-        (pos, 0)
+            self.select(st, pkt, frame, *pos, ps)
+        })
     }
 
     pub(crate) fn parser_op(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, frame: &[u8], pos: &mut usize, op: &ParserOp) -> Result<(), i128> {
@@ -855,6 +844,36 @@ impl Executor {
         }
         w.push_bytes(&pkt.payload);
         w.buf
+    }
+
+    /// TNA: the bytes the ingress deparser emits (bridged header included), parsed
+    /// again by the egress parser into headers that all start invalid. Metadata
+    /// stays: it holds the intrinsic metadata the lowering copies in.
+    fn tna_reparse(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, parser: &Parser) {
+        let emitted = prog.tna_ingress_deparser.iter().filter(|h| pkt.valid[**h] && !prog.headers[**h].metadata);
+        let len = emitted.clone().map(|h| self.header_bytes(pkt, *h)).sum::<usize>() + pkt.payload.len();
+        let mut w = BitWriter { buf: Vec::with_capacity(len), bits: 0 };
+        for h in emitted {
+            self.write_header(pkt, *h, &mut w);
+        }
+        w.push_bytes(&pkt.payload);
+        let frame = w.buf;
+        for (h, hdr) in prog.headers.iter().enumerate() {
+            pkt.valid[h] &= hdr.metadata;
+        }
+        pkt.varbits.iter_mut().for_each(Vec::clear);
+        pkt.stack_next.fill(0);
+        pkt.union_stack_next.fill(0);
+        let (pos, error) = run_parser(prog, parser.init, |si, pos| {
+            let ps = &parser.states[si];
+            for op in &ps.ops {
+                self.parser_op(prog, st, pkt, &frame, pos, op)?;
+            }
+            self.select(st, pkt, &frame, *pos, ps)
+        });
+        pkt.payload.clear();
+        pkt.payload.extend_from_slice(&frame[pos.min(frame.len())..]);
+        set_opt(pkt, prog.std.parser_error, error);
     }
 
     // ---------------- controls ----------------
@@ -1343,6 +1362,27 @@ impl Executor {
         }
         arith(op, self.leaf(env, pkt, a), self.leaf(env, pkt, b))
     }
+}
+
+/// Walks the parser's states from its start, `state` running one (its ops and
+/// select: the next state, or an error code) at the byte position it advances;
+/// returns (bytes consumed, error code), both engines' parse loop.
+#[inline(always)]
+pub(crate) fn run_parser(prog: &Program, init: Option<usize>, mut state: impl FnMut(usize, &mut usize) -> Result<Option<usize>, i128>) -> (usize, i128) {
+    let mut pos = 0usize;
+    let mut next = init;
+    let mut steps = 0;
+    while let Some(si) = next {
+        steps += 1;
+        if steps > MAX_PARSE_STATES {
+            return (pos, prog.errors.parser_timeout);
+        }
+        match state(si, &mut pos) {
+            Ok(n) => next = n,
+            Err(e) => return (pos, e),
+        }
+    }
+    (pos, 0)
 }
 
 /// A binary operator on two evaluated operands (128-bit two's complement);
