@@ -4,9 +4,10 @@ missed the chosen time scale."""
 
 import subprocess
 import sys
+from types import SimpleNamespace
 
 from aqmlab import fidelity, study
-from aqmlab.report import build_report
+from aqmlab.report import build_report, load_study
 from aqmlab.reproductions import common
 from test_rfc2884 import result as base_result, write_study
 
@@ -97,3 +98,9 @@ def test_a_run_is_judged_at_the_packet_and_the_rtt_time_scale():
     assert fidelity.run_timing(result, 0.2)[1] == {"packet": False, "rtt": False}
 
 
+
+
+def test_reproduction_reports_count_faithful_runs_per_part(tmp_path):
+    folder = write_study(tmp_path / "s", STUDY, result)
+    line = common.fidelity_lines({"crr": SimpleNamespace(loaded=load_study(folder))})[-1]
+    assert "RTT / packet time scale: crr 2 / 1 of 3." in line

@@ -88,7 +88,23 @@ def load_lines(parts):
         return []
     return ["", f"1-minute load average when the runs started: {min(loads):.1f} - "
                 f"{max(loads):.1f} (2 cores shared with other work; each run's is in its "
-                f"run.json)."]
+                f"run.json)."] + fidelity_lines(parts)
+
+
+def fidelity_lines(parts):
+    """How many runs of each part kept faithful timing (aqmlab/fidelity.py)."""
+    counts = []
+    for name, part in parts.items():
+        timed = fidelity.timings(part.loaded.folder, part.loaded.runs)
+        if timed:
+            ok = {level: sum(verdict[level] for _, verdict in timed.values())
+                  for level in fidelity.LEVELS}
+            counts.append(f"{name} {ok['rtt']} / {ok['packet']} of {len(timed)}")
+    if not counts:
+        return []
+    return ["", "Timing fidelity of the bottleneck switch (aqmlab/fidelity.py), runs faithful at "
+                "the RTT / packet time scale: " + "; ".join(counts) + ". Add `--redo-unfaithful "
+                "rtt` to the study's command to run the others again on a quieter machine."]
 
 
 # ---------------------------------------------------------------- wall times
