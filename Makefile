@@ -51,7 +51,7 @@ build: $(PROGRAMS)
 test: ptf ptf-tna unit
 
 unit:
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 ptf:
 	$(MAKE) -C ptf-tests run TARGET=$(TARGET) ARCH=$(ARCH) PY=$(PY)
