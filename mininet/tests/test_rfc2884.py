@@ -18,7 +18,7 @@ from aqmlab import study
 from aqmlab.config import load_experiment
 from aqmlab.reproductions import common, rfc2884
 from aqmlab.tuning import TcpTuning, read_sysctl
-from labhelpers import REPO, direct_link
+from labhelpers import REPO, direct_link, run_quick_study
 
 FILES = REPO / "mininet" / "experiments" / "rfc2884"
 MAXP = [0.02, 0.05, 0.1, 0.2, 0.3, 0.5]
@@ -164,6 +164,10 @@ def test_calibration_picks_per_level_the_candidate_longest_in_the_region(tmp_pat
         2: (5, 15, 1.0), 5: (15, 45, 1.0), 10: (10, 30, 1.0)}     # ties: the smaller maxth
     assert all(c["wq_log"] == 9 and c["n"] == 2 for c in choice.values())  # ... the smaller wq
     assert len(choice[2]["candidates"]) == 6
+    # A committed study keeps each run's fractions, not its queue telemetry.
+    for queue_csv in folder.glob("*/queue.csv"):
+        queue_csv.unlink()
+    assert rfc2884.choose_red(rfc2884.load_study(folder)) == choice
 
 
 def test_materialise_writes_each_levels_values_into_the_zipped_sweep():
@@ -487,11 +491,7 @@ def test_quick_variant_runs_and_checks_the_direction_of_the_main_effect(tmp_path
     """`aqmlab study rfc2884 --quick` (~4 min): 6 runs of 5 KB transactions at
     high congestion; exit 0 means ECN's transactions/s is not below non-ECN's
     at 95 % confidence."""
-    out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "rfc2884", "--quick",
-                          "--out", str(tmp_path / "s"), "--no-progress"],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    assert "passed: ECN - non-ECN" in out.stdout
-    report = (tmp_path / "s" / "report.md").read_text()
+    stdout, report = run_quick_study("rfc2884", tmp_path / "s")
+    assert "passed: ECN - non-ECN" in stdout
     assert "NOT the full grid, only the quick CI variant" in report
     assert "Direction check: passed" in report

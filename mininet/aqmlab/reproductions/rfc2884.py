@@ -48,6 +48,7 @@ LEVEL_KEY = "workload.background.pairs"
 RED_KEYS = ("aqm.minth", "aqm.maxth", "aqm.wq_log")
 REGION_MIN = 0.5          # "most of the time": a run below this left the RED region
 CALIBRATION_FILE = "calibration.json"
+REGION_FILE = "red_region.json"   # a run's time below / in / above the RED region
 
 
 # ---------------------------------------------------------------- the RED region
@@ -78,10 +79,18 @@ def region_fractions(samples, minth, maxth, window):
 
 
 def run_region(loaded, run):
-    """The RED-region fractions of one complete run over its measurement window."""
+    """The RED-region fractions of one complete run over its measurement window,
+    kept in the run's REGION_FILE so that a committed study needs no queue.csv
+    (about 1 MB a run)."""
+    cached = loaded.folder / run.run_id / REGION_FILE
+    if cached.exists():
+        return json.loads(cached.read_text())
     experiment = loaded.experiment
-    return region_fractions(read_queue(loaded.folder / run.run_id), run.scenario.aqm.minth,
-                            run.scenario.aqm.maxth, (experiment.warmup, experiment.duration))
+    found = region_fractions(read_queue(loaded.folder / run.run_id), run.scenario.aqm.minth,
+                             run.scenario.aqm.maxth, (experiment.warmup, experiment.duration))
+    if found is not None:
+        cached.write_text(json.dumps(found))
+    return found
 
 
 def choose_red(loaded):
@@ -446,10 +455,14 @@ def plan_lines(root, overhead):
            + " (mean of its complete runs); elsewhere " if measured else "")
         + "estimated at a fair share of 1.5 Mb/s among all its flows:", "", *table, "",
         "Run (and resume: rerun the same command; complete runs are kept) on this machine, "
-        "then commit the study folder and rebuild this report:", "",
+        "then commit the study folder without its bulky per-run files (the first report keeps "
+        f"each run's RED-region fractions in {REGION_FILE}, so queue.csv can stay behind) and "
+        "rebuild this report:", "",
         "```",
         f"aqmlab study rfc2884 --out results/rfc2884 --jobs {jobs}",
-        "tar -C results/rfc2884 --exclude lab --exclude '*.png' --exclude report.md -cf - . |",
+        "aqmlab study rfc2884 --out results/rfc2884 --report-only",
+        "tar -C results/rfc2884 --exclude lab --exclude '*.png' --exclude report.md \\",
+        "    --exclude queue.csv --exclude 'drops*.csv' -cf - . |",
         "    tar -C docs/reproductions/rfc2884/study -xf -",
         "aqmlab study rfc2884 --out docs/reproductions/rfc2884/study --report-only --report "
         "docs/reproductions/rfc2884.md",
