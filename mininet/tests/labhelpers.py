@@ -1,8 +1,10 @@
 """Helpers for the lab tests: a direct veth link between two tuned hosts,
-workload pairs on it, and a check that a lab left nothing behind."""
+workload pairs on it, a check that a lab left nothing behind, and a
+reproduction's quick variant run end to end."""
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from aqmlab.config import parse_workload
@@ -52,3 +54,12 @@ def leftovers(tag):
     if (STATE_DIR / f"{tag}.json").exists():
         found.append("state file")
     return found
+
+
+def run_quick_study(name, out):
+    """`aqmlab study NAME --quick --out OUT` through the lab; asserts exit 0 and
+    returns (stdout, report.md text)."""
+    done = subprocess.run([sys.executable, "-m", "aqmlab", "study", name, "--quick", "--out",
+                           str(out), "--no-progress"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    return done.stdout, (Path(out) / "report.md").read_text()

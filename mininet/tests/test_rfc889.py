@@ -8,7 +8,6 @@ import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,6 +18,7 @@ from aqmlab.reproductions import rfc889
 from aqmlab.reproductions.rfc889 import (ETHERNET_HEADER, Volley, calibration_lines,
                                          configured_path, fit_delay, fit_robust, mills, rfc6298,
                                          rsre, simulate)
+from labhelpers import run_quick_study
 
 FILES = rfc889.EXPERIMENTS
 
@@ -221,10 +221,6 @@ def test_unknown_part_is_a_one_line_error(tmp_path):
 
 
 def test_quick_variant_passes_the_calibration_through_the_lab(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "rfc889", "--out",
-                          str(tmp_path / "study"), "--quick", "--no-progress"],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
-    assert "passed: calibration of the quick part" in out.stdout
-    report = Path(tmp_path / "study" / "report.md").read_text()
+    stdout, report = run_quick_study("rfc889", tmp_path / "study")
+    assert "passed: calibration of the quick part" in stdout
     assert "## The quick CI variant" in report and "| NO |" not in report
