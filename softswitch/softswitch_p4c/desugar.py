@@ -147,8 +147,36 @@ class ConditionSplitter:
             name, decl = self.fresh(loc)
             tmp = A.Name(loc, name)
             return [decl] + self.split_value(loc, e, tmp), tmp
+        operands = _operands(e)
+        if operands is not None:
+            return self.lower_operands(e, operands)
         raise unsupported(loc, "table apply inside this expression (only `.hit`/`.miss` "
                                "tests combined with &&, ||, ! and ?: are supported)")
+
+    def lower_operands(self, e, operands):
+        """An operator or call whose operands apply tables (`f(t.apply().hit ? 1 : 2)`):
+        the operands' table tests run first, in operand order. An earlier operand with
+        side effects would then run after them, so that case is refused."""
+        pre, lowered = [], []
+        for i, x in enumerate(operands):
+            p, x = self.lower_operand(x)
+            if p and has_side_effects(operands[:i]):
+                raise unsupported(e.loc, "table apply in an operand after one with side "
+                                         "effects")
+            pre += p
+            lowered.append(x)
+        return pre, _with_operands(e, lowered)
+
+    def lower_operand(self, e):
+        """A value operand: in `c ? a : b` only the table test in c is hoisted, so the
+        choice keeps its type (a bool temporary stands for c alone)."""
+        if isinstance(e, A.NamedArg):
+            pre, value = self.lower_operand(e.value)
+            return pre, A.NamedArg(e.loc, e.name, value)
+        if isinstance(e, A.Ternary) and not has_apply([e.then, e.other]):
+            pre, cond = self.lower(e.cond)
+            return pre, A.Ternary(e.loc, cond, e.then, e.other)
+        return self.lower(e)
 
     def lower_logical(self, e):
         loc = e.loc
@@ -179,3 +207,26 @@ def assigned_names(node):
             if f.name != "loc":
                 out |= assigned_names(getattr(node, f.name))
     return out
+
+
+def _operands(e):
+    """The operands of a value-producing operator or call, evaluated left to right."""
+    if isinstance(e, A.Call) and not has_apply(e.func):
+        return list(e.args)
+    if isinstance(e, A.Binary) and e.op not in ("&&", "||"):
+        return [e.left, e.right]
+    if isinstance(e, (A.Unary, A.Cast, A.Slice)):
+        return [e.expr]
+    return None
+
+
+def _with_operands(e, operands):
+    if isinstance(e, A.Call):
+        return A.Call(e.loc, e.func, e.type_args, operands)
+    if isinstance(e, A.Binary):
+        return A.Binary(e.loc, e.op, operands[0], operands[1])
+    if isinstance(e, A.Unary):
+        return A.Unary(e.loc, e.op, operands[0])
+    if isinstance(e, A.Cast):
+        return A.Cast(e.loc, e.type, operands[0])
+    return A.Slice(e.loc, operands[0], e.hi, e.lo)

@@ -352,6 +352,18 @@ class StmtMixin:
             bound[p.name] = v
         return bound
 
+    def lists_as_struct_values(self, bound, params, ctx, loc):
+        """A list expression passed to a struct or header parameter of a function or action
+        (`f({{...}})`) becomes a temporary of that type, which the body reads as a value
+        (extern calls keep the list: digest and hash read its fields)."""
+        for p in params:
+            pt = self.resolve_type(p.type, ctx.scope)
+            if "items" in bound[p.name].extra and isinstance(pt, StructT):
+                tmp = self.temporary(p.name, pt)
+                self.assign(ctx, tmp, bound[p.name], loc)
+                bound[p.name] = tmp
+        return bound
+
     def coerce_arg(self, v, pt, e, p, name):
         try:
             return self.coerce(v, pt, e.loc, f"argument '{p.name}' of '{name}'")
@@ -365,7 +377,8 @@ class StmtMixin:
     def inline_action(self, sym, args, ctx, loc):
         d = sym.decl
         call = A.Call(loc, A.Name(loc, d.name), [], args)
-        bound = self.bind_args(call, d.params, d.name, ctx)
+        bound = self.lists_as_struct_values(self.bind_args(call, d.params, d.name, ctx),
+                                            d.params, ctx, loc)
         scope, copy_out = self.callee_scope(sym.scope, d, bound, ctx)
         self.inline_body(d.body, ctx, scope, None)
         self.copy_out(ctx, copy_out)
@@ -483,7 +496,8 @@ class StmtMixin:
             raise unsupported(call.loc, f"generic function '{d.name}'")
         if ctx.prims is None:
             raise CompileError(call.loc, f"call to function '{d.name}' is not allowed here")
-        bound = self.bind_args(call, d.params, d.name, ctx)
+        bound = self.lists_as_struct_values(self.bind_args(call, d.params, d.name, ctx),
+                                            d.params, ctx, call.loc)
         scope, copy_out = self.callee_scope(sym.scope, d, bound, ctx)
         ret_t = self.resolve_type(d.ret, sym.scope)
         target = None
