@@ -15,18 +15,11 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from server_support import FIXTURES, P4RTClient, start_server, wait_for_no_clients
+from server_support import FIXTURES, P4RTClient, wait_for_no_clients
 from softswitch_p4c.driver import compile_to_objects
 
 REFERENCE = pathlib.Path(__file__).parent / "p4c_reference"
 ETH_IPV4 = bytes(6) + bytes.fromhex("020000000001") + b"\x08\x00" + bytes(20)
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv, address = start_server()
-    yield srv, address
-    srv.stop()
 
 
 @pytest.fixture

@@ -7,17 +7,10 @@ from p4.v1 import p4runtime_pb2
 
 from server_support import (A_DROP, A_NOACTION, A_SET_NHOP, C_PORT, D_LEARN,
                             M_PORT, R_FLOW, SetAction, T_ACL, T_LPM, P4RTClient,
-                            acl_entry, lpm_entry, mini_json, mini_p4info, snapshot, start_server,
+                            acl_entry, lpm_entry, mini_json, mini_p4info, snapshot,
                             wait_for_no_clients)
 
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest.ResponseType
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv, address = start_server()
-    yield srv, address
-    srv.stop()
 
 
 @pytest.fixture
