@@ -12,8 +12,8 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from softswitch_server.tm import DISTRIBUTIONS as JITTER_DISTRIBUTIONS
 from softswitch_server.tm import TmError, parse_glitch, parse_loss
+from softswitch_server.tm import parse_distribution as parse_jitter_distribution
 
 from aqmlab.tuning import TcpTuning
 from aqmlab.units import parse_delay, parse_rate, parse_size
@@ -70,7 +70,7 @@ class LinkSpec:
     buffer: object = 1000      # packets (int) or a rule from BUFFER_RULES
     # impairments (bottleneck only), each direction, in the softswitch's traffic manager:
     jitter_s: float = 0.0      # netem `delay TIME JITTER`
-    distribution: str = "uniform"
+    distribution: str = "uniform"   # or a netem table: name, or absolute .dist path
     loss: str = ""             # netem loss text ("1%", "gemodel 1% 30%"), validated
     glitch: str = ""           # "MEAN_GAP HOLD" (RFC 889's delay glitches), validated
 
@@ -239,7 +239,7 @@ def parse_link(table, path, default_buffer, impairments=False):
         buffer = _number(table, "buffer", path, default_buffer, low=1, integer=True)
     delay, jitter = _delay_jitter(table, path, impairments)
     return LinkSpec(_unit(table, "rate", path, parse_rate), delay, buffer, jitter,
-                    _choice(table, "distribution", path, JITTER_DISTRIBUTIONS, "uniform"),
+                    _jitter_distribution(table, path),
                     _tm_text(table, "loss", path, parse_loss),
                     _tm_text(table, "glitch", path, parse_glitch))
 
@@ -252,6 +252,12 @@ def _delay_jitter(table, path, jitter_allowed):
     if len(words) == 2:
         _fail(f"{path}.delay", "a jitter (TIME JITTER) is allowed on the bottleneck only")
     return _unit(table, "delay", path, parse_delay), 0.0
+
+
+def _jitter_distribution(table, path):
+    """uniform | normal | pareto | a netem table (name, or a .dist file, made absolute)."""
+    name = _tm_text(table, "distribution", path, parse_jitter_distribution) or "uniform"
+    return str(Path(name).resolve()) if name.endswith(".dist") else name
 
 
 def _tm_text(table, key, path, parser):

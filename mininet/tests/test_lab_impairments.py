@@ -38,6 +38,18 @@ def test_bottleneck_impairment_keys_are_parsed_with_netem_names():
     assert (plain.jitter_s, plain.loss, plain.glitch) == (0.0, "", "")
 
 
+def test_an_empirical_table_is_a_netem_dist_file(tmp_path):
+    table = tmp_path / "measured.dist"
+    table.write_text("-8192 0 8192 16384\n")
+    data = copy.deepcopy(BASE)
+    data["topology"]["bottleneck"]["distribution"] = str(table)
+    link = parsed(data).topology.bottleneck
+    assert link.distribution == str(table)
+    queue = PortQueue(0, 25, 0.02, jitter_s=link.jitter_s, distribution=link.distribution)
+    config = build_port_configs([f"1:{tm_option(queue)}"], None, {1})[1]
+    assert (config.distribution, config.distribution_table) == ("table", (-1.0, 0.0, 1.0, 2.0))
+
+
 def test_the_switch_parses_what_the_lab_emits():
     queue = PortQueue(1_000_000, 25, 0.020, 0.0, jitter_s=0.005, distribution="pareto",
                       loss="gemodel 1% 30%", glitch="2s 300ms")
@@ -64,7 +76,8 @@ def test_netem_gets_the_same_impairments_for_bmv2():
     ({"loss": "gemodel 1%"}, "topology.bottleneck.loss", "expected gemodel p r"),
     ({"glitch": "2s"}, "topology.bottleneck.glitch", "expected MEAN_GAP HOLD"),
     ({"glitch": "0s 1s"}, "topology.bottleneck.glitch", "gap and hold must be above 0"),
-    ({"distribution": "cauchy"}, "topology.bottleneck.distribution", "must be one of"),
+    ({"distribution": "cauchy"}, "topology.bottleneck.distribution", "expected one of uniform"),
+    ({"distribution": "/no/such.dist"}, "topology.bottleneck.distribution", "No such file"),
     ({"delay": "20ms 5xs"}, "topology.bottleneck.delay", "unknown time unit"),
 ])
 def test_bad_impairments_are_one_line_errors_naming_the_field(link, field, message):

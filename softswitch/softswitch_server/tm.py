@@ -17,12 +17,14 @@ independently; `loss=gemodel p r [1-h [1-k]]` is the Gilbert-Elliott model
 the good state (default 0 %)). Each probability is `N%` or a fraction 0..1
 (a bare number is a fraction below 1, unlike netem where it is a percent).
 `delay = "20ms 5ms"` adds netem's jitter, shaped by `distribution` (uniform
-+-jitter by default, normal or pareto with standard deviation jitter);
++-jitter by default, normal or pareto with standard deviation jitter, or an
+empirical table: a netem `.dist` file or the name of one iproute2 installs);
 frames are never reordered. `glitch = "2s 300ms"` stops the transmitter for
 300 ms after exponential gaps of mean 2 s (RFC 889's delay glitches).
 """
 import re
 import tomllib
+from pathlib import Path
 from dataclasses import dataclass, fields
 
 RATE_UNITS = {"": 1, "bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
@@ -48,9 +50,15 @@ class PortConfig:
     distribution: str = "uniform"
     glitch_every_us: int = 0
     glitch_hold_us: int = 0
+    distribution_table: tuple | None = None   # distribution "table": entries, units of jitter
 
     def engine_kwargs(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """configure_port's keywords (distribution_table only for a table)."""
+        kwargs = {f.name: getattr(self, f.name) for f in fields(self)}
+        table = kwargs.pop("distribution_table")
+        if table is not None:
+            kwargs["distribution_table"] = list(table)
+        return kwargs
 
 
 def parse_rate(text) -> int:
@@ -114,12 +122,45 @@ def parse_glitch(text) -> tuple:
 
 
 DISTRIBUTIONS = ("uniform", "normal", "pareto")
+# Where iproute2 installs netem's tables (normal, pareto, paretonormal, experimental .dist).
+TC_TABLE_DIRS = ("/usr/lib/tc", "/usr/lib/x86_64-linux-gnu/tc", "/usr/lib/aarch64-linux-gnu/tc",
+                 "/usr/lib64/tc", "/usr/share/tc")
+NETEM_DIST_SCALE = 8192     # a table entry / 8192 = standard deviations (netem's tabledist)
+MAX_TABLE = 16384            # netem's NETEM_DIST_MAX
+ENTRY_RANGE = range(-32768, 32768)   # netem stores entries as 16-bit integers
 
 
-def parse_distribution(text) -> str:
-    if text not in DISTRIBUTIONS:
-        raise TmError(f"distribution '{text}': expected one of {', '.join(DISTRIBUTIONS)}")
-    return text
+def parse_distribution(text) -> tuple:
+    """uniform | normal | pareto, or an empirical table as netem takes it: a
+    `.dist` file (path) or a table name iproute2 installs (paretonormal,
+    experimental, ...) -> (name, None) or ("table", entries in units of jitter)."""
+    text = str(text).strip()
+    if text in DISTRIBUTIONS:
+        return text, None
+    path = Path(text) if text.endswith(".dist") else next(
+        (Path(d) / f"{text}.dist" for d in TC_TABLE_DIRS if (Path(d) / f"{text}.dist").is_file()
+         and "/" not in text), None)
+    if path is None:
+        raise TmError(f"distribution '{text}': expected one of {', '.join(DISTRIBUTIONS)}, the "
+                      f"name of a table iproute2 installs (paretonormal, experimental) or a .dist file")
+    return "table", read_table(path)
+
+
+def read_table(path) -> tuple:
+    """A netem distribution table: integers (standard deviations x 8192), '#' comments."""
+    try:
+        words = " ".join(line.split("#")[0] for line in Path(path).read_text().splitlines()).split()
+        values = [int(w) for w in words]
+    except (OSError, UnicodeDecodeError) as e:
+        raise TmError(f"distribution table {path}: {e}") from None
+    except ValueError:
+        values = None
+    if values is None or any(v not in ENTRY_RANGE for v in values):
+        raise TmError(f"distribution table {path}: entries must be integers in -32768..32767 "
+                      f"(standard deviations x {NETEM_DIST_SCALE}, netem's format)")
+    if not 1 <= len(values) <= MAX_TABLE:
+        raise TmError(f"distribution table {path}: needs 1..{MAX_TABLE} entries, has {len(values)}")
+    return tuple(v / NETEM_DIST_SCALE for v in values)
 
 
 def _count(text, name, low, high=None) -> int:
@@ -137,7 +178,7 @@ SETTERS = {
     "buffer": ("buffer_packets", lambda v: _count(v, "buffer", 1)),
     "buffer-bytes": ("buffer_bytes", lambda v: _count(v, "buffer-bytes", 0)),
     "delay": (("delay_us", "jitter_us"), parse_delay_jitter),
-    "distribution": ("distribution", parse_distribution),
+    "distribution": (("distribution", "distribution_table"), parse_distribution),
     "glitch": (("glitch_every_us", "glitch_hold_us"), parse_glitch),
     "ingress-delay": ("ingress_delay_us", parse_delay),
     "prio-queues": ("prio_queues", lambda v: _count(v, "prio-queues", 1, 8)),

@@ -320,6 +320,27 @@ def test_unknown_delay_distribution_is_refused(switch):
         switch.configure_port(1, delay_us=1000, jitter_us=100, distribution="paretonormal")
 
 
+def test_a_distribution_table_goes_with_distribution_table_only(switch):
+    switch.configure_port(1, delay_us=1000, jitter_us=100, distribution="table",
+                          distribution_table=[-1.0, 0.0, 2.0])
+    with pytest.raises(ValueError, match="distribution 'table' needs distribution_table"):
+        switch.configure_port(1, delay_us=1000, jitter_us=100, distribution="table")
+    with pytest.raises(ValueError, match="distribution_table needs distribution 'table'"):
+        switch.configure_port(1, jitter_us=100, distribution="normal", distribution_table=[0.0])
+    with pytest.raises(ValueError, match="1..=16384 finite entries"):
+        switch.configure_port(1, jitter_us=100, distribution="table", distribution_table=[])
+
+
+def test_an_empirical_delay_table_is_drawn_per_frame_on_the_wire(lab, switch):
+    # Table [0, 2] x 10 ms jitter on a 30 ms delay: each echo request takes 30 or
+    # 50 ms, each half the time; 50 ms between requests keeps the FIFO rule out.
+    switch.configure_port(1, delay_us=30_000, jitter_us=10_000, distribution="table",
+                          distribution_table=[0.0, 2.0])
+    rtts = ping_rtts_ms(lab, count=80, interval=0.05)
+    assert len(rtts) == 80 and min(rtts) >= 30.0
+    assert_in_binomial_interval(sum(rtt > 40.0 for rtt in rtts), len(rtts), 0.5)
+
+
 def test_a_glitch_holds_the_link_so_the_queue_fills(lab, switch):
     # Unlimited rate and a 10-frame buffer never drop a 100-frame burst by
     # themselves; a glitch (first one ~0.1 ms in, held 2 s) makes the burst

@@ -1,4 +1,5 @@
 """The `softswitch` command line: flags, traffic-manager options, bad input."""
+import statistics
 import subprocess
 import sys
 
@@ -56,6 +57,29 @@ def test_delay_takes_netem_jitter_and_distribution():
     assert build_port_configs(["1:delay=20ms"], None, {1: "b"})[1].jitter_us == 0
 
 
+def test_distribution_takes_netem_tables(tmp_path):
+    """An empirical table: a .dist file in netem's format (standard deviations
+    x 8192, '#' comments), or a table name iproute2 installs."""
+    table = tmp_path / "measured.dist"
+    table.write_text("# measured\n-8192 0\n4096 16384 # two sd\n")
+    config = build_port_configs([f"1:delay=20ms 5ms,distribution={table}"], None, {1: "b"})[1]
+    assert (config.distribution, config.distribution_table) == ("table", (-1.0, 0.0, 0.5, 2.0))
+    assert config.engine_kwargs()["distribution_table"] == [-1.0, 0.0, 0.5, 2.0]
+    assert "distribution_table" not in build_port_configs(["1:delay=1ms"], None, {1: "b"})[1] \
+        .engine_kwargs()
+    for bad in ("1 2 x\n", "40000\n"):
+        (tmp_path / "bad.dist").write_text(bad)
+        with pytest.raises(TmError, match="entries must be integers in -32768..32767"):
+            build_port_configs([f"1:distribution={tmp_path / 'bad.dist'}"], None, {1: "b"})
+
+
+def test_distribution_takes_the_tables_iproute2_installs():
+    # iproute2 (requirements-apt.txt) ships paretonormal.dist: 4096 entries, mean ~0.
+    config = build_port_configs(["1:delay=20ms 5ms,distribution=paretonormal"], None, {1: "b"})[1]
+    assert config.distribution == "table" and len(config.distribution_table) == 4096
+    assert abs(statistics.fmean(config.distribution_table)) < 0.05
+
+
 def test_glitch_is_mean_gap_and_hold():
     config = build_port_configs(["1:glitch=2s 300ms"], None, {1: "b"})[1]
     assert (config.glitch_every_us, config.glitch_hold_us) == (2_000_000, 300_000)
@@ -76,7 +100,8 @@ def test_a_later_loss_replaces_the_earlier_model(tmp_path):
     (["1:loss=1"], None), (["1:loss=101%"], None), (["1:loss=random 1% 25%"], None),
     (["1:loss=gemodel 1%"], None), (["1:loss=gemodel 1% 2% 3% 4% 5%"], None), (["1:loss=-0.1"], None),
     (["1:loss=lots"], None), ([], "[ports.1]\nloss = 2.5\n"),
-    (["1:delay=20ms 5"], None), (["1:delay=20ms 5ms 25%"], None), (["1:distribution=paretonormal"], None),
+    (["1:delay=20ms 5"], None), (["1:delay=20ms 5ms 25%"], None), (["1:distribution=cauchy"], None),
+    (["1:distribution=/no/such/table.dist"], None), ([], "[ports.1]\ndistribution = \"t.dist\"\n"),
     (["1:glitch=2s"], None), (["1:glitch=0s 1ms"], None), (["1:glitch=2s 300"], None),
     ([], "[switch]\nx = 1\n"),
 ])

@@ -5,7 +5,7 @@ use crate::afpacket::RawPort;
 use crate::clock::Clock;
 use crate::dataplane::PacketLoop;
 use crate::shared::{Pipeline, Shared};
-use crate::tm::{JitterDist, Loss, PortConfig};
+use crate::tm::{intern_table, JitterDist, Loss, PortConfig};
 use p4core::{Indirect, Executor, MatchKey, MeterConfig, Program, QueueMeta, RuntimeError, State};
 use parking_lot::Mutex;
 use pyo3::create_exception;
@@ -180,17 +180,21 @@ impl Switch {
     /// `loss`: random loss probability (fraction); `loss_gemodel`: netem's
     /// Gilbert-Elliott (p, r, 1-h, 1-k) as fractions. At most one of them.
     /// `jitter_us` varies `delay_us` per frame with `distribution`
-    /// ("uniform", "normal", "pareto"), never reordering frames. Glitches hold
+    /// ("uniform", "normal", "pareto", or "table" with `distribution_table`,
+    /// entries in units of jitter), never reordering frames. Glitches hold
     /// the transmitter for `glitch_hold_us`, exponential gaps of mean `glitch_every_us`.
-    #[pyo3(signature = (port, rate_bps=0, buffer_packets=64, buffer_bytes=0, delay_us=0, ingress_delay_us=0, prio_queues=1, loss=0.0, loss_gemodel=None, jitter_us=0, distribution="uniform", glitch_every_us=0, glitch_hold_us=0))]
+    #[pyo3(signature = (port, rate_bps=0, buffer_packets=64, buffer_bytes=0, delay_us=0, ingress_delay_us=0, prio_queues=1, loss=0.0, loss_gemodel=None, jitter_us=0, distribution="uniform", glitch_every_us=0, glitch_hold_us=0, distribution_table=None))]
     #[allow(clippy::too_many_arguments)]
-    fn configure_port(&self, port: u32, rate_bps: u64, buffer_packets: u32, buffer_bytes: u64, delay_us: u64, ingress_delay_us: u64, prio_queues: u8, loss: f64, loss_gemodel: Option<(f64, f64, f64, f64)>, jitter_us: u64, distribution: &str, glitch_every_us: u64, glitch_hold_us: u64) -> PyResult<()> {
+    fn configure_port(&self, port: u32, rate_bps: u64, buffer_packets: u32, buffer_bytes: u64, delay_us: u64, ingress_delay_us: u64, prio_queues: u8, loss: f64, loss_gemodel: Option<(f64, f64, f64, f64)>, jitter_us: u64, distribution: &str, glitch_every_us: u64, glitch_hold_us: u64, distribution_table: Option<Vec<f64>>) -> PyResult<()> {
         self.known_port(port)?;
-        let jitter_dist = match distribution {
-            "uniform" => JitterDist::Uniform,
-            "normal" => JitterDist::Normal,
-            "pareto" => JitterDist::Pareto,
-            other => return Err(PyValueError::new_err(format!("port {port}: distribution '{other}': expected uniform, normal or pareto"))),
+        let jitter_dist = match (distribution, distribution_table) {
+            ("uniform", None) => JitterDist::Uniform,
+            ("normal", None) => JitterDist::Normal,
+            ("pareto", None) => JitterDist::Pareto,
+            ("table", Some(values)) => JitterDist::Table(intern_table(values).map_err(|e| PyValueError::new_err(format!("port {port}: {e}")))?),
+            ("table", None) => return Err(PyValueError::new_err(format!("port {port}: distribution 'table' needs distribution_table"))),
+            (_, Some(_)) => return Err(PyValueError::new_err(format!("port {port}: distribution_table needs distribution 'table'"))),
+            (other, None) => return Err(PyValueError::new_err(format!("port {port}: distribution '{other}': expected uniform, normal, pareto or table"))),
         };
         let loss = match (loss, loss_gemodel) {
             (l, Some(_)) if l != 0.0 => return Err(PyValueError::new_err(format!("port {port}: give loss or loss_gemodel, not both"))),

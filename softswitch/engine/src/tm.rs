@@ -61,7 +61,30 @@ pub enum JitterDist {
     Normal,
     /// Pareto with shape 3 (finite variance, long tail towards late frames), standardised.
     Pareto,
+    /// An empirical table (netem's `.dist` files): each frame draws one entry,
+    /// uniformly, in units of jitter; interned by `intern_table`.
+    Table(&'static [f64]),
 }
+
+/// The process-wide copy of a distribution table, so that `JitterDist` stays
+/// `Copy`: equal tables share one allocation, which lives as long as the process
+/// (a run configures a handful of distinct tables).
+pub fn intern_table(values: Vec<f64>) -> Result<&'static [f64], String> {
+    static TABLES: std::sync::Mutex<Vec<&'static [f64]>> = std::sync::Mutex::new(Vec::new());
+    if values.is_empty() || values.len() > MAX_TABLE || values.iter().any(|v| !v.is_finite()) {
+        return Err(format!("a distribution table needs 1..={MAX_TABLE} finite entries"));
+    }
+    let mut tables = TABLES.lock().unwrap();
+    if let Some(found) = tables.iter().find(|t| **t == values.as_slice()) {
+        return Ok(found);
+    }
+    let leaked: &'static [f64] = Box::leak(values.into_boxed_slice());
+    tables.push(leaked);
+    Ok(leaked)
+}
+
+/// netem's limit (NETEM_DIST_MAX).
+pub const MAX_TABLE: usize = 16_384;
 
 const PARETO_SHAPE: f64 = 3.0;
 
@@ -92,6 +115,7 @@ impl DelayJitter {
                 let (mean, sd) = (a / (a - 1.0), (a / ((a - 1.0) * (a - 1.0) * (a - 2.0))).sqrt());
                 (Pareto::new(1.0, a).unwrap().sample(&mut self.rng) - mean) / sd * j
             }
+            JitterDist::Table(table) => table[(self.rng.next_u64() % table.len() as u64) as usize] * j,
         }
     }
 
@@ -587,7 +611,23 @@ mod tests {
                 let a = PARETO_SHAPE;
                 ((1.0 - q).powf(-1.0 / a) - a / (a - 1.0)) / (a / ((a - 1.0) * (a - 1.0) * (a - 2.0))).sqrt()
             }
+            JitterDist::Table(_) => unreachable!("tables have their own test"),
         }
+    }
+
+    #[test]
+    fn a_table_is_drawn_entry_by_entry_uniformly() {
+        // Each of the 4 entries is drawn with probability 1/4 (99.9 % binomial bands).
+        let table = intern_table(vec![-1.0, 0.0, 0.5, 2.0]).unwrap();
+        let mut jitter = DelayJitter::new(loss_seed(6, 1));
+        let n = 100_000u64;
+        let samples: Vec<f64> = (0..n).map(|_| jitter.sample_ns(JitterDist::Table(table), 1_000_000) / 1e6).collect();
+        for entry in table {
+            let hits = samples.iter().filter(|&&x| x == *entry).count() as u64;
+            assert_binomial(&format!("table entry {entry}"), hits, n, 0.25);
+        }
+        assert!(std::ptr::eq(table, intern_table(vec![-1.0, 0.0, 0.5, 2.0]).unwrap()));
+        assert!(intern_table(vec![]).is_err() && intern_table(vec![f64::NAN]).is_err());
     }
 
     #[test]
