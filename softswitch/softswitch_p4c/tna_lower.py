@@ -6,28 +6,27 @@ TNA program may do is refused with a file:line:col error naming the construct.
 
 - Blocks: the ingress parser becomes the parser, the ingress and egress controls
   the two pipelines, the egress deparser the deparser (+ its checksums as
-  `update_checksum` in the compute-checksum control). The ingress deparser and
-  the egress parser are dropped: headers travel from ingress to egress parsed.
-  That equals TNA's deparse/re-parse only when the egress parser re-extracts what
-  the ingress deparser emitted, which `check_composable` demands: both parsers
-  equal apart from the intrinsic-metadata prologue and the bridged headers
-  (extracted only by the egress parser, emitted by the ingress deparser), the
-  ingress deparser only emits, and ingress assigns no field a parser selects on.
+  `update_checksum` in the compute-checksum control). The egress parser and the
+  ingress deparser (emits only) go to the JSON as a second parser and deparser,
+  named in `__tna__`: the engine starts egress by re-parsing, with the egress
+  parser, the bytes the ingress deparser emits (bridged headers included), into
+  headers that all start invalid, as Tofino does. Both gresses use one header type.
 - Intrinsic metadata: every block parameter other than the packet and the
   headers becomes a member of one generated metadata struct (`__tna_md`); glue
   copies standard_metadata in (ports, queue depths, timestamps in ns from the
   engine's us) and out: `drop_ctl[0]` -> `mark_to_drop`, `ucast_egress_port` ->
   `egress_spec` (a packet that never sets it is dropped, as on Tofino).
-  Queue depths: the engine's traffic manager counts packets, Tofino cells
-  (80 B on Tofino 1, 176 B on Tofino 2); `enq_qdepth`/`deq_qdepth` become
-  packets x the cells of the packet at hand (ceil(length / cell)), saturated at
-  19 bits: exact when the queued packets have its size (hw/tofino/README.md).
+  Queue depths: the JSON's `"__tna__": {"cell_bytes": N}` makes the engine's
+  traffic manager count Tofino's cells (80 B on Tofino 1, 176 B on Tofino 2):
+  each queued frame ceil(length / cell), saturated at 19 bits, as on Tofino.
 - Externs: Register -> register; RegisterAction.execute -> read, the action's
   body, write (one access per packet, as the stateful ALU); Random.get ->
   random; Hash.get -> hash (CRC16, CRC32, IDENTITY, RANDOM); Counter ->
   counter; Lpf.execute -> registers (the time constant in ns per index in a
-  register named as the Lpf, the average and the previous sample time beside it) and the engine's `tna_lpf_sample` primitive (SAMPLE mode,
-  one time constant for rise and fall).
+  register named as the Lpf, the average and the previous sample time beside
+  it) and the engine's `tna_lpf_sample` primitive (SAMPLE mode, one time
+  constant for rise and fall); Wred.execute -> the same average, then RED's
+  drop decision against per-index registers `<name>__min`, `__max`, `__maxp`.
 """
 import dataclasses
 import os
@@ -41,13 +40,17 @@ from .preprocess import INCLUDE_DIR, preprocess
 
 TNA_FILES = {"tofino.p4", "tna.p4", "t2na.p4"}
 MD = "__tna_md"
+CELL_ANNOTATION = "tna_cell_bytes"
+TNA_BLOCKS_ANNOTATION = "tna_egress_parser_ingress_deparser"
+EGRESS_PARSER, INGRESS_DEPARSER = "tna_egress_parser", "tna_ingress_deparser"
 SM = "__tna_sm"
 DROP_PORT = 511
-QDEPTH_MAX = (1 << 19) - 1       # enq_qdepth / deq_qdepth are bit<19> (cells)
 # Lowered extern instance types (v1model) for TNA's.
 V1_EXTERN = {"Register": "register", "Counter": "counter"}
 COUNTER_UNITS = {"PACKETS": "packets", "BYTES": "bytes", "PACKETS_AND_BYTES": "packets_and_bytes"}
-REMOVED_EXTERNS = ("RegisterAction", "Random", "Lpf", "Checksum", "Hash")
+REMOVED_EXTERNS = ("RegisterAction", "Random", "Lpf", "Wred", "Checksum", "Hash")
+# Extern calls lowered only as a statement or the right side of an assignment.
+VALUE_EXTERNS = ("RegisterAction", "Random", "Lpf", "Wred", "Hash")
 # TNA's hash algorithms mapped onto BMv2's (crc16 = CRC-16/ARC, crc32 = CRC-32/ISO-HDLC; that
 # Tofino's CRC16/CRC32 use these parameters is not verified here); CRC8, CRC64, CUSTOM refused.
 HASH_ALGOS = {"IDENTITY": "identity", "RANDOM": "random", "CRC16": "crc16", "CRC32": "crc32"}
@@ -62,7 +65,29 @@ def lower(tna_program, cell_bytes):
 
 
 class TnaCompiler(Compiler):
-    """The v1model lowering plus the engine's TNA primitives."""
+    """The v1model lowering plus the engine's TNA primitives, and the traffic manager's
+    queue unit (`@tna_cell_bytes(N)` on the lowered `main`) as the JSON's `__tna__`."""
+
+    def compile(self):
+        bmv2_json = super().compile()
+        cell = A.find_annotation(self.main_decl().annos, CELL_ANNOTATION).args[0].value
+        return {**bmv2_json, "__tna__": {"cell_bytes": cell, "egress_parser": EGRESS_PARSER,
+                                         "ingress_deparser": INGRESS_DEPARSER}}
+
+    def main_decl(self):
+        return next(d for d in self.program.decls if isinstance(d, A.Instance) and d.name == "main")
+
+    def lower_main(self, main):
+        """V1Switch's blocks, then TNA's egress parser and ingress deparser, which the engine
+        runs between the traffic manager and egress (`__tna__` names them)."""
+        super().lower_main(main)
+        eg_parser, ig_deparser = (a.value for a in A.find_annotation(
+            self.main_decl().annos, TNA_BLOCKS_ANNOTATION).args)
+        self.lower_parser(self.globals.lookup(eg_parser).decl)
+        self.json["parsers"][-1].update(name=EGRESS_PARSER, id=len(self.json["parsers"]) - 1)
+        self.lower_deparser(self.globals.lookup(ig_deparser).decl)
+        self.json["deparsers"][-1].update(name=INGRESS_DEPARSER,
+                                          id=len(self.json["deparsers"]) - 1)
 
     def fn_tna_lpf_sample(self, call, args, ctx, dest):
         self.emit(ctx, "tna_lpf_sample",
@@ -130,18 +155,6 @@ def walk(node, fn):
                 walk(getattr(node, f.name), fn)
 
 
-def shape(node):
-    """The AST without source locations (structural comparison)."""
-    if isinstance(node, (list, tuple)):
-        return tuple(shape(x) for x in node)
-    if isinstance(node, SrcLoc):
-        return None
-    if dataclasses.is_dataclass(node):
-        return (type(node).__name__,) + tuple(shape(getattr(node, f.name))
-                                              for f in dataclasses.fields(node))
-    return node
-
-
 def _from_tna_include(d):
     return d.loc is not None and os.path.basename(d.loc.file) in TNA_FILES
 
@@ -174,10 +187,12 @@ class _Lowering:
         self.fresh = 0
 
     def lowered(self):
-        check_composable(self.blocks)
+        check_one_header_type(self.blocks)
         self.collect_metadata()
         roles = self.blocks
-        ig_parser = self.lower_parser(roles["ingress_parser"])
+        ig_parser = self.lower_parser(roles["ingress_parser"], "ingress_parser")
+        eg_parser = self.lower_parser(roles["egress_parser"], "egress_parser")
+        ig_deparser = self.lower_ingress_deparser(roles["ingress_deparser"])
         ingress = self.lower_control(roles["ingress"], "ingress")
         egress = self.lower_control(roles["egress"], "egress")
         deparser, checksum = self.lower_deparser(roles["egress_deparser"])
@@ -187,13 +202,17 @@ class _Lowering:
                 if not _from_core(d) and not self.dropped_tna_decl(d)
                 and getattr(d, "name", None) not in block_names | {"main"}
                 and not (isinstance(d, A.Instance) and d.type.name in ("Pipeline", "Switch"))]
-        main = A.Instance(_loc0(), [], A.TypeRef(_loc0(), "V1Switch"), [
+        annos = [A.Annotation(_loc0(), CELL_ANNOTATION, [A.IntLit(_loc0(), self.cell_bytes)]),
+                 A.Annotation(_loc0(), TNA_BLOCKS_ANNOTATION,
+                              [A.StrLit(_loc0(), eg_parser.name), A.StrLit(_loc0(), ig_deparser.name)])]
+        main = A.Instance(_loc0(), annos, A.TypeRef(_loc0(), "V1Switch"), [
             A.Call(_loc0(), name(b.name), [], []) for b in
             (ig_parser, verify, ingress, egress, checksum, deparser)], "main")
         kept = [dataclasses.replace(d, kind="struct") if _from_tna_include(d) and
                 isinstance(d, A.StructLike) else d for d in kept]
         return A.Program(_v1model_decls() + _prelude() + kept + [self.md_struct()] +
-                         [ig_parser, verify, ingress, egress, checksum, deparser, main])
+                         [ig_parser, verify, ingress, egress, checksum, deparser, eg_parser,
+                          ig_deparser, main])
 
     @staticmethod
     def dropped_tna_decl(d):
@@ -263,15 +282,31 @@ class _Lowering:
         return transform(node, fn)
 
     # -------------------------------------------------------------- parser
-    def lower_parser(self, decl):
-        intr = _param_of_type(decl, "ingress_intrinsic_metadata_t")
+    def lower_parser(self, decl, role):
+        """Without the intrinsic-metadata prologue, which the glue replaces."""
+        intr = _param_of_type(decl, "ingress_intrinsic_metadata_t" if role == "ingress_parser"
+                              else "egress_intrinsic_metadata_t")
+        for d in decl.locals:
+            if isinstance(d, A.Instance) and _from_tna_type(d.type.name):
+                raise CompileError(d.type.loc, f"TNA extern '{d.type.name}' is not supported on "
+                                               f"the built-in target")
         states = [dataclasses.replace(s, stmts=[x for x in s.stmts
                                                if not _is_prologue(x, intr)]) for s in decl.states]
-        states = self.substitute_params(states, "ingress_parser")
+        states = self.substitute_params(states, role)
         start = next(s for s in states if s.name == "start")
-        start.stmts[:0] = self.ingress_glue()
+        start.stmts[:0] = self.ingress_glue() if role == "ingress_parser" else self.egress_glue()
         return dataclasses.replace(decl, params=self.new_params(decl, "parser"), states=states,
-                                   locals=self.substitute_params(decl.locals, "ingress_parser"))
+                                   locals=self.substitute_params(decl.locals, role))
+
+    def lower_ingress_deparser(self, decl):
+        """Emits only: the engine re-parses what it emits with the egress parser."""
+        for s in decl.body.stmts:
+            if not _is_emit(s):
+                raise CompileError(s.loc, f"the built-in target's TNA ingress deparser may only "
+                                          f"emit headers, not {_what(s, decl)}")
+        body = self.substitute_params(decl.body, "ingress_deparser")
+        return dataclasses.replace(decl, params=self.new_params(decl, "deparser"), locals=[],
+                                   body=body)
 
     def ingress_glue(self):
         """TNA's ingress intrinsic metadata from the engine's standard_metadata."""
@@ -297,8 +332,8 @@ class _Lowering:
         if eg in have:
             glue += [assign(member(MD, eg, f), cast(w, e) if c else e) for f, e, w, c in (
                 ("egress_port", member(SM, "egress_port"), 9, False),
-                ("enq_qdepth", self.cells(member(SM, "enq_qdepth")), 19, False),
-                ("deq_qdepth", self.cells(member(SM, "deq_qdepth")), 19, False),
+                ("enq_qdepth", member(SM, "enq_qdepth"), 19, False),
+                ("deq_qdepth", member(SM, "deq_qdepth"), 19, False),
                 ("enq_tstamp", _ns(member(SM, "enq_timestamp"), 32), 32, False),
                 ("deq_timedelta", _ns(member(SM, "deq_timedelta"), 32), 32, False),
                 ("pkt_length", member(SM, "packet_length"), 16, True))]
@@ -306,22 +341,6 @@ class _Lowering:
             glue.append(assign(member(MD, "egress_intrinsic_metadata_from_parser", "global_tstamp"),
                                _ns(member(SM, "egress_global_timestamp"), 48)))
         return glue
-
-    def cells(self, packets):
-        """A queue depth in packets as Tofino's cells, counting each queued packet as
-        large as this one: packets * ceil(packet_length / cell), saturated at 19 bits."""
-        def lit(v, w):
-            return A.IntLit(_loc0(), v, w)
-        # BMv2 has no division: ceil(len / cell) = ((len + cell - 1) * M) >> 32 with
-        # M = ceil(2^32 / cell), exact for len < 2^17 since M * cell - 2^32 < 2^15.
-        magic = -(-(1 << 32) // self.cell_bytes)
-        rounded_up = A.Binary(_loc0(), "+", cast(64, member(SM, "packet_length")),
-                              lit(self.cell_bytes - 1, 64))
-        per_packet = A.Binary(_loc0(), ">>", A.Binary(_loc0(), "*", rounded_up, lit(magic, 64)),
-                              lit(32, 8))
-        total = A.Binary(_loc0(), "*", cast(64, packets), per_packet)
-        return A.Ternary(_loc0(), A.Binary(_loc0(), ">", total, lit(QDEPTH_MAX, 64)),
-                         lit(QDEPTH_MAX, 19), cast(19, total))
 
     # -------------------------------------------------------------- controls
     def lower_control(self, decl, role):
@@ -343,8 +362,7 @@ class _Lowering:
         if role == "ingress" and "ingress_intrinsic_metadata_for_tm" in dict(self.md_fields):
             tail.insert(0, assign(member(SM, "egress_spec"),
                                   member(MD, "ingress_intrinsic_metadata_for_tm", "ucast_egress_port")))
-        head = self.egress_glue() if role == "egress" else []
-        body = A.Block(body.loc, head + [body] + tail)
+        body = A.Block(body.loc, [body] + tail)
         return dataclasses.replace(decl, params=self.new_params(decl, "control"),
                                    locals=local_decls, body=body)
 
@@ -354,7 +372,7 @@ class _Lowering:
                 raise CompileError(d.type.loc, f"TNA extern '{d.type.name}' is not supported on "
                                                f"the built-in target (only Register, "
                                                f"RegisterAction, Random, Hash, Counter, Lpf, "
-                                               f"Checksum)")
+                                               f"Wred, Checksum)")
             return d
         if d.type.name == "Register":
             if len(d.args) != 1:
@@ -376,6 +394,8 @@ class _Lowering:
         for d in insts.values():
             if d.type.name == "Lpf":
                 lpf_locals += _lpf_registers(d)
+            if d.type.name == "Wred":
+                lpf_locals += _lpf_registers(d) + _wred_registers(d)
         for d in insts.values():
             if d.type.name == "Hash":
                 _hash_algo(d)
@@ -455,7 +475,7 @@ class _ExternCalls:
         if isinstance(node, A.Assign) and isinstance(rhs, A.Call) and self.extern_of(rhs) is not None:
             return True
         found = self.extern_of(node) if isinstance(node, A.Call) else None
-        if found is not None and found[0].type.name in ("RegisterAction", "Random", "Lpf", "Hash"):
+        if found is not None and found[0].type.name in VALUE_EXTERNS:
             raise CompileError(node.loc, f"{found[0].type.name}.{found[1]}() is lowered only as a "
                                          f"statement or the right side of an assignment")
         return False
@@ -464,7 +484,7 @@ class _ExternCalls:
         f = c.func
         if isinstance(f, A.Member) and isinstance(f.expr, A.Name) and f.expr.name in self.insts:
             inst = self.insts[f.expr.name]
-            if inst.type.name in ("RegisterAction", "Random", "Lpf", "Counter", "Register", "Hash"):
+            if inst.type.name in VALUE_EXTERNS + ("Counter", "Register"):
                 return inst, f.name
         return None
 
@@ -566,37 +586,80 @@ class _ExternCalls:
             return cast(32, member(SM, "ingress_global_timestamp"))
         return A.Binary(_loc0(), "+", member(SM, "enq_timestamp"), member(SM, "deq_timedelta"))
 
+    def Wred_execute(self, inst, c, lhs):
+        """The average as the Lpf's (same registers, time constant per index), then RED's
+        drop decision on it, drawn afresh per packet (no count law, no gentle region):
+        drop from max, with probability maxp (avg - min) / (max - min) from min; an index
+        whose max threshold is 0 (not configured) never drops."""
+        if lhs is None:
+            raise CompileError(c.loc, "Wred.execute() result unused")
+        t = inst.type.args[0]
+        val, avg, index, drop, keep, result = (self.low.fresh_name(n) for n in (
+            "val", "avg", "index", "drop", "keep", "wred"))
+        head = [A.VarDecl(c.loc, [], t, val, c.args[0]),
+                A.VarDecl(c.loc, [], bits(32), index, cast(32, c.args[1])),
+                A.VarDecl(c.loc, [], bits(8), drop, inst.args[1]),
+                A.VarDecl(c.loc, [], bits(8), keep, inst.args[2])]
+        cast_to, self.cast_to = self.cast_to, None          # the cast is the result's, not avg's
+        average = self.Lpf_execute(inst, A.Call(c.loc, c.func, [], [name(val), name(index)]),
+                                   name(avg, c.loc))
+        self.cast_to = cast_to
+        avg_decl = A.VarDecl(c.loc, [], t, avg, None)
+        decide = _parse_stmts(_WRED_DECISION.format(
+            reg=inst.name, avg=avg, index=index, drop=drop, keep=keep, result=result,
+            **{k: self.low.fresh_name(k) for k in ("min", "max", "maxp", "rand")}), c.loc)
+        return head + [avg_decl] + average + decide + self.result(lhs, name(result))
 
-# ------------------------------------------------------------------ composability
-def check_composable(blocks):
-    """Dropping the ingress deparser and egress parser must not change what egress sees."""
-    ig_parser, eg_parser = blocks["ingress_parser"], blocks["egress_parser"]
-    ig_intr = _param_of_type(ig_parser, "ingress_intrinsic_metadata_t")
-    eg_intr = _param_of_type(eg_parser, "egress_intrinsic_metadata_t")
-    emitted = _ingress_emits(blocks["ingress_deparser"])
-    ig_hdrs = _extracted(ig_parser)
-    bridged = [h for h in _extracted(eg_parser) if h not in ig_hdrs]
-    for h in bridged:
-        if h not in emitted:
-            raise CompileError(eg_parser.loc, f"egress parser extracts '{h}', which the ingress "
-                                              f"deparser does not emit")
-    ig_states = _renamed(_states_without(ig_parser, ig_intr, []), ig_parser)
-    eg_states = _renamed(_states_without(eg_parser, eg_intr, bridged), eg_parser)
-    if shape(ig_states) != shape(eg_states):
-        raise CompileError(eg_parser.loc, "the built-in target runs a TNA program only if its "
-                                          "egress parser re-parses what the ingress parser parsed "
-                                          "(same states apart from eg_intr_md and bridged headers)")
-    _check_ingress_keeps_the_parse(ig_parser, blocks["ingress"], ig_hdrs)
+
+# RED's drop decision of the Wred model (Wred_execute): `rand / 2^32 < maxp_u32 / 2^32 *
+# (avg - min) / (max - min)` in integers; maxp_u32 = max probability x 2^32 (saturated).
+_WRED_DECISION = """
+bit<32> {min}; bit<32> {max}; bit<32> {maxp}; bit<32> {rand};
+{reg}__min.read({min}, {index});
+{reg}__max.read({max}, {index});
+{reg}__maxp.read({maxp}, {index});
+random({rand}, 0, 0xffffffff);
+bit<8> {result} = {keep};
+if ({max} != 0) {{
+    if ((bit<64>) {avg} >= (bit<64>) {max}) {{
+        {result} = {drop};
+    }} else if ((bit<64>) {avg} >= (bit<64>) {min} && (bit<96>) {rand} * (bit<96>) ({max} - {min}) <
+               (bit<96>) {maxp} * (bit<96>) ((bit<64>) {avg} - (bit<64>) {min})) {{
+        {result} = {drop};
+    }}
+}}
+"""
 
 
-def _ingress_emits(deparser):
-    out = []
-    for s in deparser.body.stmts:
-        if not _is_emit(s):
-            raise CompileError(s.loc, "the built-in target's TNA ingress deparser may only emit "
-                                      "headers (no Checksum, Mirror, Digest or Resubmit)")
-        out.append(_path(s.call.args[0], deparser))
-    return out
+def _parse_stmts(text, loc):
+    """Statements written as P4 text (lowering templates), located at `loc`."""
+    body = parse(f"control __C() {{ apply {{ {text} }} }}", "<tna lowering>").decls[0].body
+    return transform(body.stmts, lambda n: dataclasses.replace(n, loc=loc)
+                     if dataclasses.is_dataclass(n) and hasattr(n, "loc") and
+                     isinstance(getattr(n, "loc"), SrcLoc) else None)
+
+
+# ------------------------------------------------------------------ block checks
+def check_one_header_type(blocks):
+    """The engine keeps one header vector per packet: both gresses must use one header type."""
+    want = blocks["ingress_parser"].params[1].type.name
+    for role in ("ingress", "ingress_deparser", "egress_parser", "egress", "egress_deparser"):
+        decl = blocks[role]
+        hdr = decl.params[1] if "parser" in role or "deparser" in role else decl.params[0]
+        if hdr.type.name != want:
+            raise CompileError(hdr.loc, f"the built-in target needs one header type for both "
+                                        f"gresses: '{hdr.type.name}' here, '{want}' in the "
+                                        f"ingress parser")
+
+
+def _what(stmt, decl):
+    """A deparser statement for an error message: `Mirror.emit()` or the kind of statement."""
+    insts = {d.name: d.type.name for d in decl.locals if isinstance(d, A.Instance)}
+    found = []
+    walk(stmt, lambda n: found.append(f"{insts[n.func.expr.name]}.{n.func.name}()")
+         if isinstance(n, A.Call) and isinstance(n.func, A.Member) and
+         isinstance(n.func.expr, A.Name) and n.func.expr.name in insts else None)
+    return found[0] if found else "an assignment" if isinstance(stmt, A.Assign) else "this statement"
 
 
 def _param_of_type(decl, tname):
@@ -619,61 +682,6 @@ def _is_emit(stmt):
         stmt.call.func.name == "emit" and len(stmt.call.args) == 1
 
 
-def _path(e, decl):
-    """`hdr.a.b` as 'a.b' relative to the block's header parameter."""
-    parts = []
-    while isinstance(e, A.Member):
-        parts.append(e.name)
-        e = e.expr
-    return ".".join(reversed(parts))
-
-
-def _extracted(parser):
-    return [_path(s.call.args[0], parser) for st in parser.states for s in st.stmts
-            if isinstance(s, A.CallStmt) and isinstance(s.call.func, A.Member)
-            and s.call.func.name == "extract" and len(s.call.args) == 1
-            and isinstance(s.call.args[0], A.Member)]
-
-
-def _states_without(parser, intr, bridged):
-    def keep(s):
-        if _is_prologue(s, intr):
-            return False
-        return not (isinstance(s, A.CallStmt) and isinstance(s.call.func, A.Member) and
-                    s.call.func.name == "extract" and len(s.call.args) == 1 and
-                    isinstance(s.call.args[0], A.Member) and
-                    _path(s.call.args[0], parser) in bridged)
-    return [dataclasses.replace(st, stmts=[s for s in st.stmts if keep(s)]) for st in parser.states]
-
-
-def _renamed(states, parser):
-    """Parameter names replaced by their position (the two parsers name them freely)."""
-    pos = {p.name: f"__param{i}" for i, p in enumerate(parser.params)}
-    return transform(states, lambda n: A.Name(n.loc, pos[n.name])
-                     if isinstance(n, A.Name) and n.name in pos else None)
-
-
-def _check_ingress_keeps_the_parse(parser, ingress, parsed):
-    """A re-parse sees what ingress left: so ingress may neither assign a field the parser
-    selects on nor add or remove a header the parser extracts."""
-    keys = set()
-    for st in parser.states:
-        for e in (st.transition.select or []) if st.transition else []:
-            transform(e, lambda n: keys.add(_path(n, parser)) if isinstance(n, A.Member) else None)
-    def check(n):
-        if isinstance(n, A.Call) and isinstance(n.func, A.Member) and \
-                n.func.name in ("setValid", "setInvalid") and _path(n.func.expr, ingress) in parsed:
-            raise CompileError(n.loc, f"ingress calls {n.func.name}() on a parsed header: the "
-                                      f"built-in target does not re-parse in egress")
-        if isinstance(n, A.Assign):
-            target = _path(n.lhs, ingress)
-            if any(target == k or k.startswith(target + ".") for k in keys if k):
-                raise CompileError(n.loc, f"ingress assigns '{target}', which the parser selects "
-                                          f"on: the built-in target does not re-parse in egress")
-        return None
-    transform([ingress.locals, ingress.body], check)
-
-
 # ------------------------------------------------------------------ small pieces
 def _ns(us_expr, width):
     """The engine's microseconds as TNA's nanoseconds (wrapping at the field width)."""
@@ -687,7 +695,7 @@ def _bit_width(t):
 
 
 def _from_tna_type(tname):
-    return tname in ("Meter", "DirectMeter", "DirectCounter", "Wred", "DirectWred",
+    return tname in ("Meter", "DirectMeter", "DirectCounter", "DirectWred",
                      "DirectLpf", "DirectRegister", "DirectRegisterAction", "RegisterParam",
                      "Mirror", "Resubmit", "Digest", "ParserCounter", "ParserPriority",
                      "ActionProfile", "ActionSelector", "CRCPolynomial")
@@ -710,6 +718,12 @@ def _lpf_registers(d):
             A.Instance(d.loc, [], A.TypeRef(d.loc, "register", args=[t]), [size], d.name + "__avg"),
             A.Instance(d.loc, [], A.TypeRef(d.loc, "register", args=[bits(32, d.loc)]), [size],
                        d.name + "__time")]
+
+
+def _wred_registers(d):
+    """A Wred's thresholds (in the units of its input) and max probability x 2^32, per index."""
+    return [A.Instance(d.loc, [], A.TypeRef(d.loc, "register", args=[bits(32, d.loc)]), [d.args[0]],
+                       d.name + suffix) for suffix in ("__min", "__max", "__maxp")]
 
 
 def _keys_named_as_written(local_decls):

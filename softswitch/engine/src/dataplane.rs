@@ -134,9 +134,19 @@ impl PacketLoop {
         }
         self.config_gen = gen;
         let seed = self.shared.seed;
+        let cells = self.queue_cell_bytes();
         for (&port, &cfg) in self.shared.port_config.lock().iter() {
-            self.queues.entry(port).and_modify(|q| q.reconfigure(cfg)).or_insert_with(|| EgressQueue::new(cfg, loss_seed(seed, port)));
+            self.queues.entry(port).and_modify(|q| q.reconfigure(cfg)).or_insert_with(|| {
+                let mut q = EgressQueue::new(cfg, loss_seed(seed, port));
+                q.count_cells(cells);
+                q
+            });
         }
+    }
+
+    /// The active program's queue depth unit (0: packets; a TNA program: cells).
+    fn queue_cell_bytes(&self) -> u32 {
+        self.active.as_ref().map_or(0, |a| a.pipeline.program.queue_cell_bytes)
     }
 
     fn sync_pipeline(&mut self) {
@@ -155,6 +165,8 @@ impl PacketLoop {
             exec.set_logging(trace); // the program's log_msg lines join the trace
             Active { generation: gen, exec, pipeline }
         });
+        let cells = self.queue_cell_bytes();
+        self.queues.values_mut().for_each(|q| q.count_cells(cells));
         self.shared.pipeline_adopted.store(gen, SeqCst);
     }
 

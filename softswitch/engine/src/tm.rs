@@ -8,7 +8,9 @@
 //! thread only has to call `pop_due(now)` often enough to keep jitter low.
 //! Queue metadata follows BMv2: `enq_qdepth` counts the packets already
 //! queued (not the arriving one), `deq_qdepth` the packets left after the
-//! dequeue, `deq_timedelta` is dequeue time minus enqueue time.
+//! dequeue, `deq_timedelta` is dequeue time minus enqueue time. For a TNA
+//! program the depths count Tofino's cells instead (`count_cells`): each
+//! queued frame `ceil(len / cell)`, saturated at the 19-bit field's maximum.
 //!
 //! Link loss (netem's `loss` and `loss gemodel`) happens on the wire, after
 //! serialisation: a lost frame was queued, ran egress and occupied the link
@@ -226,6 +228,9 @@ impl LinkLoss {
     }
 }
 
+/// enq_qdepth / deq_qdepth are bit<19>.
+const QDEPTH_MAX: u32 = (1 << 19) - 1;
+
 /// Per-port link and queue settings (0 means unlimited for rate and bytes).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PortConfig {
@@ -278,6 +283,8 @@ impl PortConfig {
 struct Waiting<P> {
     pkt: P,
     len: usize,
+    /// What the frame adds to the queue depth: 1 packet, or its cells.
+    units: u32,
     enq_ns: u64,
     enq_qdepth: u32,
 }
@@ -306,6 +313,9 @@ pub struct EgressQueue<P> {
     queues: Vec<VecDeque<Waiting<P>>>,
     packets: u32,
     bytes: u64,
+    /// Queue depth in its unit (packets, or cells when `cell_bytes > 0`).
+    depth_units: u32,
+    cell_bytes: u32,
     link_free_ns: u64,
     pub drops: u64,
     pub loss: LinkLoss,
@@ -324,6 +334,8 @@ impl<P> EgressQueue<P> {
             cfg,
             packets: 0,
             bytes: 0,
+            depth_units: 0,
+            cell_bytes: 0,
             link_free_ns: 0,
             drops: 0,
         }
@@ -331,6 +343,20 @@ impl<P> EgressQueue<P> {
 
     pub fn depth(&self) -> u32 {
         self.packets
+    }
+
+    /// The unit of enq_qdepth/deq_qdepth from now on: packets (0) or cells of
+    /// `cell_bytes` (Tofino). Frames already queued keep what they counted.
+    pub fn count_cells(&mut self, cell_bytes: u32) {
+        self.cell_bytes = cell_bytes;
+    }
+
+    fn depth_units_of(&self, len: usize) -> u32 {
+        if self.cell_bytes == 0 { 1 } else { len.div_ceil(self.cell_bytes as usize).max(1) as u32 }
+    }
+
+    fn depth_field(&self) -> u32 {
+        self.depth_units.min(QDEPTH_MAX)
     }
 
     /// Changes the settings; queued frames stay (in the lowest queue if
@@ -364,9 +390,11 @@ impl<P> EgressQueue<P> {
         // Everything due by now has left, so glitches that ended by now are past.
         self.glitches.pass(&self.cfg, now_ns);
         let q = (priority as usize).min(self.queues.len() - 1);
-        let enq_qdepth = self.packets;
-        self.queues[q].push_back(Waiting { pkt, len, enq_ns: now_ns, enq_qdepth });
+        let enq_qdepth = self.depth_field();
+        let units = self.depth_units_of(len);
+        self.queues[q].push_back(Waiting { pkt, len, units, enq_ns: now_ns, enq_qdepth });
         self.packets += 1;
+        self.depth_units += units;
         self.bytes += len as u64;
         Ok(enq_qdepth)
     }
@@ -390,6 +418,7 @@ impl<P> EgressQueue<P> {
         let w = self.queues[q].pop_front().unwrap();
         self.packets -= 1;
         self.bytes -= w.len as u64;
+        self.depth_units -= w.units;
         self.link_free_ns = start + self.cfg.serialisation_ns(w.len);
         self.glitches.pass(&self.cfg, self.link_free_ns);
         Some(Departure {
@@ -397,7 +426,7 @@ impl<P> EgressQueue<P> {
             enq_ns: w.enq_ns,
             enq_qdepth: w.enq_qdepth,
             deq_ns: start,
-            deq_qdepth: self.packets,
+            deq_qdepth: self.depth_field(),
             deliver_ns: self.jitter.deliver_ns(&self.cfg, self.link_free_ns),
         })
     }
@@ -408,6 +437,7 @@ impl<P> EgressQueue<P> {
         self.queues.iter_mut().for_each(|q| q.clear());
         self.packets = 0;
         self.bytes = 0;
+        self.depth_units = 0;
         n
     }
 }
@@ -488,6 +518,27 @@ mod tests {
         assert_eq!(deps.iter().map(|d| d.deliver_ns).collect::<Vec<_>>(), vec![6_000_000, 7_000_000, 8_000_000]);
         assert_eq!(deps.iter().map(|d| d.deq_qdepth).collect::<Vec<_>>(), vec![2, 1, 0]);
         assert_eq!(deps[2].deq_timedelta_us(), 2000);
+    }
+
+    #[test]
+    fn tofino_depths_count_the_cells_of_the_frames_queued() {
+        // 80-byte cells (Tofino 1): 1500 B = 19 cells, 64 B = 1, 161 B = 3.
+        let mut q = EgressQueue::new(cfg(1_000_000, 10), 0);
+        q.count_cells(80);
+        let enq: Vec<u32> = [1500, 64, 161, 80].iter().map(|&len| q.enqueue(len, len, 0, 0).unwrap()).collect();
+        assert_eq!(enq, vec![0, 19, 20, 23]);
+        let deq: Vec<(usize, u32)> = std::iter::from_fn(|| q.pop_due(u64::MAX / 2)).map(|d| (d.pkt, d.deq_qdepth)).collect();
+        assert_eq!(deq, vec![(1500, 5), (64, 4), (161, 1), (80, 0)]);
+    }
+
+    #[test]
+    fn cell_depths_saturate_at_19_bits() {
+        let mut q = EgressQueue::new(cfg(0, 1000), 0);
+        q.count_cells(1);
+        for i in 0..600 {
+            q.enqueue(i, 1000, 0, 0).unwrap();
+        }
+        assert_eq!(q.enqueue(600, 1000, 0, 0).unwrap(), QDEPTH_MAX);
     }
 
     #[test]

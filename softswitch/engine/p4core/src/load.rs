@@ -256,6 +256,35 @@ impl Loader {
         self.load_pipelines(root)?;
         self.bind_direct_resources(root)?;
         self.load_checksums(root)?;
+        self.load_tna(root)
+    }
+
+    /// `"__tna__": {"cell_bytes": N, "egress_parser": P, "ingress_deparser": D}`
+    /// (softswitch-p4c --arch tna|t2na): queue depths in cells; the named parser and
+    /// deparser (of `parsers`/`deparsers`) carry headers from ingress to egress.
+    fn load_tna(&mut self, root: &Value) -> R<()> {
+        let Some(tna) = root.get("__tna__") else { return Ok(()) };
+        self.p.queue_cell_bytes = match tna.get("cell_bytes").and_then(Value::as_u64) {
+            Some(n @ 1..=65535) => n as u32,
+            _ => return err("__tna__.cell_bytes", "expected a cell size in bytes (1..65535)"),
+        };
+        if let Some(name) = opt_str(tna, "egress_parser", "__tna__")? {
+            let parsers = get_arr(root, "parsers", "(root)")?;
+            let Some(i) = parsers.iter().position(|p| p.get("name").and_then(Value::as_str) == Some(name)) else {
+                return err("__tna__.egress_parser", format!("no parser named '{name}'"));
+            };
+            self.p.tna_egress_parser = Some(self.parser_at(&parsers[i], &format!("parsers[{i}]"))?);
+        }
+        if let Some(name) = opt_str(tna, "ingress_deparser", "__tna__")? {
+            let deparsers = get_arr(root, "deparsers", "(root)")?;
+            let Some(i) = deparsers.iter().position(|d| d.get("name").and_then(Value::as_str) == Some(name)) else {
+                return err("__tna__.ingress_deparser", format!("no deparser named '{name}'"));
+            };
+            for (j, h) in get_arr(&deparsers[i], "order", "__tna__")?.iter().enumerate() {
+                let h = self.header_name(h, &format!("deparsers[{i}].order[{j}]"))?;
+                self.p.tna_ingress_deparser.push(h);
+            }
+        }
         Ok(())
     }
 
@@ -1133,7 +1162,11 @@ impl Loader {
     fn load_parser(&mut self, root: &Value) -> R<()> {
         let parsers = get_arr(root, "parsers", "(root)")?;
         let Some(pj) = parsers.first() else { return err("parsers", "the program has no parser") };
-        let path = "parsers[0]";
+        self.p.parser = self.parser_at(pj, "parsers[0]")?;
+        Ok(())
+    }
+
+    fn parser_at(&mut self, pj: &Value, path: &str) -> R<Parser> {
         let states_json = get_arr(pj, "parse_states", path)?;
         let mut state_names = HashMap::new();
         for (i, s) in states_json.iter().enumerate() {
@@ -1161,8 +1194,7 @@ impl Loader {
             states.push(ParseState { name: get_str(s, "name", &spath)?.to_string(), ops, key, key_bytes, transitions });
         }
         let init = state_ref(opt_str(pj, "init_state", path)?, path)?;
-        self.p.parser = Parser { name: get_str(pj, "name", path)?.to_string(), init, states };
-        Ok(())
+        Ok(Parser { name: get_str(pj, "name", path)?.to_string(), init, states })
     }
 
     fn parse_key(&self, s: &Value, spath: &str) -> R<(Vec<KeyPart>, usize)> {

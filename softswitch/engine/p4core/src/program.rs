@@ -530,6 +530,15 @@ pub struct Program {
     pub learn_lists: Vec<FieldList>,
     pub std: StdMeta,
     pub errors: ErrorCodes,
+    /// The unit of the queue depths the traffic manager hands egress: 0 =
+    /// packets (simple_switch), else cells of this many bytes, a frame taking
+    /// ceil(bytes / cell) (Tofino; JSON `"__tna__": {"cell_bytes": N}`).
+    pub queue_cell_bytes: u32,
+    /// TNA (`__tna__.egress_parser` / `ingress_deparser`): egress starts by
+    /// re-parsing, with this parser, the bytes the ingress deparser emits in this
+    /// order (bridged metadata travels that way); `None` for a v1model program.
+    pub tna_egress_parser: Option<Parser>,
+    pub tna_ingress_deparser: Vec<usize>,
     pub(crate) names: Names,
 }
 
