@@ -9,6 +9,7 @@ from .copyinout import params_needing_copies, storage_of
 from .desugar import select_as_if
 from .exprs import Ctx, StackLastRef
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope
+from .unroll import NotUnrollable
 from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
                     TypeVar, VarbitT, VoidT, storage_width)
 from .values import (DynHeaderRef, DynUnionRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
@@ -150,10 +151,53 @@ class StmtMixin:
             self.patch_jump(jz, len(ctx.prims))
 
     def st_For(self, s, ctx):
-        for block in self.unroller.unroll(s, ctx.scope):
+        try:
+            blocks = self.unroller.unroll(s, ctx.scope)
+        except NotUnrollable:
+            if ctx.kind != "action" or isinstance(s, A.ForIn):
+                raise
+            return self.run_time_loop(s, ctx)
+        for block in blocks:
             self.lower_stmt(block, ctx)
 
     st_ForIn = st_For
+
+    def run_time_loop(self, s, ctx):
+        """A loop whose bounds or exits depend on run-time values, inside an action: as
+        p4c lowers it for BMv2, a `_jump_if_zero` on the condition at the top, the body
+        (break: jump to the end, continue: to the updates), the updates, a jump back."""
+        inner = ctx.child(Scope(ctx.scope))
+        for st in s.init:
+            self.lower_stmt(st, inner)
+        top = len(ctx.prims)
+        exits = []
+        if s.cond is not None:
+            cond = self.eval_value(s.cond, inner)
+            self.require_bool(cond, s.cond.loc, "loop condition")
+            exits.append(self.emit(inner, "_jump_if_zero",
+                                   [expr("b2d", None, as_bool(cond)), hexstr(0)], s.cond.loc))
+        body = inner.child(Scope(inner.scope))
+        body.loop_jumps = (exits, [])
+        self.lower_stmt(s.body, body)
+        for j in body.loop_jumps[1]:
+            self.patch_jump(j, len(ctx.prims))
+        for u in s.updates:
+            self.lower_stmt(u, inner)
+        self.emit(inner, "_jump", [hexstr(top)], s.loc)
+        for j in exits:
+            self.patch_jump(j, len(ctx.prims))
+
+    def st_Break(self, s, ctx):
+        self.loop_jump(s, ctx, 0)
+
+    def st_Continue(self, s, ctx):
+        self.loop_jump(s, ctx, 1)
+
+    def loop_jump(self, s, ctx, which):
+        if ctx.loop_jumps is None:
+            word = "break" if which == 0 else "continue"
+            raise CompileError(s.loc, f"'{word}' outside a loop")
+        ctx.loop_jumps[which].append(self.emit(ctx, "_jump", [hexstr(0)], s.loc))
 
     def st_Return(self, s, ctx):
         if ctx.return_jumps is None:

@@ -16,6 +16,11 @@ from .values import Val
 MAX_UNROLL = 1024                 # iterations a compile-time loop may take
 
 
+class NotUnrollable(CompileError):
+    """The loop depends on run-time values (bounds, or a break/continue condition): an
+    action lowers it with jumps instead; elsewhere this is the error reported."""
+
+
 class Unroller:
     def __init__(self, checker):
         self.checker = checker
@@ -61,8 +66,8 @@ class Unroller:
             elif isinstance(st, A.If) and has_jump(st):
                 cond = self.checker.const_value(st.cond, scope)
                 if not isinstance(cond, bool):
-                    raise unsupported(st.loc, "break/continue under a condition that is not a "
-                                              "compile-time constant")
+                    raise NotUnrollable(st.loc, "unsupported construct: break/continue under a "
+                                                "condition that is not a compile-time constant")
                 branch = st.then if cond else st.other
                 body, outcome = self.settle_jumps([branch] if branch else [], scope)
                 out.append(A.Block(st.loc, body))
@@ -98,7 +103,7 @@ class Unroller:
             if s.cond is not None:
                 go = self.loop_value(s.cond, None, scope, values, loop_vars)
                 if not isinstance(go, bool):
-                    raise CompileError(s.cond.loc, "loop condition must be a compile-time bool")
+                    raise NotUnrollable(s.cond.loc, "loop condition must be a compile-time bool")
                 if not go:
                     return
             yield dict(values)
@@ -109,13 +114,14 @@ class Unroller:
                                              "variable")
                 t = self.checker.resolve_type(loop_vars[u.lhs.name], scope)
                 values[u.lhs.name] = self.loop_value(u.rhs, t, scope, values, loop_vars)
-        raise unsupported(s.loc, f"a loop running more than {MAX_UNROLL} times")
+        raise NotUnrollable(s.loc, f"unsupported construct: a loop running more than "
+                                   f"{MAX_UNROLL} times")
 
     def loop_value(self, e, t, scope, values, loop_vars):
         inner = self.loop_scope(scope, values, loop_vars, e.loc)
         v = self.checker.const_value(e, inner, t, "loop variable")
         if v is None:
-            raise CompileError(e.loc, "loop bounds must be compile-time constants")
+            raise NotUnrollable(e.loc, "loop bounds must be compile-time constants")
         return v
 
 
