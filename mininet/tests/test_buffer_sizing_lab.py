@@ -16,6 +16,7 @@ from scapy.utils import rdpcap
 from aqmlab.config import parse_experiment
 from aqmlab.topology import build
 from aqmlab.workloads import Run
+from labhelpers import run_quick_study
 
 pytestmark = pytest.mark.root
 
@@ -108,12 +109,8 @@ def test_quick_variant_runs_and_checks_sqrtn_drops_with_switch_records(tmp_path)
     """`aqmlab study buffers --quick` (~3.5 min): 6 runs, normal vs sqrtN
     buffer; exit 0 means sqrtN's drop rate is not below normal's at 95 %
     confidence and the switch recorded the sqrtN runs' drops."""
-    out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "buffers", "--quick",
-                          "--out", str(tmp_path / "s"), "--no-progress"],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    assert "passed: sqrtN - normal drop rate" in out.stdout
-    report = (tmp_path / "s" / "report.md").read_text()
+    stdout, report = run_quick_study("buffers", tmp_path / "s")
+    assert "passed: sqrtN - normal drop rate" in stdout
     assert "no figure group has run yet" in report and "Direction check: passed" in report
     assert (tmp_path / "s" / "report" / "quick-drop-scatter.png").exists()
     assert json.loads((tmp_path / "s" / "wall_times.json").read_text())["quick"]["runs"] == 6

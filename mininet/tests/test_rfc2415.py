@@ -15,7 +15,7 @@ import pytest
 from aqmlab import study
 from aqmlab.config import load_experiment
 from aqmlab.reproductions import common, rfc2415
-from labhelpers import REPO
+from labhelpers import REPO, run_quick_study
 from test_rfc2884 import only_of, write_study
 
 FILES = REPO / "mininet" / "experiments" / "rfc2415"
@@ -411,12 +411,8 @@ def test_quick_variant_runs_and_checks_the_direction_of_the_iw_effect(tmp_path):
     """`aqmlab study rfc2415 --quick` (~4 min): 5 runs, 8 IW 1 + 8 IW 4 web
     clients and 1 FTP; exit 0 means IW 4's median page delay is not above
     IW 1's at 95 % confidence."""
-    out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "rfc2415", "--quick",
-                          "--out", str(tmp_path / "s"), "--no-progress"],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    assert "passed: IW 1 - IW 4" in out.stdout
-    report = (tmp_path / "s" / "report.md").read_text()
+    stdout, report = run_quick_study("rfc2415", tmp_path / "s")
+    assert "passed: IW 1 - IW 4" in stdout
     assert "quick CI variant only" in report and "Direction check: passed" in report
     assert (tmp_path / "s" / "report" / "quick-page-delay.png").exists()
     assert json.loads((tmp_path / "s" / "wall_times.json").read_text())["quick"]["runs"] == 5
