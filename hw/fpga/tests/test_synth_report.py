@@ -60,3 +60,15 @@ def test_gowin_conclusion_only_when_the_probe_shows_untimed_dsps():
     timed = "\n".join(run.probe_table([probe("gowin-dsp-probe", 120.0),
                                        probe("gowin-dsp-probe-nodsp", 72.2)]))
     assert "No:" not in timed
+
+
+def block(name: str, dsp: int, fmax: float) -> dict:
+    return {"name": name, "ports": 8, "pb_bits": 64, "LUT": 1, "LUTRAM": 0, "FF": 1, "BRAM": 32,
+            "DSP": dsp, "fmax_mhz": fmax}
+
+
+def test_gowin_fmax_with_untimed_dsps_is_shown_as_a_bound():
+    rows = "\n".join(run.family_table("Gowin", [block("gowin-gw2a18", 16, 99.9),
+                                                block("gowin-gw2a18-nodsp", 0, 40.0)]))
+    assert "| ≤ 99.9 | ≤ 99.9 |" in rows and "| 40.0 | 40.0 |" in rows
+    assert "| 32.5 | 32.5 |" in "\n".join(run.family_table("ECP5", [block("ecp5-25k", 17, 32.5)]))
