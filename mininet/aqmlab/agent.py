@@ -16,6 +16,7 @@ import json
 import math
 import os
 import random
+import re
 import socket
 import struct
 import sys
@@ -28,15 +29,17 @@ TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 SO_MAX_PACING_RATE = 47
 SAMPLE_INTERVAL = 0.5
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
-# struct tcp_info (include/uapi/linux/tcp.h) up to tcpi_bytes_retrans: 8 one-byte
+# struct tcp_info (include/uapi/linux/tcp.h) up to tcpi_total_rto_time: 8 one-byte
 # fields, rto .. total_retrans, pacing_rate .. bytes_received, segs_out/in,
 # notsent_bytes .. data_segs_out, delivery_rate, busy_time .. sndbuf_limited,
-# delivered, delivered_ce, bytes_sent, bytes_retrans.
-TCP_INFO_FORMAT = "=8B24I4Q2I4IQ3Q2I2Q"
+# delivered, delivered_ce, bytes_sent, bytes_retrans, dsack_dups .. rehash (Linux
+# 4.19-6.2), total_rto, total_rto_recoveries, total_rto_time (Linux 6.7).
+TCP_INFO_FORMAT = "=8B24I4Q2I4IQ3Q2I2Q6I2HI"
 TCP_INFO_FIELDS = {"rtt_us": 23, "snd_cwnd": 26, "total_retrans": 31, "bytes_acked": 34,
                    "bytes_received": 35,
                    "min_rtt_us": 39, "data_segs_out": 41, "delivered": 46, "delivered_ce": 47,
-                   "bytes_retrans": 49}     # index into the unpacked tuple
+                   "bytes_retrans": 49, "dsack_dups": 50, "total_rto": 56,
+                   "total_rto_recoveries": 57}     # index into the unpacked tuple
 
 
 # ---------------------------------------------------------------- sizes/times
@@ -97,13 +100,21 @@ def send_bytes(conn, nbytes):
         nbytes -= sent
 
 
+def tcp_info_fields(raw: bytes) -> dict:
+    """TCP_INFO_FIELDS from a tcp_info the kernel returned; a field an older
+    kernel does not fill (beyond the returned length) is None."""
+    size = struct.calcsize(TCP_INFO_FORMAT)
+    values = struct.unpack(TCP_INFO_FORMAT, raw[:size].ljust(size, b"\0"))
+    codes = "".join(c * int(n or 1) for n, c in re.findall(r"(\d*)([BHIQ])", TCP_INFO_FORMAT))
+    return {name: values[index] if struct.calcsize("=" + codes[:index + 1]) <= len(raw) else None
+            for name, index in TCP_INFO_FIELDS.items()}
+
+
 def tcp_info(sock):
     """The sender's view of a connection (Linux tcp_info): retransmitted
-    segments, smoothed/min RTT, cwnd, and segments acknowledged with ECE."""
-    size = struct.calcsize(TCP_INFO_FORMAT)
-    raw = sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, size).ljust(size, b"\0")
-    values = struct.unpack(TCP_INFO_FORMAT, raw)
-    return {name: values[index] for name, index in TCP_INFO_FIELDS.items()}
+    segments, smoothed/min RTT, cwnd, segments acknowledged with ECE, DSACKs
+    received (retransmissions the receiver already had) and RTO expiries."""
+    return tcp_info_fields(sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, struct.calcsize(TCP_INFO_FORMAT)))
 
 
 def serve_connection(conn, opts, recorder):

@@ -173,7 +173,9 @@ def flow_tcp_stats(records):
     """{(workload, flow): sender-side totals} from the senders' tcp_info
     records, one per connection, each over the connection's whole life:
     retransmitted and sent data segments, segments acknowledged with ECE
-    (tcpi_delivered_ce), mean smoothed RTT over connections, last cwnd."""
+    (tcpi_delivered_ce), mean smoothed RTT over connections, last cwnd, and
+    DSACKs received and RTO expiries (None when a kernel or an older run did
+    not record them)."""
     by_flow = defaultdict(list)
     for record in records:
         if record["kind"] == "tcp_info":
@@ -183,8 +185,16 @@ def flow_tcp_stats(records):
                   "data_segments": sum(i["data_segs_out"] for i in infos),
                   "ece_acked": sum(i["delivered_ce"] for i in infos),
                   "rtt_ms": statistics.fmean(i["rtt_us"] for i in infos) / 1e3,
-                  "cwnd": infos[-1]["snd_cwnd"]}
+                  "cwnd": infos[-1]["snd_cwnd"],
+                  "dsack_dups": _total(infos, "dsack_dups"),
+                  "rto_timeouts": _total(infos, "total_rto")}
             for key, infos in sorted(by_flow.items())}
+
+
+def _total(infos, field):
+    """Sum of a tcp_info field over connections, None if any lacks it."""
+    values = [i.get(field) for i in infos]
+    return None if None in values else sum(values)
 
 
 def tcp_summary(flow_stats):

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 TRANSFER_FIELDS = ("workload", "host", "flow", "kind", "transfer", "page", "object", "start",
                    "end", "delay", "bytes", "size", "complete")
 FLOW_FIELDS = ("flow", "goodput_bps", "retransmits", "data_segments", "rtt_ms", "ece_acked",
-               "cwnd", "connections")
+               "cwnd", "connections", "dsack_dups", "rto_timeouts")
 ALL = "all"   # the workload column of run-wide metrics
 
 # (key, unit, what, per-run statistic) -- the per-run statistic says what one

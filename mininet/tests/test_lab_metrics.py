@@ -131,3 +131,25 @@ def test_idle_decay_table_reads_a_run_folder(tmp_path):
     header, rule, row = report.idle_decay_table(tmp_path)
     assert row == ("| 0.588 | 7.000 | 140 | 16.00 | 15.77 (15.77, +0.0%) | 2.89 (2.89, +0.0%) | "
                    "4.760 | 4.800 (± 0.050) | yes |")
+
+
+def test_tcp_info_fields_an_older_kernel_does_not_fill_are_none():
+    import struct
+    from aqmlab import agent
+    values = list(range(1, 60))
+    full = struct.pack(agent.TCP_INFO_FORMAT, *values)
+    fields = agent.tcp_info_fields(full)
+    assert (fields["total_retrans"], fields["dsack_dups"], fields["total_rto"]) == (32, 51, 57)
+    # Linux 6.1 stops after tcpi_snd_wnd (232 bytes): DSACKs yes, RTO expiries unknown.
+    older = agent.tcp_info_fields(full[:232])
+    assert older["dsack_dups"] == 51 and older["total_rto"] is None
+
+
+def test_flow_tcp_stats_sum_dsacks_and_timeouts_when_every_connection_has_them():
+    info = {"kind": "tcp_info", "workload": "w", "flow": "f", "total_retrans": 4, "data_segs_out": 50,
+            "delivered_ce": 0, "rtt_us": 2000, "snd_cwnd": 10, "dsack_dups": 1, "total_rto": 2}
+    both = metrics.flow_tcp_stats([info, dict(info, dsack_dups=3, total_rto=0)])[("w", "f")]
+    assert (both["retransmits"], both["dsack_dups"], both["rto_timeouts"]) == (8, 4, 2)
+    old = {k: v for k, v in info.items() if k not in ("dsack_dups", "total_rto")}
+    mixed = metrics.flow_tcp_stats([info, old])[("w", "f")]
+    assert mixed["dsack_dups"] is None and mixed["rto_timeouts"] is None

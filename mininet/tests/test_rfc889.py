@@ -203,6 +203,11 @@ def test_report_has_both_rfc_tables_for_every_path(tmp_path):
         "data_segments": 200, "retransmits": 5, "rtt_ms": 1234.0}}}
     assert "- isid-h, cross/cross.0.0 (reno): 200 data segments, 5 retransmitted (2.5%); " \
            "Linux's smoothed RTT 1234 ms." in rfc889.linux_lines(part)
+    part.loaded.results[run.run_id]["flow_stats"]["cross/cross.0.0"].update(
+        dsack_dups=2, rto_timeouts=3)
+    assert "- isid-h, cross/cross.0.0 (reno): 200 data segments, 5 retransmitted (2.5%), " \
+           "2 of them spurious (DSACK), 3 retransmission timeouts; Linux's smoothed RTT " \
+           "1234 ms." in rfc889.linux_lines(part)
 
 
 def test_echo_loss_is_two_crossings_of_the_configured_loss():

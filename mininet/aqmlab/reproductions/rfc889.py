@@ -481,18 +481,30 @@ def linux_lines(part):
     for name, scenario, folder in part_runs(part):
         flows = part.loaded.results[folder.name].get("flow_stats", {})
         for flow, stats in sorted(flows.items()):
-            sent = stats["data_segments"]
-            share = f" ({stats['retransmits'] / sent:.1%})" if sent else ""
-            lines.append(f"- {name}, {flow} ({scenario.tcp.cc}): {sent} data segments, "
-                         f"{stats['retransmits']} retransmitted{share}; Linux's smoothed RTT "
-                         f"{stats['rtt_ms']:.0f} ms.")
+            lines.append(f"- {name}, {flow} ({scenario.tcp.cc}): {retransmission_text(stats)}; "
+                         f"Linux's smoothed RTT {stats['rtt_ms']:.0f} ms.")
     if not lines:
         return []
     return ["## Linux's own retransmission timer on the same paths (extension)", "",
             "The bulk cross traffic is Linux TCP (RFC 6298 timer with a 200 ms minimum, RACK, "
             "TLP, F-RTO) on the same line; its sender's tcp_info:", ""] + lines + [
-            "", "tcp_info does not tell spurious retransmissions apart here (the agent does "
-            "not record DSACKs), so only their total is shown.", ""]
+            "", "Spurious: retransmissions the receiver reported as duplicates with a DSACK "
+            "(RFC 2883; tcpi_dsack_dups); timeouts: expiries of the retransmission timer "
+            "(tcpi_total_rto, Linux 6.7 and later). Runs recorded before the agent logged "
+            "them show only the total.", ""]
+
+
+def retransmission_text(stats):
+    """One flow's retransmissions from its flow_stats, spurious ones and
+    timer expiries where tcp_info recorded them."""
+    sent = stats["data_segments"]
+    share = f" ({stats['retransmits'] / sent:.1%})" if sent else ""
+    text = f"{sent} data segments, {stats['retransmits']} retransmitted{share}"
+    if stats.get("dsack_dups") is not None:
+        text += f", {stats['dsack_dups']} of them spurious (DSACK)"
+    if stats.get("rto_timeouts") is not None:
+        text += f", {stats['rto_timeouts']} retransmission timeouts"
+    return text
 
 
 def plot_timelines(part, results, folder):
