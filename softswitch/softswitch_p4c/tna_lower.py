@@ -325,6 +325,14 @@ class _Lowering:
                                _ns(member(SM, "ingress_global_timestamp"), 48)))
         return glue
 
+    def ns_field(self, struct, field, us_expr):
+        """The engine's us as ns in an intrinsic field of the declared width, wrapping
+        (Tofino 1's 18-bit enq_tstamp/deq_timedelta wrap after 262 us)."""
+        decl = next(d for d in self.program.decls
+                    if isinstance(d, A.StructLike) and d.name == struct + "_t")
+        t = next(f.type for f in decl.fields if f.name == field)
+        return _ns(us_expr, _bit_width(t))
+
     def egress_glue(self):
         have = dict(self.md_fields)
         eg = "egress_intrinsic_metadata"
@@ -334,8 +342,9 @@ class _Lowering:
                 ("egress_port", member(SM, "egress_port"), 9, False),
                 ("enq_qdepth", member(SM, "enq_qdepth"), 19, False),
                 ("deq_qdepth", member(SM, "deq_qdepth"), 19, False),
-                ("enq_tstamp", _ns(member(SM, "enq_timestamp"), 32), 32, False),
-                ("deq_timedelta", _ns(member(SM, "deq_timedelta"), 32), 32, False),
+                ("enq_tstamp", self.ns_field(eg, "enq_tstamp", member(SM, "enq_timestamp")), 0, False),
+                ("deq_timedelta", self.ns_field(eg, "deq_timedelta", member(SM, "deq_timedelta")), 0,
+                 False),
                 ("pkt_length", member(SM, "packet_length"), 16, True))]
         if "egress_intrinsic_metadata_from_parser" in have:
             glue.append(assign(member(MD, "egress_intrinsic_metadata_from_parser", "global_tstamp"),
