@@ -49,7 +49,7 @@ DROP_PORT = 511
 V1_EXTERN = {"Register": "register", "Counter": "counter"}
 COUNTER_UNITS = {"PACKETS": "packets", "BYTES": "bytes", "PACKETS_AND_BYTES": "packets_and_bytes"}
 REMOVED_EXTERNS = ("RegisterAction", "Random", "Lpf", "Wred", "Checksum", "Hash")
-# Extern calls lowered only as a statement or the right side of an assignment.
+# Extern calls lowered only as a statement, a declaration's initializer or an assignment's source.
 VALUE_EXTERNS = ("RegisterAction", "Random", "Lpf", "Wred", "Hash")
 # TNA's hash algorithms mapped onto BMv2's (crc16 = CRC-16/ARC, crc32 = CRC-32/ISO-HDLC; that
 # Tofino's CRC16/CRC32 use these parameters is not verified here); CRC8, CRC64, CUSTOM refused.
@@ -342,7 +342,8 @@ class _Lowering:
                 ("egress_port", member(SM, "egress_port"), 9, False),
                 ("enq_qdepth", member(SM, "enq_qdepth"), 19, False),
                 ("deq_qdepth", member(SM, "deq_qdepth"), 19, False),
-                ("enq_tstamp", self.ns_field(eg, "enq_tstamp", member(SM, "enq_timestamp")), 0, False),
+                ("enq_tstamp", self.ns_field(eg, "enq_tstamp", member(SM, "enq_timestamp")), 0,
+                 False),
                 ("deq_timedelta", self.ns_field(eg, "deq_timedelta", member(SM, "deq_timedelta")), 0,
                  False),
                 ("pkt_length", member(SM, "packet_length"), 16, True))]
@@ -411,6 +412,7 @@ class _Lowering:
         externs = _ExternCalls(self, insts, regs, role)
 
         def rewriter(node):
+            node = transform(node, externs.split_declarations)
             walk(node, externs.refuse_nested)
             return transform(node, externs.rewrite)
         return lpf_locals, rewriter
@@ -455,6 +457,21 @@ class _ExternCalls:
         self.regs = regs
         self.role = role
 
+    def split_declarations(self, node):
+        """`T x = inst.m(...);` in a block -> `T x; x = inst.m(...);` (then lowered as such)."""
+        if not isinstance(node, A.Block):
+            return None
+        stmts = []
+        for s in node.stmts:
+            init = s.init.expr if isinstance(s, A.VarDecl) and isinstance(s.init, A.Cast) else \
+                getattr(s, "init", None)
+            if isinstance(s, A.VarDecl) and isinstance(init, A.Call) and self.extern_of(init):
+                stmts += [dataclasses.replace(s, init=None),
+                          A.Assign(s.loc, name(s.name, s.loc), s.init)]
+            else:
+                stmts.append(s)
+        return dataclasses.replace(node, stmts=stmts)
+
     def rewrite(self, node):
         """`inst.m(...);`, `x = inst.m(...);` and `x = (T) inst.m(...);` of the TNA externs."""
         self.cast_to = None
@@ -486,7 +503,8 @@ class _ExternCalls:
         found = self.extern_of(node) if isinstance(node, A.Call) else None
         if found is not None and found[0].type.name in VALUE_EXTERNS:
             raise CompileError(node.loc, f"{found[0].type.name}.{found[1]}() is lowered only as a "
-                                         f"statement or the right side of an assignment")
+                                         f"statement, a declaration's initializer or an "
+                                         f"assignment's source")
         return False
 
     def extern_of(self, c):

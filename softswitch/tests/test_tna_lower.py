@@ -39,7 +39,7 @@ def test_the_red_program_lowers_to_loader_clean_json_with_its_control_plane_name
     ("meta.red.selected = red_budget_step.execute(eg_intr_md.egress_port);\n"
      "                if (meta.red.region == REGION_FORCED) {",
      "if (red_budget_step.execute(eg_intr_md.egress_port) == 1) {",
-     "if (red_budget_step.execute", "statement or the right side of an assignment"),
+     "if (red_budget_step.execute", "statement, a declaration's initializer or an assignment's source"),
     ("    Random<bit<32>>() red_rng;", "    Random<bit<32>>() red_rng;\n    Meter<PortId_t>(512, MeterType_t.BYTES) m;",
      "Meter<PortId_t>", "'Meter' is not supported on the built-in target"),
     ("    Random<bit<32>>() red_rng;", "    Random<bit<32>>() red_rng;\n    Hash<bit<16>>(HashAlgorithm_t.CRC8) h;",
@@ -192,7 +192,7 @@ def queue_program(ingress="", egress="", eg_locals=""):
 
 WRED_EGRESS = dict(
     eg_locals="    Wred<bit<19>, bit<9>>(512, 1, 0) wred;",
-    egress="bit<8> verdict;\n        verdict = wred.execute(eg_intr_md.enq_qdepth, eg_intr_md.egress_port);\n"
+    egress="bit<8> verdict = wred.execute(eg_intr_md.enq_qdepth, eg_intr_md.egress_port);\n"
            "        if (verdict == 1) { eg_dprsr_md.drop_ctl = 1; }")
 MIN_CELLS, MAX_CELLS, MAXP = 10, 30, 0.5
 
