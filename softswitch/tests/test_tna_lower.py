@@ -163,14 +163,15 @@ def test_the_traffic_manager_counts_the_cells_of_the_frames_queued(tmp_path, arc
     ceil(bytes / cell) per frame), not packets x the cells of the frame at hand."""
     source = QUEUE_TNA.replace("CPU_PORT", str(CPU_PORT))
     sw = tna_engine_switch(tmp_path, source, arch, cpu_port=CPU_PORT)
-    # 20 kb/s: the first frame holds the link 600 ms, so all the others queue behind it.
-    sw.configure_port(CPU_PORT, rate_bps=20_000, buffer_packets=64)
+    # 10 kb/s: the first frame holds the link 1.2 s, so all the others queue behind it
+    # (they arrive within milliseconds; the margin covers a loaded host).
+    sw.configure_port(CPU_PORT, rate_bps=10_000, buffer_packets=64)
     sizes = [1500, 64, 161, 1500, 81, 100, 400]
     sw.start()
     try:
         for n in sizes:
             sw.packet_out(bytes(12) + b"\x88\xb5" + bytes(n - 14))
-        got = [sw.poll_packet_in(5.0) for _ in sizes]
+        got = [sw.poll_packet_in(10.0) for _ in sizes]
     finally:
         sw.stop()
     assert all(got), "every frame leaves through the CPU port"
