@@ -357,3 +357,17 @@ def test_queue_timestamps_reach_egress_in_ns_wrapping_at_their_declared_width(tm
     (_, out), = sw.process_packet(1, frame, enq_qdepth=0, enq_timestamp=5_000_000, deq_timedelta=7)
     assert int.from_bytes(out[14:18], "big") == 5_000_000_000 % 2**32
     assert int.from_bytes(out[18:22], "big") == 7_000
+
+
+@pytest.mark.parametrize("tna, words", [
+    ({"cell_bytes": 0}, "__tna__.cell_bytes: expected a cell size in bytes"),
+    ({"cell_bytes": 80, "egress_parser": "nope"}, "no parser named 'nope'"),
+    ({"cell_bytes": 80, "ingress_deparser": "nope"}, "no deparser named 'nope'"),
+])
+def test_the_engine_refuses_a_bad_tna_block_in_one_line(tmp_path, tna, words):
+    se = pytest.importorskip("softswitch_engine")
+    prog = tmp_path / "prog.p4"
+    prog.write_text(BRIDGE_TNA)
+    bmv2_json, _ = compile_tna_to_objects(str(prog), "tna")
+    with pytest.raises(se.PipelineError, match=words):
+        se.Switch(ports={}).verify_pipeline(json.dumps({**bmv2_json, "__tna__": tna}))
