@@ -17,7 +17,7 @@ from .exprs import Ctx
 from .stmts import source_info
 from .symbols import ActionSym, BlockSym, Scope, SubControlSym, TableSym
 from .types import Bits, EnumT, ErrorT, ExternT, IntT, StructT, storage_width
-from .values import FieldRef, Val, as_bool, hexstr, mask_of
+from .values import FieldRef, HeaderRef, Val, as_bool, hexstr, mask_of
 
 END = "__END__"
 _PROFILE_TYPES = ("action_profile", "action_selector")
@@ -1007,7 +1007,13 @@ class ControlMixin:
         directional = [p for p in d.params if p.direction]
         call = A.Call(d.loc, A.Name(d.loc, d.name), [], args)
         bound = self.bind_args(call, directional, d.name, outer)
-        return self.bind_callee_params(directional, bound, {p.name for p in directional}, scope,
+        # standard_metadata is one BMv2 instance that externs (mark_to_drop) name: it is
+        # bound itself unless the body could also reach it under another name
+        needed = params_needing_copies(directional, bound, d.body, sym.scope,
+                                       self.possible_writes(d.body.stmts, Scope(sym.scope)))
+        copies = {p.name for p in directional
+                  if p.name in needed or not _is_standard_metadata(bound[p.name])}
+        return self.bind_callee_params(directional, bound, copies, scope,
                                 lambda tmp, arg, loc: self.assign(outer, tmp, arg, loc))
 
     def bind_table_action(self, sym, ref, tsym):
@@ -1061,3 +1067,7 @@ class ControlMixin:
 
 
 V1SWITCH_ROLES = ["p", "vr", "ig", "eg", "ck", "dep"]
+
+
+def _is_standard_metadata(v):
+    return isinstance(v.ref, HeaderRef) and v.ref.name == "standard_metadata"
