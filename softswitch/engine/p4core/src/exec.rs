@@ -9,6 +9,7 @@ use crate::program::*;
 use crate::state::{EntryAction, State};
 use rand_core::{RngCore, SeedableRng};
 use rand_pcg::Pcg64Mcg;
+use smallvec::SmallVec;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -120,8 +121,9 @@ pub struct Recirculation {
 
 #[derive(Debug, Default)]
 pub struct IngressOutcome {
-    /// One per copy to enqueue: unicast, multicast replicas, ingress clones.
-    pub queued: Vec<QueuedPacket>,
+    /// One per copy to enqueue: unicast, multicast replicas, ingress clones
+    /// (the usual single copy inline: no allocation per packet).
+    pub queued: SmallVec<[QueuedPacket; 1]>,
     pub digests: Vec<Digest>,
     /// True if the original packet was dropped (mark_to_drop, empty group...).
     pub dropped: bool,
@@ -312,8 +314,7 @@ impl Executor {
 
     fn ingress_with(&mut self, st: &State, port: u32, frame: &[u8], now_us: u64, itype: i128, keep: &[(usize, i128)]) -> IngressOutcome {
         self.now_us = now_us;
-        // Room for the usual single copy: no growth on the first push.
-        let mut out = IngressOutcome { queued: Vec::with_capacity(1), ..Default::default() };
+        let mut out = IngressOutcome::default();
         let mut itype = itype;
         let mut keep: Vec<(usize, i128)> = keep.to_vec();
         for _ in 0..=MAX_RESUBMITS {
@@ -435,11 +436,11 @@ impl Executor {
     }
 
     /// One copy per (port, rid), with egress_rid set.
-    fn replicate(&mut self, pkt: &PacketState, replicas: &[(u32, u32)], queue: &mut Vec<QueuedPacket>) {
+    fn replicate(&mut self, pkt: &PacketState, replicas: &[(u32, u32)], queue: &mut impl Extend<QueuedPacket>) {
         for (port, rid) in replicas {
             let mut copy = self.copy_of(pkt);
             set_opt(&mut copy, self.prog.std.egress_rid, *rid as i128);
-            queue.push(self.queued(copy, *port));
+            queue.extend([self.queued(copy, *port)]);
         }
     }
 
@@ -1443,7 +1444,8 @@ fn masked_eq(key: &[u8], value: &[u8], mask: Option<&[u8]>) -> bool {
 /// Sets a standard_metadata field if the program has it, truncated to its width.
 pub(crate) fn set_opt(pkt: &mut PacketState, f: Option<(usize, u32)>, v: i128) {
     if let Some((f, w)) = f {
-        pkt.fields[f] = (v as u128 & mask_of(w)) as i128;
+        // standard_metadata fields are narrow: u64 arithmetic.
+        pkt.fields[f] = if w < 64 { (v as u64 & ((1u64 << w) - 1)) as i128 } else { (v as u128 & mask_of(w)) as i128 };
     }
 }
 

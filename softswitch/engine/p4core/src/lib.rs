@@ -11,6 +11,7 @@ mod state;
 mod strict;
 mod tna;
 
+pub use smallvec::SmallVec;
 pub use exec::{Digest, Engine, ENGINE_ENV, EgressOutcome, Executor, IngressOutcome, PacketState, QueueMeta, QueuedPacket, Recirculation};
 pub use load::LoadError;
 pub use program::{instance_type, Indirect, MatchKind, Program, DROP_PORT};
