@@ -17,6 +17,7 @@ import math
 import os
 import random
 import re
+import signal
 import socket
 import struct
 import sys
@@ -117,28 +118,53 @@ def tcp_info(sock):
     return tcp_info_fields(sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, struct.calcsize(TCP_INFO_FORMAT)))
 
 
-def serve_connection(conn, opts, recorder):
+class OpenConnections:
+    """The server's labelled connections, so that each one's tcp_info is
+    logged once: when it closes, or when the server is stopped (an unlimited
+    flow still sending at the end of a run never closes before that)."""
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.lock = threading.Lock()
+        self.labels = {}
+
+    def label(self, conn, labels):
+        with self.lock:
+            self.labels[conn] = labels
+
+    def log(self, conn):
+        with self.lock:
+            labels = self.labels.pop(conn, None)
+        if self.recorder and labels:
+            try:
+                self.recorder.write(kind="tcp_info", t=time.time(), **labels, **tcp_info(conn))
+            except OSError as error:
+                print(f"tcp_info: {error!r}", file=sys.stderr, flush=True)
+
+    def log_all(self):
+        for conn in list(self.labels):
+            self.log(conn)
+
+
+def serve_connection(conn, opts, open_connections):
     """Answer the connection's requests; then log its tcp_info under the
     workload and flow the first request names."""
-    labels = {}
+    labelled = False
     try:
         configure_sender(conn, opts)
         reader = conn.makefile("rb")
         for line in reader:
             words = line.split()
-            if not labels and len(words) >= 3:
-                labels = {"workload": words[1].decode(), "flow": words[2].decode()}
+            if not labelled and len(words) >= 3:
+                open_connections.label(conn, {"workload": words[1].decode(), "flow": words[2].decode()})
+                labelled = True
             send_bytes(conn, int(words[0]))
     except ConnectionError:
         pass                      # the client closed: the normal end of unlimited data
     except (OSError, ValueError, IndexError) as error:
         print(f"connection error: {error!r}", file=sys.stderr, flush=True)
     finally:
-        if recorder and labels:
-            try:
-                recorder.write(kind="tcp_info", t=time.time(), **labels, **tcp_info(conn))
-            except OSError as error:
-                print(f"tcp_info: {error!r}", file=sys.stderr, flush=True)
+        open_connections.log(conn)
         conn.close()
 
 
@@ -149,12 +175,17 @@ def serve(opts):
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, opts.sndbuf)
     listener.bind((opts.bind, opts.port))
     listener.listen(4096)
-    recorder = Recorder(opts.log, {}) if opts.log else None
+    open_connections = OpenConnections(Recorder(opts.log, {}) if opts.log else None)
+
+    def stop(*_):
+        open_connections.log_all()
+        os._exit(0)
+    signal.signal(signal.SIGTERM, stop)
     with open(opts.ready_file, "w") as ready:
         ready.write(str(os.getpid()))
     while True:
         conn, _ = listener.accept()
-        threading.Thread(target=serve_connection, args=(conn, opts, recorder),
+        threading.Thread(target=serve_connection, args=(conn, opts, open_connections),
                          daemon=True).start()
 
 

@@ -138,3 +138,35 @@ def test_iperf3_bulk_records_each_stream_and_reaches_the_link_rate(lab):
     assert 0.85 * RATE < rate < 1.0 * RATE
     samples = [r for r in records if r["kind"] == "sample"]
     assert len(samples) >= 20
+
+
+def test_a_stopped_sender_logs_the_tcp_info_of_flows_still_sending(tmp_path):
+    """An unlimited flow still running when the run stops its sender (SIGTERM)
+    is logged then: its connection would otherwise never report."""
+    import json
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    ready, log = tmp_path / "ready", tmp_path / "tcp_info.jsonl"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "aqmlab.agent", "serve", "--bind", "127.0.0.1",
+                               "--port", str(port), "--ready-file", str(ready), "--log", str(log)])
+    try:
+        deadline = time.time() + 30
+        while not (ready.exists() and ready.read_text()) and time.time() < deadline:
+            time.sleep(0.05)
+        with socket.create_connection(("127.0.0.1", port)) as conn:
+            conn.sendall(f"{agent.UNLIMITED} cross cross.0.0 x\n".encode())
+            got = sum(len(conn.recv(65536)) for _ in range(20))
+            server.send_signal(signal.SIGTERM)
+            assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["kind"], r["workload"], r["flow"]) for r in records] == [("tcp_info", "cross", "cross.0.0")]
+    assert got > 0 and records[0]["bytes_acked"] > 0
