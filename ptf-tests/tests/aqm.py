@@ -152,6 +152,11 @@ class AqmTest(BaseTest):
             self.ctl.add_route(route.prefix, port=route.port,
                                dst_mac=route.dst_mac, src_mac=route.src_mac)
 
+    def fresh_red(self, cfg, port=BOTTLENECK):
+        """A new pipeline (every RED average 0, routes in place) with ``cfg`` on ``port``."""
+        self.push_pipeline(param("json"))
+        self.ctl.set_red(port, cfg)
+
     # --- packet I/O -------------------------------------------------------
 
     def send_frames(self, port, frames):
@@ -179,7 +184,7 @@ class AqmTest(BaseTest):
         raise AssertionError(f"port {port} still busy after {timeout_s} s")
 
     def burst(self, length, ecn=ECT0, frame_len=None, port=BOTTLENECK, max_send_s=None,
-              counters=False, expect=None, quiet_s=None):
+              counters=False, expect=None, quiet_s=None, reset=None):
         """Send ``length`` frames back to back into the idle queue of
         ``port``, so frame i sees i - 1 frames queued (redstats.burst_depths),
         and collect what comes out.
@@ -194,11 +199,15 @@ class AqmTest(BaseTest):
         switch lets through; collection waits for them (a busy host can
         delay the switch far beyond the line-rate schedule), then for
         ``quiet_s`` of silence (default: 4 frame times, at least 50 ms).
+        ``reset``: called before a resend to restore the state the burst
+        assumes (a rejected attempt leaves its mark on a slow average).
         """
         tx = tx_time_s(frame_len)
         max_send_s = 0.8 * tx if max_send_s is None else max_send_s
         sent = [udp(DST[port], ecn=ecn, seq=i, length=frame_len) for i in range(length)]
-        for _attempt in range(SEND_ATTEMPTS):
+        for attempt in range(SEND_ATTEMPTS):
+            if attempt and reset:
+                reset()
             before = self.ctl.port_counters(port) if counters else None
             first_send = time.time()
             took = self.send_frames(SENDER, sent)

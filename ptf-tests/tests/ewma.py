@@ -35,8 +35,8 @@ def threshold_config(level, wq_log):
 
 
 class EwmaChecks:
-    def first_drop(self, length, predicted):
-        burst = self.burst(length, ecn=ECT0, frame_len=FRAME, expect=predicted)
+    def first_drop(self, length, predicted, reset=None):
+        burst = self.burst(length, ecn=ECT0, frame_len=FRAME, expect=predicted, reset=reset)
         missing = burst.missing()
         if missing:
             self.assertEqual(missing, list(range(missing[0], length)),
@@ -54,10 +54,11 @@ class EwmaConvergence(AqmTest, EwmaChecks):
     def runTest(self):
         for wq_log in (2, 4, 6):
             for level in (6, 11):
-                self.push_pipeline(param("json"))       # fresh average = 0
-                self.ctl.set_red(BOTTLENECK, threshold_config(level, wq_log))
-                predicted = self.predicted_first_drop(threshold_config(level, wq_log), burst_depths(80))
-                observed = self.first_drop(max(predicted) + 8, min(predicted))
+                cfg = threshold_config(level, wq_log)
+                self.fresh_red(cfg)
+                predicted = self.predicted_first_drop(cfg, burst_depths(80))
+                observed = self.first_drop(max(predicted) + 8, min(predicted),
+                                           reset=lambda: self.fresh_red(cfg))
                 self.assertIn(observed, predicted, f"wq = 2^-{wq_log}, maxth {level}")
 
     def predicted_first_drop(self, cfg, depths):
@@ -140,11 +141,10 @@ class IdleDecay(AqmTest):
         time; only one that went out on time (within 15 ms) and away from a
         decision boundary answers for the target."""
         for _attempt in range(IDLE_ATTEMPTS):
-            self.push_pipeline(param("json"))
-            self.ctl.set_red(BOTTLENECK, self.cfg)
+            self.fresh_red(self.cfg)
             # short quiet: the idle time starts when the last frame leaves
             build = self.burst(self.build_len, ecn=ECT0, frame_len=FRAME, expect=self.build_len,
-                               quiet_s=0.004)
+                               quiet_s=0.004, reset=lambda: self.fresh_red(self.cfg))
             self.assertEqual(build.missing(), [], "build burst")
             # The last build frame left the queue between its line-rate
             # schedule and one frame time before it reached us.
