@@ -195,8 +195,12 @@ def netem_impairments(queue):
     """netem's words for a queue's jitter and loss (netem has no glitches)."""
     if queue.glitch:
         raise RuntimeError("glitch needs target softswitch (netem has no delay glitches)")
-    words = f" {delay_arg(queue.jitter_s)} distribution {queue.distribution}" \
-        if queue.jitter_s else ""
+    if queue.jitter_s and queue.distribution.endswith(".dist"):
+        raise RuntimeError(f"distribution {queue.distribution}: netem reads tables by name from "
+                           "iproute2's tc directory only; install it there and give its name")
+    words = f" {delay_arg(queue.jitter_s)}" if queue.jitter_s else ""
+    if queue.jitter_s and queue.distribution != "uniform":   # netem's default; it has no uniform table
+        words += f" distribution {queue.distribution}"
     if queue.loss:   # netem takes a bare number as a percent: always write fractions as %
         loss = queue.loss.split()
         words += " loss " + " ".join(w if w.endswith("%") or not w[0].isdigit()

@@ -67,8 +67,13 @@ def test_the_switch_parses_what_the_lab_emits():
 def test_netem_gets_the_same_impairments_for_bmv2():
     queue = PortQueue(0, 64, 0.02, jitter_s=0.005, distribution="normal", loss="0.01")
     assert netem_impairments(queue) == " 5000us distribution normal loss 1%"
+    assert netem_impairments(PortQueue(0, 64, 0.02, jitter_s=0.005)) == " 5000us"
+    assert netem_impairments(PortQueue(0, 64, 0.02, jitter_s=0.005, distribution="paretonormal")) \
+        == " 5000us distribution paretonormal"
     with pytest.raises(RuntimeError, match="glitch needs target softswitch"):
         netem_impairments(PortQueue(glitch="2s 300ms"))
+    with pytest.raises(RuntimeError, match="netem reads tables by name"):
+        netem_impairments(PortQueue(0, 64, 0.02, jitter_s=0.005, distribution="/data/measured.dist"))
 
 
 @pytest.mark.parametrize("link, field, message", [
