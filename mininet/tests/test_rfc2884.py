@@ -249,6 +249,9 @@ def test_trend_verdict_needs_sign_and_ordering():
     behind = Estimate(-10, 5, 5, -16, -4)
     assert rfc2884.trend_verdict(behind, high, up, True).startswith("does not hold")
     assert rfc2884.trend_verdict(Estimate(0, 0, 0, 0, 0), high, up, True) == "no data"
+    loose_first = Estimate(10, 5, 5, -2, 22)
+    assert rfc2884.trend_verdict(loose_first, high, up, True) == \
+        "holds in the means (interval includes 0: first point)"
 
 
 def gain(scenario, seed):

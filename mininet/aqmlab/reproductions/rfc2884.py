@@ -315,8 +315,11 @@ def trend_verdict(first, second, difference, expect_rise):
     ahead = first.mean > 0 and second.mean > 0
     rises = difference.mean > 0 if expect_rise else difference.mean < 0
     if ahead and rises:
-        strong = first.low > 0 and second.low > 0 and difference.excludes_zero()
-        return "holds" if strong else "holds in the means (interval includes 0)"
+        loose = [name for name, firm in (("first point", first.low > 0),
+                                         ("second point", second.low > 0),
+                                         ("change", difference.excludes_zero())) if not firm]
+        return "holds" if not loose else \
+            f"holds in the means (interval includes 0: {', '.join(loose)})"
     if not ahead:
         return "does not hold: ECN not ahead at both points"
     return "sign holds, ordering does not"
@@ -565,7 +568,7 @@ def retransmission_lines(parts):
             lines.append(f"| {name} | {tcp} | {fmt(stats.estimate(ecn.values()))} | "
                          f"{fmt(stats.estimate(non.values()))} | {fmt(difference)} | "
                          f"{'holds: ECN fewer' if holds else stats.verdict(difference)} |")
-    return lines
+    return lines if len(lines) > 2 else ["Not run (`bulk`, `bulk_modern`)."]
 
 
 def region_lines(parts):
@@ -706,7 +709,8 @@ def plot_part(part, folder):
     for tcp, size in sorted({(k[0], k[3]) for k in part.points}, key=lambda v: (v[0], v[1] or 0)):
         if not any(part.runs(k) for k in part.points if (k[0], k[3]) == (tcp, size)):
             continue
-        levels = sorted({k[1] for k in part.points if k[0] == tcp and k[3] == size})
+        levels = sorted({k[1] for k in part.points if k[0] == tcp and k[3] == size
+                         and part.runs(k)})           # a level with no run yet gets no panel
         fig, axes = plt.subplots(1, len(levels), figsize=(4 * len(levels), 3.4), squeeze=False)
         for ax, level in zip(axes[0], levels):
             keys = sorted(k for k in part.points if k[:2] == (tcp, level) and k[3] == size)
@@ -724,7 +728,8 @@ def plot_part(part, folder):
         stem = f"{part.name}-{tcp}" + (f"-{size // 1000}KB" if size else "")
         fig.suptitle(f"{part.name}, {tcp}" + (f", {size // 1000} KB responses" if size else "")
                      + ": means with 95 % intervals", fontsize=9)
-        plots += save_figure(fig, folder, stem, f"{part.name}, {tcp}" + (f", {size // 1000} KB" if size else ""))
+        plots += save_figure(fig, folder, stem,
+                             f"{part.name}, {tcp}" + (f", {size // 1000} KB" if size else ""))
     return plots
 
 
