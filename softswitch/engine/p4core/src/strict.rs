@@ -321,7 +321,8 @@ fn check_op(node: &Value, path: &str) -> R<()> {
         return err(path, format!("unknown expression op '{op}'"));
     }
     let operand = |k: &str| node.get(k).unwrap_or(&Value::Null);
-    if op == "access_field" {
+    if op == "access_field" || op == "access_union_header" {
+        // `right` is an integer offset (a field, or a member of the union), not an expression
         return check_expr(operand("left"), path);
     }
     for k in ["cond", "left", "right"] {
