@@ -155,7 +155,9 @@ struct Word {
     wide: Vec<Part>,
 }
 
-/// A field read from one word: `(word >> shift) & mask`.
+/// A field of up to 64 bits that ends in word `word` at `shift` bits from its
+/// end (bits above spill into the word before): read as
+/// `((before << 1 << (63 - shift)) | (word >> shift)) & mask`.
 struct QuickRead {
     word: usize,
     shift: u32,
@@ -167,8 +169,8 @@ struct Layout {
     bytes: usize,
     words: Vec<Word>,
     reads: Vec<FieldRead>,
-    /// When every read field is unsigned, inside one word and the fields are
-    /// consecutive: the first field and one quick read per field.
+    /// When every read field is unsigned, at most 64 bits wide and the fields
+    /// are consecutive: the first field and one quick read per field.
     quick: Option<(usize, Vec<QuickRead>)>,
 }
 
@@ -235,8 +237,9 @@ impl Layout {
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let (k, sh) = r.pieces[0];
-                (r.field == first + i && r.n == 1 && r.width <= 64 && sh >= 0 && !r.signed)
+                // The last piece ends the field inside its word (shift >= 0).
+                let (k, sh) = r.pieces[r.n as usize - 1];
+                (r.field == first + i && r.width <= 64 && sh >= 0 && !r.signed)
                     .then_some(QuickRead { word: k as usize, shift: sh as u32, mask: r.mask as u64 })
             })
             .collect::<Option<Vec<_>>>()?;
@@ -287,8 +290,9 @@ impl Layout {
     /// Reads the fields from `frame` at byte `base` (the caller checked the bytes are there).
     #[inline]
     fn read(&self, frame: &[u8], base: usize, pkt: &mut PacketState) {
-        let mut words = [0u64; MAX_READ_WORDS];
-        for (k, w) in words.iter_mut().enumerate().take(self.words.len()) {
+        // words[k + 1] is the layout's word k; words[0] stays 0 (nothing before word 0).
+        let mut words = [0u64; MAX_READ_WORDS + 1];
+        for (k, w) in words[1..].iter_mut().enumerate().take(self.words.len()) {
             let at = base + 8 * k;
             *w = match frame.get(at..at + 8) {
                 Some(b) => u64::from_be_bytes(b.try_into().unwrap()),
@@ -302,14 +306,16 @@ impl Layout {
         }
         if let Some((first, quick)) = &self.quick {
             for (dst, q) in pkt.fields[*first..*first + quick.len()].iter_mut().zip(quick) {
-                *dst = ((words[q.word % MAX_READ_WORDS] >> q.shift) & q.mask) as i128;
+                let k = q.word % MAX_READ_WORDS;
+                let (before, word) = (words[k], words[k + 1]);
+                *dst = ((((before << 1) << (63 - q.shift)) | (word >> q.shift)) & q.mask) as i128;
             }
             return;
         }
         for r in &self.reads {
             let mut v = 0u128;
             for &(k, s) in &r.pieces[..r.n as usize] {
-                let word = words[k as usize];
+                let word = words[k as usize + 1];
                 v |= if s >= 0 { (word >> s) as u128 } else { (word as u128) << -(s as i32) };
             }
             v &= r.mask;
