@@ -1,6 +1,7 @@
 // Run-time indices into a stack of header unions (`hdr.us[hdr.idx.i]`), lowered as
 // p4c's BMv2 back end does: dereference_union_stack, then access_union_header for a
-// member; validity of the chosen union and of its members, member writes and setValid.
+// member; validity of the chosen union and of its members, member writes and setValid,
+// also inside an action (access_union_header with an integer member offset).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -24,7 +25,14 @@ parser UsParser(packet_in packet, out headers hdr, inout metadata meta,
 control NoCk(inout headers hdr, inout metadata meta) { apply { } }
 control UsIngress(inout headers hdr, inout metadata meta,
                   inout standard_metadata_t standard_metadata) {
+    action set_x(bit<8> v) { hdr.us[hdr.idx.i].a.x = v; }
+    table by_op {
+        key = { hdr.idx.op: exact; }
+        actions = { set_x; NoAction; }
+        default_action = NoAction();
+    }
     apply {
+        by_op.apply();
         if (hdr.us[hdr.idx.i].a.isValid()) {
             hdr.us[hdr.idx.i].a.x = hdr.us[hdr.idx.i].a.x + 1;
         }
