@@ -3,7 +3,6 @@ namespaces (prefix ``io``), Linux sockets at both ends, the traffic manager's
 rate, buffer, delay and queue metadata. Needs root."""
 
 import hashlib
-import statistics
 import sys
 from pathlib import Path
 
@@ -161,11 +160,12 @@ def test_enq_qdepth_seen_by_the_program_is_the_queue_the_burst_built(lab, switch
 
 
 def test_propagation_and_ingress_delay_show_in_ping_rtt(lab, switch):
-    base = statistics.median(ping_rtts_ms(lab))
+    base = min(ping_rtts_ms(lab))
     switch.configure_port(1, delay_us=4000, ingress_delay_us=3000)
-    delayed = statistics.median(ping_rtts_ms(lab))
-    # The 0.2 ms fidelity claim is measured by the benchmark (bench/RESULTS.md); here a
-    # looser bound keeps the check of "both delays are applied" robust on a loaded machine.
+    delayed = min(ping_rtts_ms(lab))
+    # The 0.2 ms fidelity claim is measured by the benchmark (bench/RESULTS.md). Here the
+    # fastest of 30 pings: a busy machine only adds to an RTT, so the minimum keeps the
+    # check of "both delays are applied" robust where a median moved by 1.4 ms at load 11.
     assert delayed - base == pytest.approx(7.0, abs=0.5)
 
 
