@@ -24,7 +24,7 @@ from red_target_rig import PORT, compile_red_ecn, frame, red_switch, run_and_com
 from redctl.convert import AVG_ONE, QDEPTH_MAX, PortSpec, RedConfig, to_constants
 from redctl.redmodel import CE, NOT_ECT, PortState, decide, idle_bucket
 
-se = pytest.importorskip("softswitch_engine")
+import softswitch_engine as se
 
 CONFIGS = [   # (RED settings, port rate): coarse idle buckets of 2..8 ms
     (RedConfig(minth=5, maxth=15, maxp=0.1, wq_log=6), 1.5e6),

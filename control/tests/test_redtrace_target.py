@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pytest
 from red_target_rig import read_trace, replay_trace
 
 from redctl.redmodel import EARLY_DROP, MARK, PASS
 
-se = pytest.importorskip("softswitch_engine")
+import softswitch_engine as se
 
 
 def test_recorded_trace_pipeline_decides_like_the_model(tmp_path):

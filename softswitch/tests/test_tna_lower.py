@@ -7,6 +7,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+import softswitch_engine as se
 
 from softswitch_p4c.errors import CompileError
 from softswitch_p4c.driver import compile_tna_to_objects
@@ -83,7 +84,6 @@ def crc16_arc(data: bytes) -> int:
     ("CRC16", 16, crc16_arc), ("CRC32", 32, zlib.crc32), ("IDENTITY", 16, lambda d: int.from_bytes(d, "big"))])
 def test_hash_get_is_the_low_bits_of_the_named_crc(tmp_path, algo, width, expect):
     """Hash.get({src, dst}) written into the IPv4 identification (CRC32: its low 16 bits)."""
-    se = pytest.importorskip("softswitch_engine")
     text = RED_TNA.read_text()
     local, use = "    action drop() {\n        ig_dprsr_md.drop_ctl = 1;", "        ipv4_lpm.apply();"
     assert local in text and use in text
@@ -147,7 +147,6 @@ CPU_PORT = 64
 
 
 def tna_engine_switch(tmp_path, source, arch, **switch_args):
-    se = pytest.importorskip("softswitch_engine")
     prog = tmp_path / "prog.p4"
     prog.write_text(source)
     bmv2_json, _ = compile_tna_to_objects(str(prog), arch)
@@ -365,7 +364,6 @@ def test_queue_timestamps_reach_egress_in_ns_wrapping_at_their_declared_width(tm
     ({"cell_bytes": 80, "ingress_deparser": "nope"}, "no deparser named 'nope'"),
 ])
 def test_the_engine_refuses_a_bad_tna_block_in_one_line(tmp_path, tna, words):
-    se = pytest.importorskip("softswitch_engine")
     prog = tmp_path / "prog.p4"
     prog.write_text(BRIDGE_TNA)
     bmv2_json, _ = compile_tna_to_objects(str(prog), "tna")
