@@ -4,6 +4,7 @@ with every metric as mean, sd, n and 95 % interval over repetitions, and
 the study's comparisons as per-seed differences."""
 
 import csv
+import gzip
 import dataclasses
 import json
 import math
@@ -72,6 +73,20 @@ def _write_csv(path, fields, rows):
         writer = csv.DictWriter(out, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
+
+
+def run_csv_rows(folder, name):
+    """The rows of a run's CSV file NAME, or of NAME.gz (a committed study keeps
+    its larger per-run files compressed); [] when neither exists."""
+    path = Path(folder) / name
+    if path.exists():
+        handle = path.open(newline="")
+    elif path.with_name(name + ".gz").exists():
+        handle = gzip.open(path.with_name(name + ".gz"), "rt", newline="")
+    else:
+        return []
+    with handle:
+        return list(csv.DictReader(handle))
 
 
 def _finite(value):

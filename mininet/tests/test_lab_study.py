@@ -2,6 +2,7 @@
 ids, `aqmlab validate`, study folders, and reports rebuilt from run folders
 (runs written here with known metrics)."""
 
+import gzip
 import json
 import os
 import subprocess
@@ -251,3 +252,12 @@ def test_a_numeric_sweep_is_plotted_along_its_axis_with_bands(tmp_path):
     pairs = {c["comparison"] for c in found if c["comparison"].startswith("RED vs drop-tail")}
     assert pairs == {f"RED vs drop-tail (red:aqm.maxp={v} vs droptail:aqm.maxp={v})"
                      for v in (0.02, 0.05, 0.1)}
+
+
+def test_run_csv_rows_reads_a_compressed_committed_file(tmp_path):
+    (tmp_path / "transfers.csv").write_text("kind,delay\npage,0.5\n")
+    assert report.run_csv_rows(tmp_path, "transfers.csv") == [{"kind": "page", "delay": "0.5"}]
+    with gzip.open(tmp_path / "flows.csv.gz", "wt") as handle:
+        handle.write("flow,goodput_bps\nf,1e6\n")
+    assert report.run_csv_rows(tmp_path, "flows.csv") == [{"flow": "f", "goodput_bps": "1e6"}]
+    assert report.run_csv_rows(tmp_path, "queue.csv") == []

@@ -17,7 +17,6 @@ its 95 % interval, checks the headline trends in words, plots network power
 against IW, and estimates the full study's wall time.
 """
 
-import csv
 import json
 import math
 import re
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from aqmlab import stats, study
 from aqmlab.config import load_experiment
-from aqmlab.report import load_study
+from aqmlab.report import load_study, run_csv_rows
 from aqmlab.reproductions.common import (GRID_REPEAT, Reproduction, Stage, StudyError,
                                          by_priority, complete_runs, fmt, load_lines,
                                          measured_lines, overhead_estimate, parts_present,
@@ -412,14 +411,10 @@ def plot_power(part, folder, value_of, title, stem):
 
 def page_records(folder, workloads=None):
     """[(end s after the epoch, delay s)] of a run's complete web pages."""
-    path = Path(folder) / "transfers.csv"
-    if not path.exists():
-        return []
-    with path.open() as handle:
-        return [(float(r["end"]), float(r["delay"])) for r in csv.DictReader(handle)
-                if r["kind"] == "page" and r["complete"] == "True"
-                and r["workload"].startswith("web")
-                and (not workloads or r["workload"] in workloads)]
+    return [(float(r["end"]), float(r["delay"])) for r in run_csv_rows(folder, "transfers.csv")
+            if r["kind"] == "page" and r["complete"] == "True"
+            and r["workload"].startswith("web")
+            and (not workloads or r["workload"] in workloads)]
 
 
 def median_by_length(pages, warmup, lengths):

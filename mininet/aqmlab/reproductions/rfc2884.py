@@ -28,7 +28,7 @@ from pathlib import Path
 
 from aqmlab import metrics, stats, study
 from aqmlab.config import load_experiment, measured_transfer
-from aqmlab.report import load_study
+from aqmlab.report import load_study, run_csv_rows
 from aqmlab.reproductions.common import (GRID_REPEAT, WALL_TIMES, Reproduction, Stage,
                                          StudyError, by_priority, complete_runs, fmt,
                                          load_lines, measured_lines, overhead_estimate,
@@ -171,12 +171,8 @@ def bulk_transfer(folder, workload):
     """The fixed-size transfer of a bulk workload: goodput = size / completion
     time (what the user saw; retransmitted bytes are not counted). One that
     did not complete keeps its partial bytes and is flagged."""
-    path = Path(folder) / "transfers.csv"
-    if not path.exists():
-        return None
-    with path.open() as handle:
-        rows = [r for r in csv.DictReader(handle) if r["workload"] == workload
-                and r["kind"] == "bulk" and int(r["size"]) > 0]
+    rows = [r for r in run_csv_rows(folder, "transfers.csv") if r["workload"] == workload
+            and r["kind"] == "bulk" and int(r["size"]) > 0]
     if not rows:
         return None
     row = rows[0]
