@@ -295,7 +295,7 @@ def probe_table(probes: list[dict], timed: bool = False) -> list[str]:
                 "timed. nextpnr-himbaechel-gowin's chip database (built by its "
                 "`himbaechel/uarch/gowin/gowin_arch_gen.py`, `create_timing_info`) holds delays for "
                 "LUTs, carry cells (ALU), flip-flops, LUT-RAM and wires, none for the DSP cells, "
-                "and its block-RAM entry is a TODO; himbaechel's `getPortTimingClass` gives every "
+                "and its block-RAM entry defines no delays either; himbaechel's `getPortTimingClass` gives every "
                 "port of a cell without timing TMG_IGNORE, so paths through the multipliers and "
                 "block RAMs are neither started nor ended. The block's DSP build (gowin-gw2a18) "
                 "thus leaves both multiply recurrences untimed: its figure (marked ≤) is only an "
