@@ -1,12 +1,12 @@
 """Check-only front-end for TNA / T2NA programs (`softswitch-p4c --arch tna|t2na`).
 
-There is no Tofino lowering: the engine cannot run TNA yet (issue 14), so a
-TNA program is parsed, its declarations resolved with the v1model front-end's
+A TNA program is parsed, its declarations resolved with the v1model front-end's
 `Compiler` (types, constants, externs), the `Switch(Pipeline(...))` package
 checked against the architecture's block signatures, and every parser,
 control, action and RegisterAction body type-checked: names bound, fields and
 extern methods exist, `bit<W>` widths agree in assignments and operators.
-The Tofino limits are `tofino_lint.py`'s job.
+The Tofino limits are `tofino_lint.py`'s job; running the program on the
+built-in target is `tna_lower.py`'s.
 """
 from . import ast as A
 from .compiler import Compiler

@@ -344,18 +344,20 @@ def test_tna_externs_the_built_in_target_lacks_are_refused_in_one_line_naming_th
     assert any(w in line for w in ("mirror", "dg.pack", "rs.emit", "ParserCounter", "Meter", "DirectCounter")), line
 
 
-def test_queue_timestamps_reach_egress_in_ns_wrapping_at_their_declared_width(tmp_path):
+@pytest.mark.parametrize("arch, bits", [("tna", 18), ("t2na", 32)])
+def test_queue_timestamps_reach_egress_in_ns_wrapping_at_their_declared_width(tmp_path, arch, bits):
     """enq_tstamp / deq_timedelta are the engine's us x 1000, wrapping at the intrinsic
-    field's width as Tofino's counters do (the width comes from the arch's declaration)."""
+    field's width as Tofino's counters do: 18 bits on Tofino 1 (262 us), 32 on Tofino 2,
+    as the public tna.p4/t2na.p4 declare them."""
     program = queue_program(egress="hdr.depths.enq_qdepth = (bit<32>) eg_intr_md.enq_tstamp;\n"
                                    "        hdr.depths.deq_qdepth = (bit<32>) eg_intr_md.deq_timedelta;")
     program = program.replace("hdr.depths.enq_qdepth = (bit<32>) eg_intr_md.enq_qdepth;", "")
     program = program.replace("hdr.depths.deq_qdepth = (bit<32>) eg_intr_md.deq_qdepth;", "")
-    sw = tna_engine_switch(tmp_path, program, "tna")
+    sw = tna_engine_switch(tmp_path, program, arch)
     frame = bytes(12) + b"\x88\xb5" + bytes(50)
-    (_, out), = sw.process_packet(1, frame, enq_qdepth=0, enq_timestamp=5_000_000, deq_timedelta=7)
-    assert int.from_bytes(out[14:18], "big") == 5_000_000_000 % 2**32
-    assert int.from_bytes(out[18:22], "big") == 7_000
+    (_, out), = sw.process_packet(1, frame, enq_qdepth=0, enq_timestamp=5_000_000, deq_timedelta=300)
+    assert int.from_bytes(out[14:18], "big") == 5_000_000_000 % 2**bits
+    assert int.from_bytes(out[18:22], "big") == 300_000 % 2**bits
 
 
 @pytest.mark.parametrize("tna, words", [

@@ -1,6 +1,6 @@
-/* aqmlab softswitch-p4c: TNA (Tofino 1), written to the public TNA API. */
+/* aqmlab softswitch-p4c: TNA, written to the public TNA API. As bf-p4c's tna.p4,
+ * it declares Tofino 1's or Tofino 2's metadata by __TARGET_TOFINO__ (--arch). */
 #ifndef _AQMLAB_TNA_P4_
 #define _AQMLAB_TNA_P4_
-#define __TOFINO_PORT_METADATA_BITS__ 32w64
 #include "tofino.p4"
 #endif

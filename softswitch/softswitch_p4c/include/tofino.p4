@@ -16,15 +16,27 @@ match_kind {
 
 typedef bit<9>  PortId_t;
 typedef bit<16> MulticastGroupId_t;
+/* The generation comes from --arch (tna: __TARGET_TOFINO__ 1, t2na: 2), as in
+ * bf-p4c, where tna.p4 picks Tofino 1's or Tofino 2's declarations by it.
+ * Tofino 2 widens queue and mirror ids. */
+#if __TARGET_TOFINO__ == 2
+typedef bit<7>  QueueId_t;
+typedef bit<4>  MirrorType_t;
+#else
 typedef bit<5>  QueueId_t;
 typedef bit<3>  MirrorType_t;
+#endif
 typedef bit<10> MirrorId_t;
 typedef bit<16> ReplicationId_t;
 typedef bit<3>  DigestType_t;
 typedef error   ParserError_t;
 
 /* Bits of port metadata after ig_intr_md: 64 on Tofino 1, 192 on Tofino 2. */
-const bit<32> PORT_METADATA_SIZE = __TOFINO_PORT_METADATA_BITS__;
+#if __TARGET_TOFINO__ == 2
+const bit<32> PORT_METADATA_SIZE = 32w192;
+#else
+const bit<32> PORT_METADATA_SIZE = 32w64;
+#endif
 
 enum HashAlgorithm_t {
     IDENTITY,
@@ -105,6 +117,8 @@ struct ingress_intrinsic_metadata_for_deparser_t {
     MirrorType_t mirror_type;
 }
 
+/* The time fields are ns: 18 bits on Tofino 1 (they wrap after 262 us, hence
+ * the bridged 48-bit global timestamp for idle time), 32 bits on Tofino 2. */
 @__intrinsic_metadata
 header egress_intrinsic_metadata_t {
     bit<7> _pad0;
@@ -113,23 +127,40 @@ header egress_intrinsic_metadata_t {
     bit<19> enq_qdepth;
     bit<6> _pad2;
     bit<2> enq_congest_stat;
+#if __TARGET_TOFINO__ == 2
     bit<32> enq_tstamp;
-    bit<5> _pad3;
+#else
+    bit<14> _pad3;
+    bit<18> enq_tstamp;
+#endif
+    bit<5> _pad4;
     bit<19> deq_qdepth;
-    bit<6> _pad4;
+    bit<6> _pad5;
     bit<2> deq_congest_stat;
     bit<8> app_pool_congest_stat;
+#if __TARGET_TOFINO__ == 2
     bit<32> deq_timedelta;
+#else
+    bit<14> _pad6;
+    bit<18> deq_timedelta;
+#endif
     bit<16> egress_rid;
-    bit<7> _pad5;
+    bit<7> _pad7;
     bit<1> egress_rid_first;
-    bit<3> _pad6;
+#if __TARGET_TOFINO__ == 2
+    bit<1> _pad8;
+#else
+    bit<3> _pad8;
+#endif
     QueueId_t egress_qid;
-    bit<5> _pad7;
+    bit<5> _pad9;
     bit<3> egress_cos;
-    bit<7> _pad8;
+    bit<7> _pad10;
     bit<1> deflection_flag;
     bit<16> pkt_length;
+#if __TARGET_TOFINO__ == 2
+    bit<8> _pad11;
+#endif
 }
 
 @__intrinsic_metadata
