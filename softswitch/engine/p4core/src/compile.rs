@@ -460,6 +460,10 @@ impl Compiler {
                 let (c, a, b) = (self.expr(c), self.expr(a), self.expr(b));
                 Val::Fn(Box::new(move |e, s, p, l| if c.get(e, s, p, l) != 0 { a.get(e, s, p, l) } else { b.get(e, s, p, l) }))
             }
+            Expr::LastUnionStackIndex(s) => {
+                let s = *s;
+                Val::Fn(Box::new(move |_, _, p, _| p.union_stack_next[s] as i128 - 1))
+            }
             Expr::RegisterRead(r, idx) => {
                 let (r, idx) = (*r, self.expr(idx));
                 Val::Fn(Box::new(move |e, s, p, l| usize::try_from(idx.get(e, s, p, l)).ok().and_then(|i| s.registers[r].get(i)).unwrap_or(0)))

@@ -1336,6 +1336,7 @@ impl Executor {
                 }
             }
             Expr::LastStackIndex(s) => pkt.stack_next[*s] as i128 - 1,
+            Expr::LastUnionStackIndex(s) => pkt.union_stack_next[*s] as i128 - 1,
             Expr::SizeStack(s) => pkt.stack_next[*s] as i128,
             Expr::RegisterRead(r, idx) => self.register_value(env, pkt, *r, idx),
             Expr::VarbitEq(a, b, negate) => ((varbit_value(&pkt.varbits[*a]) == varbit_value(&pkt.varbits[*b])) != *negate) as i128,

@@ -810,7 +810,7 @@ impl Loader {
                 self.check_dyn_offset(&h, off, path)?;
                 Expr::DynField(h, off)
             }
-            "last_stack_index" => Expr::LastStackIndex(self.stack_operand(v, path)?),
+            "last_stack_index" => self.last_stack_index(v, path)?,
             "size_stack" => Expr::SizeStack(self.stack_operand(v, path)?),
             "dereference_header_stack" | "dereference_union_stack" | "access_union_header" => {
                 return err(path, format!("'{op}' yields a header, not a value"))
@@ -824,6 +824,16 @@ impl Loader {
         ["left", "right"].iter().all(|k| {
             matches!(v.get(*k).map(|x| self.expr(x, "")), Some(Ok(Expr::Field(f))) if self.is_varbit(f))
         })
+    }
+
+    /// `last_stack_index` of a header stack or (BMv2 accepts both) a header union stack.
+    fn last_stack_index(&self, v: &Value, path: &str) -> R<Expr> {
+        let r = self.operand(v, "right", path)?;
+        if r.get("type").and_then(Value::as_str) != Some("header_union_stack") {
+            return Ok(Expr::LastStackIndex(self.stack_operand(v, path)?));
+        }
+        let s = self.named(&self.p.names.union_stacks, "header union stack", get(r, "value", path)?, path)?;
+        Ok(Expr::LastUnionStackIndex(s))
     }
 
     fn stack_operand(&self, v: &Value, path: &str) -> R<usize> {

@@ -139,6 +139,8 @@ pub enum Expr {
     D2b(Box<Expr>),
     Ternary(Box<Expr>, Box<Expr>, Box<Expr>),
     LastStackIndex(usize),
+    /// `lastIndex` of a header union stack (p4c's `last_stack_index` on a `header_union_stack`).
+    LastUnionStackIndex(usize),
     SizeStack(usize),
     RegisterRead(usize, Box<Expr>),
     /// Parser-only: bits at an offset from the current parse position.
