@@ -323,6 +323,7 @@ class ExprMixin:
         if op in ("&&", "||"):
             return self.logical(e, ctx)
         left = self.eval_value(e.left, ctx, expected if op not in _CMP else None)
+        left = self.read_before_side_effects(left, e.right, ctx, e.left.loc)
         right = self.eval_value(e.right, ctx, left.type if op not in ("<<", ">>", "++") else None)
         if op in ("<<", ">>"):
             return self.shift(op, left, right, e)
@@ -339,6 +340,17 @@ class ExprMixin:
             return Val(t, const=self.wrap(_fold(op, left.const, right.const), t))
         j = expr(op, as_data(left), as_data(right))
         return self.fit(t, j) if op in _ARITH else data_expr(t, j)
+
+    def read_before_side_effects(self, v, later, ctx, loc):
+        """Operands are evaluated left to right (P4-16 8.1): when a later operand emits
+        primitives (a call that may write what `v` reads), `v` is read into a temporary
+        first, as p4c's SideEffectOrdering does."""
+        if (ctx.prims is None or v.const is not None or not v.type.is_scalar or
+                isinstance(v.type, IntT) or not has_side_effects(later)):
+            return v
+        tmp = self.temporary("tmp", v.type)
+        self.assign(ctx, tmp, v, loc)
+        return tmp
 
     def logical(self, e, ctx):
         left = self.eval_value(e.left, ctx)
