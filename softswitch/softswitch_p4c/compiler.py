@@ -196,6 +196,31 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
             self.new_types[d.name] = t
         return t
 
+    def bind_ctor_args(self, d, decl, scope):
+        """A sub-block's constructor arguments: constants, or for a parameter of a control
+        type the control instance passed (`C2(c1) c2;`, applied through it)."""
+        params = decl.ctor_params or []
+        blocks = {p.name: a for p, a in zip(params, d.args)
+                  if isinstance(self.resolve_type(p.type, scope), BlockT)}
+        if not blocks:
+            call = A.Call(d.loc, A.Name(d.loc, decl.name), [], d.args)
+            return self.bind_args(call, params, decl.name, Ctx(scope))
+        if len(d.args) != len(params) or any(isinstance(a, A.NamedArg) for a in d.args):
+            raise unsupported(d.loc, f"named or default constructor arguments of "
+                                     f"'{decl.name}' with a control parameter")
+        ctor = {}
+        for p, a in zip(params, d.args):
+            if p.name not in blocks:
+                call = A.Call(d.loc, A.Name(d.loc, decl.name), [], [a])
+                ctor.update(self.bind_args(call, [p], decl.name, Ctx(scope)))
+                continue
+            sym = scope.lookup(a.name) if isinstance(a, A.Name) else None
+            if not isinstance(sym, SubControlSym):
+                raise unsupported(a.loc, f"constructor argument '{p.name}' of '{decl.name}' "
+                                         f"that is not a control instance")
+            ctor[p.name] = sym
+        return ctor
+
     def instantiate_type(self, t, tr, scope, type_env):
         if isinstance(t, ExternT) and tr.args:
             args = [self.resolve_type(a, scope, type_env) for a in tr.args]
@@ -277,14 +302,14 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         if is_sub_block:
             if (t.decl.body is None if isinstance(t.decl, A.ControlDecl) else not t.decl.states):
                 raise unsupported(d.loc, f"instance of the type '{t.decl.name}' (no body)")
-            call = A.Call(d.loc, A.Name(d.loc, t.decl.name), [], d.args)
-            ctor = self.bind_args(call, t.decl.ctor_params or [], t.decl.name, Ctx(scope))
+            ctor = self.bind_ctor_args(d, t.decl, scope)
             for p in t.decl.ctor_params or []:
-                if ctor[p.name].const is None:
+                if not isinstance(ctor[p.name], SubControlSym) and ctor[p.name].const is None:
                     raise unsupported(d.loc, f"constructor argument '{p.name}' of "
                                              f"'{t.decl.name}' that is not a compile-time "
                                              f"constant")
-            scope.declare(d.name, SubControlSym(d.name, t.decl, d.loc, ctor), d.loc)
+            scope.declare(d.name, SubControlSym(d.name, t.decl, d.loc, ctor, owner_name=control.name),
+                          d.loc)
             return
         if isinstance(t, BlockT):
             if not isinstance(t.decl, A.PackageDecl) or control is not None:

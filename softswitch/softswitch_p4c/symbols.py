@@ -71,6 +71,7 @@ class SubControlSym:
     ctor_args: dict = field(default_factory=dict)   # constructor parameter -> constant Val
     applied: int = 0                                  # applications lowered so far
     externs: dict = field(default_factory=dict)     # extern instances, shared by them
+    owner_name: str = ""                              # the declaring control's qualified name
 
 
 @dataclass
