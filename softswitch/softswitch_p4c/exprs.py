@@ -492,12 +492,23 @@ class ExprMixin:
     def divide(self, op, left, right, t, e):
         if right.const == 0:
             raise CompileError(e.loc, "division by zero")
+        if left.const is None and _is_power_of_two(right.const) and \
+                isinstance(t, Bits) and not t.signed:
+            return self.by_power_of_two(op, left, right.const, t)
         if left.const is None or right.const is None:
-            raise unsupported(e.loc, f"'{op}' on run-time values (BMv2 has no division)")
+            raise unsupported(e.loc, f"'{op}' on run-time values (BMv2 has no division; "
+                                     f"only unsigned values by powers of two)")
         if left.const < 0 or right.const < 0:
             raise CompileError(e.loc, f"'{op}' needs non-negative operands")
         value = left.const // right.const if op == "/" else left.const % right.const
         return Val(t, const=self.wrap(value, t))
+
+    def by_power_of_two(self, op, left, divisor, t):
+        """Unsigned `x / 2^k` is `x >> k` and `x % 2^k` is `x & (2^k - 1)`, as p4c's
+        StrengthReduction rewrites them before the BMv2 back end."""
+        if op == "/":
+            return data_expr(t, expr(">>", as_data(left), hexstr(divisor.bit_length() - 1)))
+        return data_expr(t, expr("&", as_data(left), hexstr(divisor - 1, t.width)))
 
     def saturating(self, op, left, right, t, e):
         if not isinstance(t, Bits):
@@ -608,6 +619,10 @@ class ExprMixin:
             raise CompileError(loc, f"type mismatch in {what}: expected {t}, got "
                                     f"{src if src is not None else 'a non-value'}")
         return v
+
+
+def _is_power_of_two(n):
+    return n is not None and n > 0 and n & (n - 1) == 0
 
 
 def _type_text(tr):

@@ -1,0 +1,19 @@
+// Run-time unsigned division and modulo by a power of two: `x / 2^k` is `x >> k` and
+// `x % 2^k` is `x & (2^k - 1)` (p4c's strength reduction; BMv2 has no run-time
+// division, so other divisors are refused).
+#include "include/data.p4"
+struct metadata { bit<9> len; }
+
+control DataIngress(inout headers hdr, inout metadata meta,
+                    inout standard_metadata_t standard_metadata) {
+    apply {
+        meta.len = (bit<9>) hdr.data.b1;
+        // the padding to the next multiple of 64 bits, as in a variable-length option
+        bit<9> padding = (64 - (meta.len % 64)) % 64;
+        hdr.data.b2 = (bit<8>) padding;
+        hdr.data.h1 = hdr.data.h1 / 16;
+        hdr.data.h2 = hdr.data.h2 % 1;
+        hdr.data.f2 = hdr.data.f1 / 1;
+    }
+}
+DATA_SWITCH(DataIngress, NoEgress)
