@@ -241,11 +241,32 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
                 raise CompileError(f.loc, f"duplicate field '{f.name}' in {d.kind} {d.name}")
             seen.add(f.name)
             ft = self.resolve_type(f.type)
+            if d.kind == "header" and isinstance(ft, StructT) and ft.kind == "struct":
+                st.nested[f.name] = self.flatten_struct_field(d, st, [f.name], ft, f)
+                continue
             self.check_field_type(d, f, ft)
             st.fields.append((f.name, ft))
             st.field_annos[f.name] = f.annos
             st.field_locs[f.name] = f.type.loc
         return st
+
+    def flatten_struct_field(self, d, st, path, ft, f):
+        """A struct inside a header (P4-16 7.2.2) is laid out as its fields, named as p4c's
+        FlattenHeaders names them (`row.e` -> `_row_e0`, the number being the position in
+        the header); returns (struct type, {member: flat name or a nested pair})."""
+        members = {}
+        for name, t in ft.fields:
+            if isinstance(t, StructT) and t.kind == "struct":
+                members[name] = self.flatten_struct_field(d, st, path + [name], t, f)
+                continue
+            member = A.StructField(f.loc, f.annos, f.type, ".".join(path + [name]))
+            self.check_field_type(d, member, t)
+            flat = "_" + "_".join(path + [name]) + str(len(st.fields))
+            st.fields.append((flat, t))
+            st.field_annos[flat] = []
+            st.field_locs[flat] = f.type.loc
+            members[name] = flat
+        return ft, members
 
     def check_field_type(self, d, f, ft):
         if d.kind == "header" and not isinstance(ft, (Bits, VarbitT, EnumT)) and not (

@@ -211,6 +211,11 @@ class ExprMixin:
 
     def header_member(self, base, e):
         ht = base.type
+        if e.name in ht.nested:
+            if not isinstance(base.ref, HeaderRef):
+                raise unsupported(e.loc, f"struct field '{e.name}' of a header chosen at run "
+                                         f"time")
+            return self.flattened_struct(ht.nested[e.name], base.ref)
         ft = ht.field_type(e.name)
         if ft is None:
             if e.name in ("isValid", "setValid", "setInvalid", "minSizeInBits",
@@ -224,6 +229,14 @@ class ExprMixin:
             return Val(ft, json={"type": "stack_field", "value": [ref.stack.name, e.name]})
         offset = [n for n, _ in ht.fields].index(e.name)
         return Val(ft, json=expr("access_field", ref.json(), offset), extra={"lvalue": True})
+
+    def flattened_struct(self, nested, ref):
+        """The value of a header's struct field: its members are the header's flat fields."""
+        st, members = nested
+        return Val(st, ref=StructRef(st, {
+            name: self.flattened_struct(flat, ref) if isinstance(flat, tuple)
+            else field_val(st.field_type(name), ref.member(flat))
+            for name, flat in members.items()}))
 
     def stack_member(self, base, e):
         st, ref = base.type, base.ref

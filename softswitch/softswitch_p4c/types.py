@@ -82,6 +82,8 @@ class StructT(Type):
     annos: list = field(default_factory=list)
     field_annos: dict = field(default_factory=dict)
     field_locs: dict = field(default_factory=dict)
+    nested: dict = field(default_factory=dict)      # header field of struct type -> (StructT,
+                                                    # {member: flat field name or nested pair})
 
     def field_type(self, name):
         for n, t in self.fields:
