@@ -264,7 +264,7 @@ class ParserMixin:
             raise unsupported(s.loc, f"{type(s).__name__} statement in a parser state")
 
     # packet_in methods (called through StmtMixin.method_call)
-    def packet_method(self, obj, name, call, ctx, dest):
+    def packet_method(self, obj, name, call, ctx, dest, stmt=False):
         kind = obj.extra.get("packet")
         if kind == "packet_in" and ctx.kind == "parser":
             if name == "extract":
@@ -277,7 +277,10 @@ class ParserMixin:
                 ctx.prims.append({"op": "advance", "parameters": [op_param(as_data(n))]})
                 return None
             if name == "lookahead":
-                return self.lookahead_value(call, ctx)
+                v = self.lookahead_value(call, ctx)
+                if stmt:
+                    self.discarded_lookahead(v, call.loc, ctx)
+                return v
             raise unsupported(call.loc, f"packet_in.{name}()")
         where = "deparser" if name == "emit" else "parser"
         raise CompileError(call.loc, f"packet method '{name}' can only be used in a {where}")
@@ -317,6 +320,14 @@ class ParserMixin:
         ctx.prims.append({"op": "extract", "parameters": [param]})
         return None
 
+    def discarded_lookahead(self, v, loc, ctx):
+        """`pkt.lookahead<T>();` as a statement still fails with PacketTooShort when fewer
+        than T's bits remain (as p4c lowers it: a temporary set from the lookahead)."""
+        width = v.type.width if isinstance(v.type, Bits) else v.type.width()
+        tmp = self.new_scalar(self.unique_name("lookahead_tmp"), Bits(width))
+        self.assign(ctx, tmp, Val(Bits(width), json={"type": "lookahead", "value": [0, width]}),
+                    loc)
+
     def lookahead_value(self, e, ctx):
         if ctx.kind != "parser":
             raise CompileError(e.loc, "lookahead() can only be used in a parser")
@@ -325,9 +336,27 @@ class ParserMixin:
         t = self.resolve_type(e.type_args[0], ctx.scope)
         if isinstance(t, StructT) and t.kind == "header":
             return Val(t, extra={"lookahead_header": t})
+        if isinstance(t, StructT) and t.kind == "struct":
+            return self.lookahead_struct(t, 0, e)
         if not isinstance(t, Bits):
             raise unsupported(e.loc, f"lookahead of {t} (only bit<W> is supported)")
         return Val(t, json={"type": "lookahead", "value": [0, t.width]}, extra={"lookahead": True})
+
+    def lookahead_struct(self, t, offset, e):
+        """`lookahead<S>()` of a struct: each field reads the bits at its offset (as p4c's
+        ExpandLookahead slices one wide lookahead into the struct's fields)."""
+        members = {}
+        for name, ft in t.fields:
+            if isinstance(ft, StructT) and ft.kind == "struct":
+                members[name] = self.lookahead_struct(ft, offset, e)
+                offset += ft.width()
+                continue
+            if not isinstance(ft, (Bits, BoolT)):
+                raise unsupported(e.loc, f"lookahead of {t} (field '{name}' is {ft})")
+            width = storage_width(ft)
+            members[name] = Val(ft, json={"type": "lookahead", "value": [offset, width]})
+            offset += width
+        return Val(t, ref=StructRef(t, members))
 
     # ------------------------------------------------------------ select
     def lower_select(self, tr, ctx, states, state):

@@ -823,7 +823,7 @@ class StmtMixin:
         if "extern" in obj.extra:
             return self.extern_method(obj.extra["extern"], name, call, ctx, dest, stmt)
         if isinstance(obj.type, ExternT):
-            return self.packet_method(obj, name, call, ctx, dest)
+            return self.packet_method(obj, name, call, ctx, dest, stmt)
         raise CompileError(call.loc, f"unknown method '{name}'")
 
     def find_methods(self, et, name, call):

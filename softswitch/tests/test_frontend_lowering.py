@@ -237,6 +237,27 @@ def test_select_masks_ranges_tuples_value_sets_and_lookahead(build):
     assert ["HeaderTooShort", 4] in j["errors"]
 
 
+def test_struct_lookahead_reads_each_field_and_a_discarded_lookahead_is_set(build):
+    """lookahead<S>() of a struct reads its fields at their offsets (p4c's ExpandLookahead);
+    a lookahead whose value is discarded still reads the packet (a set of a temporary), so a
+    too-short packet gets PacketTooShort as in BMv2."""
+    decls = "struct in_t { bit<4> x; bit<4> y; } struct la_t { bit<8> a; in_t b; }"
+    states = """
+        state start {
+            la_t v = pkt.lookahead<la_t>();
+            meta.m8 = v.a;
+            meta.m16 = (bit<16>) v.b.y;
+            pkt.lookahead<bit<24>>();
+            transition accept;
+        }"""
+    j, _ = build(decls=decls, states=states)
+    sets = [op["parameters"][1] for op in j["parsers"][0]["parse_states"][0]["parser_ops"]
+            if op["parameters"][1].get("type") == "lookahead"]
+    assert {"type": "lookahead", "value": [0, 8]} in sets          # v.a
+    assert {"type": "lookahead", "value": [12, 4]} in sets         # v.b.y
+    assert sets[-1] == {"type": "lookahead", "value": [0, 24]}     # the discarded one
+
+
 def test_enums_serializable_enums_and_errors(build):
     j, _ = build(decls="""
         enum Color { RED, GREEN }
