@@ -1,15 +1,17 @@
 //! The compiled pipeline. At load time the program's parser, controls,
 //! actions, expressions, checksums and deparser become closures and
 //! precomputed layouts, so a packet no longer walks the JSON-derived tree:
-//! expressions are closures specialised by operand kind with constants folded;
-//! plain assignments run inline; the actions of keyless constant tables and
-//! action calls get their arguments as constants, and chains of such nodes
-//! (p4c's `tbl_act_N`) become one list; headers are read and written through
-//! 64-bit words at offsets computed once; checksums hash a layout computed once.
+//! expressions are closures specialised by operand kind with constants folded,
+//! in u64 arithmetic wherever the 128-bit value provably fits or only its low
+//! 64 bits are kept (`expr64`); plain assignments run inline; the actions of
+//! keyless constant tables and action calls get their arguments as constants,
+//! and such nodes that only one node leads to (p4c's `tbl_act_N`) join that
+//! node's edge; headers are read and written through 64-bit words at offsets
+//! computed once; checksums hash a layout computed once.
 //!
 //! The interpreter (`exec.rs`) stays the reference and the fallback: the
-//! compiled code works on the same `PacketState` with the same 128-bit
-//! semantics, and every piece it does not cover (stacks, unions, varbits,
+//! compiled code works on the same `PacketState` with the same results as the
+//! 128-bit semantics, and every piece it does not cover (stacks, unions, varbits,
 //! lookahead, value sets, the rarer primitives and expressions, a looping
 //! control graph) runs through the interpreter's own function for that piece.
 
@@ -71,6 +73,24 @@ impl Val {
     }
 }
 
+/// A condition (a value tested against 0).
+enum Test {
+    Fn(Expr64Fn),
+    Valid(usize),
+    Wide(Val),
+}
+
+impl Test {
+    #[inline(always)]
+    fn holds(&self, ex: &Executor, st: &State, pkt: &PacketState) -> bool {
+        match self {
+            Test::Fn(f) => f(ex, st, pkt, &[]) != 0,
+            Test::Valid(h) => pkt.valid[*h],
+            Test::Wide(v) => v.get(ex, st, pkt, &[]) != 0,
+        }
+    }
+}
+
 /// A binary operator over two operands, specialised on their kinds.
 fn bin<F>(a: Val, b: Val, f: F) -> Val
 where
@@ -105,6 +125,82 @@ fn unary(a: Val, f: impl Fn(i128) -> i128 + Copy + Send + Sync + 'static) -> Val
         Val::Field(x) => Val::Fn(Box::new(move |_, _, p, _| f(p.fields[x]))),
         Val::Valid(h) => Val::Fn(Box::new(move |_, _, p, _| f(p.valid[h] as i128))),
         a => Val::Fn(Box::new(move |e, s, p, l| f(a.get(e, s, p, l)))),
+    }
+}
+
+/// A u64 expression closure (see `Compiler::expr64`).
+type Expr64Fn = Box<dyn Fn(&Executor, &State, &PacketState, &[i128]) -> u64 + Send + Sync>;
+
+/// An expression operand evaluated in u64: leaves inline, the rest a closure.
+enum V64 {
+    Const(u64),
+    Field(usize),
+    /// Validity of a fixed header.
+    Valid(usize),
+    Fn(Expr64Fn),
+}
+
+impl V64 {
+    #[inline(always)]
+    fn get(&self, ex: &Executor, st: &State, pkt: &PacketState, locals: &[i128]) -> u64 {
+        match self {
+            V64::Const(v) => *v,
+            V64::Field(f) => pkt.fields[*f] as u64,
+            V64::Valid(h) => pkt.valid[*h] as u64,
+            V64::Fn(f) => f(ex, st, pkt, locals),
+        }
+    }
+}
+
+/// An expression compiled to u64 arithmetic. Its u64 value always equals the
+/// low 64 bits of the interpreter's 128-bit value; with `bound`, the 128-bit
+/// value itself is always in `0..=bound` (so the u64 value is the value).
+struct Narrow64 {
+    v: V64,
+    bound: Option<u128>,
+}
+
+/// A binary operator over two u64 operands, specialised on their kinds.
+fn bin64<F>(a: V64, b: V64, f: F) -> V64
+where
+    F: Fn(u64, u64) -> u64 + Copy + Send + Sync + 'static,
+{
+    match (a, b) {
+        (V64::Const(x), V64::Const(y)) => V64::Const(f(x, y)),
+        (V64::Field(x), V64::Const(y)) => V64::Fn(Box::new(move |_, _, p, _| f(p.fields[x] as u64, y))),
+        (V64::Const(x), V64::Field(y)) => V64::Fn(Box::new(move |_, _, p, _| f(x, p.fields[y] as u64))),
+        (V64::Field(x), V64::Field(y)) => V64::Fn(Box::new(move |_, _, p, _| f(p.fields[x] as u64, p.fields[y] as u64))),
+        (V64::Fn(x), V64::Const(y)) => V64::Fn(Box::new(move |e, s, p, l| f(x(e, s, p, l), y))),
+        (V64::Const(x), V64::Fn(y)) => V64::Fn(Box::new(move |e, s, p, l| f(x, y(e, s, p, l)))),
+        (V64::Fn(x), V64::Field(y)) => V64::Fn(Box::new(move |e, s, p, l| f(x(e, s, p, l), p.fields[y] as u64))),
+        (V64::Field(x), V64::Fn(y)) => V64::Fn(Box::new(move |e, s, p, l| f(p.fields[x] as u64, y(e, s, p, l)))),
+        (V64::Fn(x), V64::Fn(y)) => V64::Fn(Box::new(move |e, s, p, l| f(x(e, s, p, l), y(e, s, p, l)))),
+        (a, b) => V64::Fn(Box::new(move |e, s, p, l| f(a.get(e, s, p, l), b.get(e, s, p, l)))),
+    }
+}
+
+fn unary64(a: V64, f: impl Fn(u64) -> u64 + Copy + Send + Sync + 'static) -> V64 {
+    match a {
+        V64::Const(x) => V64::Const(f(x)),
+        V64::Field(x) => V64::Fn(Box::new(move |_, _, p, _| f(p.fields[x] as u64))),
+        V64::Fn(x) => V64::Fn(Box::new(move |e, s, p, l| f(x(e, s, p, l)))),
+        a => V64::Fn(Box::new(move |e, s, p, l| f(a.get(e, s, p, l)))),
+    }
+}
+
+/// The all-ones mask covering every value up to `bound`.
+fn cover(bound: u128) -> u128 {
+    u128::MAX >> bound.leading_zeros()
+}
+
+/// `e` without outer `& m` whose `m` keeps every bit of `keep` (a write of the
+/// result masks to `keep` anyway).
+fn strip_mask(mut e: &Expr, keep: u128) -> &Expr {
+    loop {
+        match e {
+            Expr::Bin(BinOp::BitAnd, a, m) | Expr::Bin(BinOp::BitAnd, m, a) if matches!(**m, Expr::Const(c) if c as u128 & keep == keep) => e = a,
+            _ => return e,
+        }
     }
 }
 
@@ -373,11 +469,19 @@ struct ChecksumCode {
     calc: Calc,
 }
 
-/// A control-graph node. `usize` targets index `Pipeline::nodes`.
+/// A way out of a node: the fixed runs (keyless constant tables, action calls)
+/// that only this node leads to, fused along their chain, then the next node
+/// (`usize` indexes `PipelineCode::nodes`).
+struct Edge {
+    ops: Vec<Op>,
+    next: Option<usize>,
+}
+
+/// A control-graph node.
 enum NodeCode {
-    /// Keyless constant tables and action calls, fused along their chain.
-    Run { ops: Vec<Op>, next: Option<usize> },
-    Cond { cond: Val, on_true: Option<usize>, on_false: Option<usize> },
+    /// A fixed run that more than one node leads to (or the first node).
+    Run(Edge),
+    Cond { cond: Test, on_true: Edge, on_false: Edge },
     Table(TableCode),
 }
 
@@ -386,10 +490,10 @@ struct TableCode {
     /// The lpm key of a table indexed per prefix length (`state::lpm_index`).
     lpm: Option<usize>,
     keys: Vec<(Val, u128)>,
-    next_hit: Option<Option<usize>>,
-    next_miss: Option<Option<usize>>,
-    next_by_action: Vec<Option<Option<usize>>>,
-    base_default_next: Option<usize>,
+    next_hit: Option<Edge>,
+    next_miss: Option<Edge>,
+    next_by_action: Vec<Option<Edge>>,
+    base_default_next: Edge,
 }
 
 struct PipelineCode {
@@ -475,6 +579,174 @@ impl Compiler {
         }
     }
 
+    /// `e` in u64 arithmetic (see `Narrow64`), or None when its top node needs
+    /// the 128-bit form (wide or signed fields, operators whose 128-bit value the
+    /// low 64 bits do not determine).
+    fn expr64(&self, e: &Expr) -> Option<Narrow64> {
+        let exact = |v: V64, bound: u128| Some(Narrow64 { v, bound: Some(bound) });
+        match e {
+            Expr::Const(c) => Some(Narrow64 { v: V64::Const(*c as u64), bound: u64::try_from(*c).ok().map(u128::from) }),
+            Expr::Field(f) => match self.prog.field_masks[*f] {
+                (mask, false) if mask <= u64::MAX as u128 => exact(V64::Field(*f), mask),
+                _ => None,
+            },
+            Expr::Local(i) => match &self.fixed_args {
+                Some(args) => self.expr64(&Expr::Const(args.get(*i).copied().unwrap_or(0))),
+                None => {
+                    let i = *i;
+                    Some(Narrow64 { v: V64::Fn(Box::new(move |_, _, _, l| l.get(i).copied().unwrap_or(0) as u64)), bound: None })
+                }
+            },
+            Expr::Valid(HeaderRef::Fixed(h)) => exact(V64::Valid(*h), 1),
+            Expr::Bin(op, a, b) => self.binary64(*op, a, b),
+            Expr::Not(a) => exact(unary64(self.exact64(a)?, |x| (x == 0) as u64), 1),
+            Expr::D2b(a) => {
+                let a = self.sub64(a);
+                match a.bound {
+                    Some(1) => Some(a),
+                    Some(_) => exact(unary64(a.v, |x| (x != 0) as u64), 1),
+                    None => None,
+                }
+            }
+            Expr::BitNot(a) => Some(Narrow64 { v: unary64(self.sub64(a).v, |x| !x), bound: None }),
+            Expr::Neg(a) => Some(Narrow64 { v: unary64(self.sub64(a).v, |x| x.wrapping_neg()), bound: None }),
+            Expr::Ternary(c, a, b) => {
+                let (c, a, b) = (self.exact64(c)?, self.sub64(a), self.sub64(b));
+                let bound = a.bound.zip(b.bound).map(|(x, y)| x.max(y));
+                let (a, b) = (a.v, b.v);
+                Some(Narrow64 { v: V64::Fn(Box::new(move |e, s, p, l| if c.get(e, s, p, l) != 0 { a.get(e, s, p, l) } else { b.get(e, s, p, l) })), bound })
+            }
+            Expr::RegisterRead(r, idx) if self.prog.registers[*r].width <= 64 => {
+                let (r, idx, mask) = (*r, self.exact64(idx)?, mask_of(self.prog.registers[*r].width));
+                exact(V64::Fn(Box::new(move |e, s, p, l| usize::try_from(idx.get(e, s, p, l)).ok().and_then(|i| s.registers[r].get(i)).unwrap_or(0) as u64)), mask)
+            }
+            _ => None,
+        }
+    }
+
+    /// A sub-expression in u64: compiled by `expr64`, or the 128-bit form's low 64 bits.
+    fn sub64(&self, e: &Expr) -> Narrow64 {
+        self.expr64(e).unwrap_or_else(|| {
+            let v = self.expr(e);
+            Narrow64 { v: V64::Fn(Box::new(move |e, s, p, l| v.get(e, s, p, l) as u64)), bound: None }
+        })
+    }
+
+    /// A sub-expression whose u64 value is its value (None if that is not known).
+    fn exact64(&self, e: &Expr) -> Option<V64> {
+        let n = self.sub64(e);
+        n.bound.map(|_| n.v)
+    }
+
+    fn binary64(&self, op: BinOp, a: &Expr, b: &Expr) -> Option<Narrow64> {
+        use BinOp::*;
+        let (x, y) = (self.sub64(a), self.sub64(b));
+        let (xb, yb) = (x.bound, y.bound);
+        let fits = |m: u128| (m <= u64::MAX as u128).then_some(m);
+        let both = xb.zip(yb);
+        let exact = |v: V64, bound: u128| Some(Narrow64 { v, bound: Some(bound) });
+        // A constant shift amount (y is exact when one is used).
+        let shift = match y.v {
+            V64::Const(c) => Some(c),
+            _ => None,
+        };
+        let (v, bound) = match op {
+            Add => (bin64(x.v, y.v, u64::wrapping_add), both.and_then(|(p, q)| fits(p + q))),
+            Sub => (bin64(x.v, y.v, u64::wrapping_sub), None),
+            Mul => (bin64(x.v, y.v, u64::wrapping_mul), both.and_then(|(p, q)| p.checked_mul(q)).and_then(fits)),
+            BitAnd => {
+                // `& m` that keeps every bit the other side can have (or, on a
+                // side of unknown range, its low 64 bits) only makes it exact.
+                let keeps = |m: Option<u128>, other: Option<u128>| m.is_some_and(|m| other.map_or(m == u64::MAX as u128, |p| cover(p) & m == cover(p)));
+                if matches!(y.v, V64::Const(_)) && keeps(yb, xb) {
+                    return Some(Narrow64 { v: x.v, bound: Some(xb.unwrap_or(u64::MAX as u128)) });
+                }
+                if matches!(x.v, V64::Const(_)) && keeps(xb, yb) {
+                    return Some(Narrow64 { v: y.v, bound: Some(yb.unwrap_or(u64::MAX as u128)) });
+                }
+                let bound = match (xb, yb) {
+                    (Some(p), Some(q)) => Some(p.min(q)),
+                    (Some(p), None) | (None, Some(p)) => Some(p),
+                    (None, None) => None,
+                };
+                (bin64(x.v, y.v, |a, b| a & b), bound)
+            }
+            BitOr => (bin64(x.v, y.v, |a, b| a | b), both.map(|(p, q)| cover(p.max(q)))),
+            BitXor => (bin64(x.v, y.v, |a, b| a ^ b), both.map(|(p, q)| cover(p.max(q)))),
+            Shl => {
+                yb?;
+                let bound = xb.zip(shift).and_then(|(p, c)| (c < 64).then(|| p << c)).and_then(fits);
+                (bin64(x.v, y.v, |a, b| if b < 64 { a << b } else { 0 }), bound)
+            }
+            Shr => {
+                let p = xb?;
+                yb?;
+                let bound = match shift {
+                    Some(c) if c < 64 => p >> c,
+                    Some(_) => 0,
+                    None => p,
+                };
+                (bin64(x.v, y.v, |a, b| if b < 64 { a >> b } else { 0 }), Some(bound))
+            }
+            Eq | Ne | Gt | Ge | Lt | Le | And | Or | Div | Mod => {
+                both?;
+                let bound = match op {
+                    Div | Mod => xb?,
+                    _ => 1,
+                };
+                let v = match op {
+                    Eq => bin64(x.v, y.v, |a, b| (a == b) as u64),
+                    Ne => bin64(x.v, y.v, |a, b| (a != b) as u64),
+                    Gt => bin64(x.v, y.v, |a, b| (a > b) as u64),
+                    Ge => bin64(x.v, y.v, |a, b| (a >= b) as u64),
+                    Lt => bin64(x.v, y.v, |a, b| (a < b) as u64),
+                    Le => bin64(x.v, y.v, |a, b| (a <= b) as u64),
+                    Div => bin64(x.v, y.v, |a, b| a.checked_div(b).unwrap_or(0)),
+                    Mod => bin64(x.v, y.v, |a, b| a.checked_rem(b).unwrap_or(0)),
+                    And => {
+                        let (a, b) = (x.v, y.v);
+                        V64::Fn(Box::new(move |e, s, p, l| (a.get(e, s, p, l) != 0 && b.get(e, s, p, l) != 0) as u64))
+                    }
+                    _ => {
+                        let (a, b) = (x.v, y.v);
+                        V64::Fn(Box::new(move |e, s, p, l| (a.get(e, s, p, l) != 0 || b.get(e, s, p, l) != 0) as u64))
+                    }
+                };
+                return exact(v, bound);
+            }
+            TwoCompMod | SatCast | USatCast => return None,
+        };
+        Some(Narrow64 { v, bound })
+    }
+
+    /// `field = e`: in u64 for an unsigned field of at most 64 bits (only the
+    /// low bits of `e` are kept, so outer masks that keep them all are dropped).
+    fn assign_expr(&self, f: usize, e: &Expr) -> Op {
+        if let (mask, false) = self.prog.field_masks[f] {
+            let e = strip_mask(e, mask);
+            let param = matches!(e, Expr::Local(_)) && self.fixed_args.is_none();
+            if let Some(n) = self.expr64(e).filter(|_| mask <= u64::MAX as u128 && !param) {
+                let mask = mask as u64;
+                return match n.v {
+                    V64::Const(c) => Op::Set(f, (c & mask) as i128),
+                    V64::Field(x) => Op::Copy(f, x, mask as u128),
+                    V64::Fn(g) => Op::Call(Box::new(move |e, s, p, l| p.fields[f] = (g(e, s, p, l) & mask) as i128)),
+                    v => Op::Call(Box::new(move |e, s, p, l| p.fields[f] = (v.get(e, s, p, l) & mask) as i128)),
+                };
+            }
+        }
+        self.assign(f, self.expr(e))
+    }
+
+    /// A condition: in u64 when its value is exact there.
+    fn test(&self, e: &Expr) -> Test {
+        match self.expr64(e) {
+            Some(Narrow64 { v: V64::Fn(f), bound: Some(_) }) => Test::Fn(f),
+            Some(Narrow64 { v: V64::Valid(h), bound: Some(_) }) => Test::Valid(h),
+            _ => Test::Wide(self.expr(e)),
+        }
+    }
+
     /// `field = v`, truncated to the field's width as `Executor::set_field` does.
     fn assign(&self, f: usize, v: Val) -> Op {
         let (mask, signed) = self.prog.field_masks[f];
@@ -494,8 +766,20 @@ impl Compiler {
         self.cov.primitives += 1;
         let std = &self.prog.std;
         match p {
-            Prim::Assign(LValue::Field(f), e) => return self.assign(*f, self.expr(e)),
-            Prim::RegisterRead(LValue::Field(f), r, idx) => return self.assign(*f, self.expr(&Expr::RegisterRead(*r, Box::new(idx.clone())))),
+            Prim::Assign(LValue::Field(f), e) => return self.assign_expr(*f, e),
+            Prim::RegisterRead(LValue::Field(f), r, idx) => return self.assign_expr(*f, &Expr::RegisterRead(*r, Box::new(idx.clone()))),
+            Prim::RegisterWrite(r, idx, val) if self.prog.registers[*r].width <= 64 && self.exact64(idx).is_some() => {
+                let (r, mask) = (*r, mask_of(self.prog.registers[*r].width) as u64);
+                let (idx, val) = (self.exact64(idx).unwrap_or(V64::Const(0)), self.sub64(strip_mask(val, mask as u128)).v);
+                return Op::Call(Box::new(move |e, s, p, l| {
+                    let (i, v) = (idx.get(e, s, p, l), val.get(e, s, p, l));
+                    if let (crate::state::RegisterCells::Narrow(cells), Ok(i)) = (&s.registers[r], usize::try_from(i)) {
+                        if let Some(cell) = cells.get(i) {
+                            cell.store(v & mask, Ordering::Relaxed);
+                        }
+                    }
+                }));
+            }
             Prim::RegisterWrite(r, idx, val) => {
                 let (r, idx, val, mask) = (*r, self.expr(idx), self.expr(val), mask_of(self.prog.registers[*r].width));
                 return Op::Call(Box::new(move |e, s, p, l| {
@@ -503,6 +787,17 @@ impl Compiler {
                     let v = val.get(e, s, p, l);
                     if let Ok(i) = usize::try_from(i) {
                         s.registers[r].set(i, v as u128 & mask);
+                    }
+                }));
+            }
+            Prim::Count(c, idx) if self.exact64(idx).is_some() => {
+                let (c, len, idx) = (*c, std.packet_length, self.exact64(idx).unwrap_or(V64::Const(0)));
+                return Op::Call(Box::new(move |e, s, p, l| {
+                    let i = idx.get(e, s, p, l) as usize;
+                    let cells = &s.counters[c];
+                    if i < cells.pkts.len() {
+                        cells.pkts[i].fetch_add(1, Ordering::Relaxed);
+                        cells.bytes[i].fetch_add(get_opt(p, len) as u64, Ordering::Relaxed);
                     }
                 }));
             }
@@ -611,34 +906,43 @@ impl Compiler {
         }
     }
 
-    /// A node's code; a fixed run continues into the following fixed runs that
-    /// nothing else jumps to (`fused`), so each node is compiled once.
-    fn node(&mut self, n: Node, fused: &[bool]) -> NodeCode {
-        if let Some((call, mut next)) = self.fixed_run(n) {
-            let mut calls: Vec<_> = call.into_iter().collect();
-            while let Some((call, after)) = next.filter(|m| fused[self.node_index(*m)]).and_then(|m| self.fixed_run(m)) {
-                calls.extend(call);
-                next = after;
-            }
-            let ops = calls.into_iter().flat_map(|(a, args)| self.action(a, Some(&args))).collect();
-            return NodeCode::Run { ops, next: next.map(|n| self.node_index(n)) };
+    /// The way to `target`: a fused fixed run (`fused`: only one node leads to
+    /// it) joins the edge with the fused runs after it, so each node is compiled once.
+    fn edge(&mut self, target: Option<Node>, fused: &[bool]) -> Edge {
+        let mut calls = Vec::new();
+        let mut next = target;
+        while let Some((call, after)) = next.filter(|m| fused[self.node_index(*m)]).and_then(|m| self.fixed_run(m)) {
+            calls.extend(call);
+            next = after;
         }
-        let idx = |x: Option<Node>| x.map(|n| self.node_index(n));
+        let ops = calls.into_iter().flat_map(|(a, args)| self.action(a, Some(&args))).collect();
+        Edge { ops, next: next.map(|n| self.node_index(n)) }
+    }
+
+    fn node(&mut self, n: Node, fused: &[bool]) -> NodeCode {
+        if let Some((call, next)) = self.fixed_run(n) {
+            let mut ops: Vec<Op> = call.into_iter().flat_map(|(a, args)| self.action(a, Some(&args))).collect();
+            let rest = self.edge(next, fused);
+            ops.extend(rest.ops);
+            return NodeCode::Run(Edge { ops, next: rest.next });
+        }
         match n {
             Node::Cond(c) => {
-                let c = &self.prog.conditionals[c];
-                NodeCode::Cond { cond: self.expr(&c.expr), on_true: idx(c.true_next), on_false: idx(c.false_next) }
+                let c = self.prog.conditionals[c].clone();
+                let cond = self.test(&c.expr);
+                NodeCode::Cond { cond, on_true: self.edge(c.true_next, fused), on_false: self.edge(c.false_next, fused) }
             }
             Node::Table(ti) => {
-                let t = &self.prog.tables[ti];
+                let prog = self.prog.clone();
+                let t = &prog.tables[ti];
                 NodeCode::Table(TableCode {
                     table: ti,
                     lpm: crate::state::lpm_index(t),
                     keys: t.keys.iter().map(|k| (self.expr(&k.source), mask_of(k.width) & k.mask.unwrap_or(u128::MAX))).collect(),
-                    next_hit: t.next_hit.map(idx),
-                    next_miss: t.next_miss.map(idx),
-                    next_by_action: t.next_by_action.iter().map(|x| x.map(idx)).collect(),
-                    base_default_next: idx(t.base_default_next),
+                    next_hit: t.next_hit.map(|x| self.edge(x, fused)),
+                    next_miss: t.next_miss.map(|x| self.edge(x, fused)),
+                    next_by_action: t.next_by_action.iter().map(|x| x.map(|x| self.edge(x, fused))).collect(),
+                    base_default_next: self.edge(t.base_default_next, fused),
                 })
             }
             // A keyless table without a default entry: nothing runs.
@@ -701,7 +1005,7 @@ impl Compiler {
                 todo.extend(self.successors(n));
             }
         }
-        // Predecessors of each node; a fixed run whose only predecessor is a fixed run is fused into it.
+        // Predecessors of each node; a fixed run with only one predecessor is fused into its edge.
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); all.len()];
         for (i, n) in all.iter().enumerate().filter(|(i, _)| reachable[*i]) {
             for m in self.successors(*n) {
@@ -714,12 +1018,12 @@ impl Compiler {
         let fused: Vec<bool> = all
             .iter()
             .enumerate()
-            .map(|(j, m)| self.fixed_run(*m).is_some() && matches!(preds[j][..], [i] if self.fixed_run(all[i]).is_some()))
+            .map(|(j, m)| self.fixed_run(*m).is_some() && preds[j].len() == 1)
             .collect();
         let nodes = all
             .iter()
             .enumerate()
-            .map(|(i, n)| if reachable[i] && !fused[i] { self.node(*n, &fused) } else { NodeCode::Run { ops: Vec::new(), next: None } })
+            .map(|(i, n)| if reachable[i] && !fused[i] { self.node(*n, &fused) } else { NodeCode::Run(Edge { ops: Vec::new(), next: None }) })
             .collect();
         Some(PipelineCode { nodes, init: p.init.map(|n| self.node_index(n)) })
     }
@@ -849,24 +1153,27 @@ impl Compiled {
             if self.may_exit && ex.flags.exit {
                 break;
             }
-            node = match &code.nodes[n] {
-                NodeCode::Run { ops, next } => {
-                    self.run_ops(ops, ex, st, pkt, &[]);
-                    *next
-                }
+            let edge = match &code.nodes[n] {
+                NodeCode::Run(edge) => edge,
                 NodeCode::Cond { cond, on_true, on_false } => {
-                    if cond.get(ex, st, pkt, &[]) != 0 {
-                        *on_true
+                    if cond.holds(ex, st, pkt) {
+                        on_true
                     } else {
-                        *on_false
+                        on_false
                     }
                 }
                 NodeCode::Table(t) => self.apply_table(t, ex, st, pkt),
             };
+            match &edge.ops[..] {
+                [] => {}
+                [op] if !self.may_exit => op.run(ex, st, pkt, &[]),
+                ops => self.run_ops(ops, ex, st, pkt, &[]),
+            }
+            node = edge.next;
         }
     }
 
-    fn apply_table(&self, tc: &TableCode, ex: &mut Executor, st: &State, pkt: &mut PacketState) -> Option<usize> {
+    fn apply_table<'a>(&self, tc: &'a TableCode, ex: &mut Executor, st: &State, pkt: &mut PacketState) -> &'a Edge {
         let t = &self.prog.tables[tc.table];
         let mut key = std::mem::take(&mut ex.key);
         key.clear();
@@ -874,18 +1181,18 @@ impl Compiled {
             key.push(v.get(ex, st, pkt, &[]) as u128 & m);
         }
         let ts = st.tables[tc.table].read();
-        let after = |a: Option<usize>| a.map_or(tc.base_default_next, |a| tc.next_by_action.get(a).copied().flatten().unwrap_or(tc.base_default_next));
+        let after = |a: Option<usize>| a.and_then(|a| tc.next_by_action.get(a)?.as_ref()).unwrap_or(&tc.base_default_next);
         let next = match ts.lookup_indexed(t, &key, tc.lpm) {
             Some(e) => {
                 if t.direct_counter.is_some() || t.direct_meter.is_some() {
                     ex.direct_resources(t, e, pkt);
                 }
                 let action = self.run_entry(ex, st, pkt, t, &e.act);
-                tc.next_hit.unwrap_or_else(|| after(action))
+                tc.next_hit.as_ref().unwrap_or_else(|| after(action))
             }
             None => {
                 let action = ts.default.as_ref().and_then(|d| self.run_entry(ex, st, pkt, t, d));
-                tc.next_miss.unwrap_or_else(|| after(action))
+                tc.next_miss.as_ref().unwrap_or_else(|| after(action))
             }
         };
         drop(ts);
