@@ -31,11 +31,13 @@ class Ctx:
         self.control = control
         self.return_jumps = None        # list of jump primitives to patch at inline end
         self.return_target = None       # Val receiving a function's return value
+        self.return_values = None       # the Vals a function's returns assigned to it
         self.loop_jumps = None          # (break jumps, continue jumps) of a run-time loop
 
     def child(self, scope):
         c = Ctx(scope, self.prims, self.kind, self.control)
         c.return_jumps, c.return_target = self.return_jumps, self.return_target
+        c.return_values = self.return_values
         c.loop_jumps = self.loop_jumps
         return c
 

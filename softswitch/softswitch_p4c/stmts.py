@@ -205,8 +205,10 @@ class StmtMixin:
         if s.value is not None:
             if ctx.return_target is None:
                 raise CompileError(s.value.loc, "this return statement cannot return a value")
-            self.assign(ctx, ctx.return_target,
-                        self.eval_value(s.value, ctx, ctx.return_target.type), s.value.loc)
+            value = self.eval_value(s.value, ctx, ctx.return_target.type)
+            self.assign(ctx, ctx.return_target, value, s.value.loc)
+            if ctx.return_values is not None:
+                ctx.return_values.append(value)
         ctx.return_jumps.append(self.emit(ctx, "_jump", [hexstr(0)], s.loc))
 
     def st_Exit(self, s, ctx):
@@ -527,12 +529,14 @@ class StmtMixin:
         return "ALL"
 
     def inline_body(self, body, ctx, scope, return_target):
+        """Inline `body`; returns the values its `return` statements gave."""
         inner = Ctx(scope, ctx.prims, ctx.kind, ctx.control)
-        inner.return_jumps, inner.return_target = [], return_target
+        inner.return_jumps, inner.return_target, inner.return_values = [], return_target, []
         for st in body.stmts:
             self.lower_stmt(st, inner)
         for j in inner.return_jumps:
             self.patch_jump(j, len(ctx.prims))
+        return inner.return_values
 
     def inline_function(self, sym, call, ctx, dest):
         d = sym.decl
@@ -547,8 +551,13 @@ class StmtMixin:
         target = None
         if not isinstance(ret_t, VoidT):
             target = self.temporary(f"{d.name}_retval", ret_t)
-        self.inline_body(d.body, ctx, scope, target)
+        returned = self.inline_body(d.body, ctx, scope, target)
         self.copy_out(ctx, copy_out)
+        if (len(returned) == 1 and returned[0].const is not None and d.body.stmts and
+                isinstance(d.body.stmts[-1], A.Return)):
+            # its only return ends the body and gives a constant: the call's value is that
+            # constant (as p4c propagates it), e.g. a divisor known at compile time
+            return Val(target.type, const=returned[0].const)
         return target
 
     # ------------------------------------------------------------ extern functions

@@ -1,8 +1,14 @@
 // Run-time unsigned division and modulo by a power of two: `x / 2^k` is `x >> k` and
 // `x % 2^k` is `x & (2^k - 1)` (p4c's strength reduction; BMv2 has no run-time
-// division, so other divisors are refused).
+// division, so other divisors are refused). A function whose only return ends its body
+// with a constant gives that constant (p4c propagates it), so it can be the divisor.
 #include "include/data.p4"
 struct metadata { bit<9> len; }
+
+bit<16> four_after_marking(inout bit<32> x) {
+    x = 7;
+    return 4;
+}
 
 control DataIngress(inout headers hdr, inout metadata meta,
                     inout standard_metadata_t standard_metadata) {
@@ -14,6 +20,9 @@ control DataIngress(inout headers hdr, inout metadata meta,
         hdr.data.h1 = hdr.data.h1 / 16;
         hdr.data.h2 = hdr.data.h2 % 1;
         hdr.data.f2 = hdr.data.f1 / 1;
+        if (hdr.data.f1 == 2) {
+            hdr.data.h2 = hdr.data.h1 / four_after_marking(hdr.data.f2);
+        }
     }
 }
 DATA_SWITCH(DataIngress, NoEgress)
