@@ -311,7 +311,8 @@ class ExprMixin:
             sub = None
             if isinstance(expected, StructT) and i < len(expected.fields):
                 sub = expected.fields[i][1]
-            items.append(self.eval_value(item, ctx, sub))
+            v = self.eval_value(item, ctx, sub)
+            items.append(self.read_before_side_effects(v, e.items[i + 1:], ctx, item.loc))
         return Val(TupleT([v.type for v in items]), extra={"items": items})
 
     # ------------------------------------------------------------ operators

@@ -388,12 +388,14 @@ class StmtMixin:
         else:
             exprs = list(call.args) + [p.default for p in params[len(call.args):]]
         bound = {}
-        for p, e in zip(params, exprs):
+        for i, (p, e) in enumerate(zip(params, exprs)):
             pt = self.resolve_type(p.type, ctx.scope, type_env or {})
             v = self.eval_value(e, ctx, pt)
             if p.direction in ("out", "inout") and not isinstance(v.type, type(None)):
                 if "dontcare" not in v.extra:
                     self.check_lvalue(v, e)
+            else:
+                v = self.read_before_side_effects(v, exprs[i + 1:], ctx, e.loc)
             v = self.coerce_arg(v, pt, e, p, name)
             bound[p.name] = v
         return bound
