@@ -139,8 +139,10 @@ def _parse_setdefault(rest, where):
 def _parse_packet(rest, where):
     port, _, data = rest.partition(" ")
     data = "".join(data.split())
-    if data and not _PACKET_HEX.match(data) or len(data) % 2:  # no bytes: an empty frame
-        raise StfError(where, "usage: packet PORT HEXBYTES (an even number of hex digits)")
+    if not _PACKET_HEX.match(data):              # no bytes: an empty frame
+        raise StfError(where, "usage: packet PORT HEXBYTES")
+    if len(data) % 2:     # p4c's runner reads digits in pairs: a last lone digit is a byte
+        data = data[:-1] + "0" + data[-1]
     return {"port": _port(port, where), "data": bytes.fromhex(data)}
 
 
