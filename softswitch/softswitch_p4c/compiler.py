@@ -24,6 +24,9 @@ from .values import FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val, fie
 JSON_VERSION = [2, 23]
 
 
+WIDEST_FIELD = 128    # bits p4core holds in one field
+
+
 class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
     def __init__(self, program, source_name):
         self.program = program
@@ -245,10 +248,34 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
                 st.nested[f.name] = self.flatten_struct_field(d, st, [f.name], ft, f)
                 continue
             self.check_field_type(d, f, ft)
+            if d.kind == "header" and isinstance(ft, Bits) and ft.width > WIDEST_FIELD:
+                self.split_wide_field(d, st, f, ft)
+                continue
             st.fields.append((f.name, ft))
             st.field_annos[f.name] = f.annos
             st.field_locs[f.name] = f.type.loc
         return st
+
+    def split_wide_field(self, d, st, f, ft):
+        """A header field wider than the target's 128-bit fields is laid out as consecutive
+        pieces of at most 128 bits (`data_0`, `data_1`, ...): the wire format, whole-header
+        extract, emit, copies, equality and checksums are unchanged; reading or writing the
+        field itself is refused (header_member)."""
+        if ft.signed:
+            raise unsupported(f.type.loc, f"int<{ft.width}> header field '{f.name}' (at most "
+                                          f"{WIDEST_FIELD} bits)")
+        declared = {g.name for g in d.fields}
+        left, i = ft.width, 0
+        while left > 0:
+            name = f"{f.name}_{i}"
+            while name in declared:
+                name = "_" + name
+            piece = min(left, WIDEST_FIELD)
+            st.fields.append((name, Bits(piece)))
+            st.field_annos[name] = []
+            st.field_locs[name] = f.type.loc
+            left, i = left - piece, i + 1
+        st.wide[f.name] = ft.width
 
     def flatten_struct_field(self, d, st, path, ft, f):
         """A struct inside a header (P4-16 7.2.2) is laid out as its fields, named as p4c's

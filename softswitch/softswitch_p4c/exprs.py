@@ -213,6 +213,11 @@ class ExprMixin:
 
     def header_member(self, base, e):
         ht = base.type
+        if e.name in ht.wide:
+            raise unsupported(name_loc(e), f"reading or writing the {ht.wide[e.name]}-bit field "
+                                     f"'{e.name}' (the built-in target holds at most 128 bits "
+                                     f"per field; extract, emit and copies of the whole "
+                                     f"header work)")
         if e.name in ht.nested:
             if not isinstance(base.ref, HeaderRef):
                 raise unsupported(e.loc, f"struct field '{e.name}' of a header chosen at run "

@@ -84,6 +84,7 @@ class StructT(Type):
     field_locs: dict = field(default_factory=dict)
     nested: dict = field(default_factory=dict)      # header field of struct type -> (StructT,
                                                     # {member: flat field name or nested pair})
+    wide: dict = field(default_factory=dict)        # header field wider than 128 bits -> width
 
     def field_type(self, name):
         for n, t in self.fields:
