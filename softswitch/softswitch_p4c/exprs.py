@@ -249,6 +249,13 @@ class ExprMixin:
         st, ref = base.type, base.ref
         if e.name == "next":
             return Val(st.elem, extra={"stack_next": ref, "loc": e.loc})
+        if ref.union and e.name in ("last", "lastIndex"):
+            # last_stack_index on the union stack (BMv2's, as p4c writes it), the union at that
+            # index chosen at run time like `us[i]`
+            index = expr("last_stack_index", None, ref.json())
+            if e.name == "lastIndex":
+                return data_expr(Bits(32), index)
+            return Val(st.elem, ref=DynUnionRef(ref, index, st.elem))
         if ref.union and e.name not in ("size", "push_front", "pop_front"):
             raise unsupported(e.loc, f"'{e.name}' on a header union stack")
         if e.name == "last":
