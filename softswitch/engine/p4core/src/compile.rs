@@ -7,7 +7,8 @@
 //! keyless constant tables and action calls get their arguments as constants,
 //! and such nodes that only one node leads to (p4c's `tbl_act_N`) join that
 //! node's edge; headers are read and written through 64-bit words at offsets
-//! computed once; checksums hash a layout computed once.
+//! computed once; checksums hash a layout computed once (one over exactly its
+//! header's other fields, as IPv4's, sums the header's deparsed bytes instead).
 //!
 //! The interpreter (`exec.rs`) stays the reference and the fallback: the
 //! compiled code works on the same `PacketState` with the same results as the
@@ -420,6 +421,60 @@ impl Layout {
     }
 }
 
+/// The Internet checksum of `bytes` (even length) without the 16-bit word at `skip`.
+fn csum16_without(bytes: &[u8], skip: usize) -> u16 {
+    let mut sum: u64 = bytes.chunks_exact(2).map(|w| u16::from_be_bytes([w[0], w[1]]) as u64).sum();
+    sum -= u16::from_be_bytes([bytes[skip], bytes[skip + 1]]) as u64;
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// Where checksum `i` can be computed over its header's deparsed bytes: a
+/// 16-bit ones' complement sum over exactly the header's other fields in order
+/// (dropping a 16-bit-aligned word from an even-length header leaves the same
+/// 16-bit words), the header once in the deparser, and no other checksum
+/// reading its header or updating a field of it (so computing it last changes nothing).
+fn in_place_update(prog: &Program, i: usize, deparser: &[HeaderIo]) -> Option<(usize, usize)> {
+    let c = &prog.checksums[i];
+    let calc = &prog.calculations[c.calc];
+    let h = prog.field_locs[c.target].header;
+    let hdr = &prog.headers[h];
+    let fields = &prog.header_types[hdr.type_idx].fields;
+    let mut others = (hdr.first_field..hdr.first_field + hdr.num_fields).filter(|f| *f != c.target);
+    let exactly_others = calc.inputs.len() == hdr.num_fields - 1 && calc.inputs.iter().all(|x| matches!(x, CalcInput::Field(f) if Some(*f) == others.next()));
+    if calc.algo != HashAlgo::Csum16 || !exactly_others || prog.field_info[c.target] != (16, false) {
+        return None;
+    }
+    let bit = fields[..c.target - hdr.first_field].iter().map(|f| f.width as usize).sum::<usize>();
+    let total: usize = fields.iter().map(|f| f.width as usize).sum();
+    let pos = deparser.iter().position(|io| io.header == h)?;
+    let in_h = |f: &usize| prog.field_locs[*f].header == h;
+    let alone = prog.checksums.iter().enumerate().filter(|(j, _)| *j != i).all(|(j, o)| {
+        !in_h(&o.target)
+            && prog.calculations[o.calc].inputs.iter().all(|x| match x {
+                CalcInput::Field(f) => !in_h(f),
+                CalcInput::Varbit(x) | CalcInput::Header(x) => *x != h,
+                CalcInput::Const(..) | CalcInput::Payload => true,
+            })
+            && (j < i || o.cond.as_ref().is_none_or(|e| !may_read_header(prog, e, h)))
+    });
+    (bit % 16 == 0 && total % 16 == 0 && alone && deparser.iter().filter(|io| io.header == h).count() == 1).then_some((pos, bit / 8))
+}
+
+/// Whether `e` may read a field of header `h` (true for expressions not inspected).
+fn may_read_header(prog: &Program, e: &Expr, h: usize) -> bool {
+    match e {
+        Expr::Const(_) | Expr::Valid(HeaderRef::Fixed(_)) => false,
+        Expr::Field(f) => prog.field_locs[*f].header == h,
+        Expr::Not(a) | Expr::BitNot(a) | Expr::Neg(a) | Expr::D2b(a) => may_read_header(prog, a, h),
+        Expr::Bin(_, a, b) => may_read_header(prog, a, h) || may_read_header(prog, b, h),
+        Expr::Ternary(c, a, b) => [c, a, b].iter().any(|x| may_read_header(prog, x, h)),
+        _ => true,
+    }
+}
+
 /// A fixed-size header's layout.
 struct HeaderIo {
     header: usize,
@@ -467,6 +522,9 @@ struct ChecksumCode {
     target_header: usize,
     cond: Option<Val>,
     calc: Calc,
+    /// An update computed over the deparsed bytes instead (`in_place_update`):
+    /// the header's position in the deparser and the checksum's byte offset in it.
+    in_place: Option<(usize, usize)>,
 }
 
 /// A way out of a node: the fixed runs (keyless constant tables, action calls)
@@ -495,6 +553,9 @@ struct TableCode {
     next_by_action: Vec<Option<Edge>>,
     base_default_next: Edge,
 }
+
+/// Table keys of up to this many fields are built on the stack.
+const SHORT_KEY: usize = 4;
 
 struct PipelineCode {
     nodes: Vec<NodeCode>,
@@ -1098,6 +1159,7 @@ impl Compiler {
         ChecksumCode {
             target: c.target,
             target_header,
+            in_place: None,
             cond: c.cond.as_ref().map(|e| self.expr(e)),
             calc: match layout {
                 Some(layout) => Calc::Laid { algo: calc.algo, layout },
@@ -1115,10 +1177,16 @@ impl Compiled {
         let ingress = c.pipeline(&prog.ingress)?;
         let egress = c.pipeline(&prog.egress)?;
         let parser = prog.parser.states.iter().map(|s| c.parse_state(s)).collect();
-        let checksums = prog.checksums.iter().map(|k| (c.checksum(k), k.verify, k.update)).collect();
+        let checksums: Vec<_> = prog.checksums.iter().map(|k| (c.checksum(k), k.verify, k.update)).collect();
         let deparser: Option<Vec<HeaderIo>> =
             prog.deparser.iter().filter(|h| !prog.headers[**h].metadata).map(|h| header_io(&prog, *h)).collect();
         c.cov.interpreted_deparser = deparser.is_none();
+        let mut checksums: Vec<(ChecksumCode, bool, bool)> = checksums;
+        if let Some(headers) = &deparser {
+            for (i, (code, _, update)) in checksums.iter_mut().enumerate() {
+                code.in_place = in_place_update(&prog, i, headers).filter(|_| *update && i < 64);
+            }
+        }
         let may_exit = prog.actions.iter().flat_map(|a| &a.prims).any(|p| matches!(p, Prim::Exit | Prim::Assert(_)))
             || prog.parser.states.iter().flat_map(|s| &s.ops).any(|o| matches!(o, ParserOp::Primitive(Prim::Exit | Prim::Assert(_))));
         Some(Compiled { prog, actions, may_exit, ingress, egress, parser, checksums, deparser, coverage: c.cov })
@@ -1175,14 +1243,22 @@ impl Compiled {
 
     fn apply_table<'a>(&self, tc: &'a TableCode, ex: &mut Executor, st: &State, pkt: &mut PacketState) -> &'a Edge {
         let t = &self.prog.tables[tc.table];
-        let mut key = std::mem::take(&mut ex.key);
-        key.clear();
-        for (v, m) in &tc.keys {
-            key.push(v.get(ex, st, pkt, &[]) as u128 & m);
+        // Keys on the stack (no vector to fill) for the usual few key fields.
+        let mut short = [0u128; SHORT_KEY];
+        let mut long = Vec::new();
+        let key: &mut [u128] = if tc.keys.len() <= SHORT_KEY {
+            &mut short[..tc.keys.len()]
+        } else {
+            long.resize(tc.keys.len(), 0);
+            &mut long
+        };
+        for (k, (v, m)) in key.iter_mut().zip(&tc.keys) {
+            *k = v.get(ex, st, pkt, &[]) as u128 & m;
         }
+        let key = &*key;
         let ts = st.tables[tc.table].read();
         let after = |a: Option<usize>| a.and_then(|a| tc.next_by_action.get(a)?.as_ref()).unwrap_or(&tc.base_default_next);
-        let next = match ts.lookup_indexed(t, &key, tc.lpm) {
+        let next = match ts.lookup_indexed(t, key, tc.lpm) {
             Some(e) => {
                 if t.direct_counter.is_some() || t.direct_meter.is_some() {
                     ex.direct_resources(t, e, pkt);
@@ -1196,7 +1272,6 @@ impl Compiled {
             }
         };
         drop(ts);
-        ex.key = key;
         next
     }
 
@@ -1283,18 +1358,44 @@ impl Compiled {
     /// deparser needs the interpreter.
     pub(crate) fn deparse(&self, ex: &mut Executor, st: &State, pkt: &mut PacketState) -> Option<Vec<u8>> {
         let headers = self.deparser.as_ref()?;
-        for (c, _, _) in self.checksums.iter().filter(|(_, _, update)| *update) {
-            if self.applies(ex, st, pkt, c) {
-                let v = self.calculate(ex, pkt, c) as i128;
-                ex.set_field(pkt, c.target, v);
+        // Bit i: checksum i is computed in place once its header is written.
+        let mut in_place = 0u64;
+        for (i, (c, _, update)) in self.checksums.iter().enumerate() {
+            if *update && self.applies(ex, st, pkt, c) {
+                match c.in_place {
+                    Some(_) => in_place |= 1 << i,
+                    None => {
+                        let v = self.calculate(ex, pkt, c) as i128;
+                        ex.set_field(pkt, c.target, v);
+                    }
+                }
             }
         }
         let headers_len: usize = headers.iter().filter(|io| pkt.valid[io.header]).map(|io| io.layout.bytes).sum();
         let mut out = ex.frame_buffer(headers_len + 8 + pkt.payload.len());
-        for io in headers.iter().filter(|io| pkt.valid[io.header]) {
+        for (pos, io) in headers.iter().enumerate() {
+            if !pkt.valid[io.header] {
+                continue;
+            }
+            let start = out.len();
             io.layout.write(pkt, &mut out);
+            if in_place != 0 {
+                self.update_in_place(pkt, &mut out[start..], pos, in_place);
+            }
         }
         out.extend_from_slice(&pkt.payload);
         Some(out)
+    }
+
+    /// Computes the in-place checksums (bits of `pending`) of the header at
+    /// deparser position `pos`, just written to `bytes`: patches them and sets their fields.
+    fn update_in_place(&self, pkt: &mut PacketState, bytes: &mut [u8], pos: usize, pending: u64) {
+        for (_, (c, _, _)) in self.checksums.iter().enumerate().filter(|(i, _)| pending >> i & 1 == 1) {
+            if let Some((_, at)) = c.in_place.filter(|(p, _)| *p == pos) {
+                let v = csum16_without(bytes, at);
+                bytes[at..at + 2].copy_from_slice(&v.to_be_bytes());
+                pkt.fields[c.target] = v as i128;
+            }
+        }
     }
 }
