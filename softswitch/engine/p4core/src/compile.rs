@@ -1399,3 +1399,42 @@ impl Compiled {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program(name: &str) -> Program {
+        let path = format!("{}/tests/programs/{name}", env!("CARGO_MANIFEST_DIR"));
+        Program::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn csum16_without_a_word_is_the_checksum_of_the_rest() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for len in (2..64).step_by(2) {
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            for skip in (0..len).step_by(2) {
+                let rest: Vec<u8> = bytes[..skip].iter().chain(&bytes[skip + 2..]).copied().collect();
+                assert_eq!(csum16_without(&bytes, skip), hash::csum16(&rest), "len {len}, skip {skip}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_checksum_is_computed_in_place_only_when_nothing_else_reads_its_header() {
+        let in_place = |name: &str| {
+            let c = Compiled::new(Arc::new(program(name))).unwrap();
+            c.checksums.iter().map(|(code, _, _)| code.in_place.is_some()).collect::<Vec<_>>()
+        };
+        assert_eq!(in_place("red_ecn.json"), [true], "IPv4's header checksum");
+        assert_eq!(in_place("l3_stack.json"), [false, false], "UDP's checksum reads IPv4's addresses; UDP's covers two headers");
+    }
+}
