@@ -6,11 +6,11 @@ calls are inlined; extern calls become BMv2 primitives.
 from . import ast as A
 from .errors import CompileError, unsupported
 from .copyinout import params_needing_copies, storage_of
-from .desugar import select_as_if
+from .desugar import has_side_effects, select_as_if, switch_as_ifs
 from .exprs import Ctx, StackLastRef
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope
 from .unroll import NotUnrollable
-from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
+from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StackT, StructT, TupleT,
                     TypeVar, VarbitT, VoidT, storage_width)
 from .values import (DynHeaderRef, DynUnionRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, bool_expr, expr, field_val, hexstr, param)
@@ -217,7 +217,18 @@ class StmtMixin:
             ctx.return_jumps.append(self.emit(ctx, "_jump", [hexstr(0)], s.loc))
 
     def st_Switch(self, s, ctx):
-        raise unsupported(s.loc, "'switch' statement inside an action")
+        """`switch (value)` inside an action or function: an if/else-if chain (the control
+        graph lowers switches on `t.apply().action_run` itself)."""
+        if ctx.kind == "parser":
+            raise CompileError(s.loc, "'switch' statements are not allowed in a parser")
+        if has_side_effects(s.expr):
+            raise unsupported(s.expr.loc, "'switch' inside an action on an expression with side "
+                                          "effects")
+        v = self.eval_value(s.expr, ctx)
+        if not isinstance(v.type, (Bits, EnumT, ErrorT)):
+            raise CompileError(s.expr.loc, f"switch expression must be bit<>, int<>, an enum or "
+                                           f"error, not {v.type}")
+        self.lower_stmt(switch_as_ifs(s), ctx)
 
     def st_CallStmt(self, s, ctx):
         self.lower_call(s.call, ctx, stmt=True)
