@@ -366,6 +366,9 @@ class StmtMixin:
             return Val(IntT(), const=bits if x["method"] == "minSizeInBits" else bits // 8)
         if "method" in x and x["method"] == "lookahead":
             return self.lookahead_value(e, ctx)
+        sym = x.get("callable")
+        if isinstance(sym, ExternFuncSym) and sym.name == "static_assert":
+            return self.extern_function(sym, e, ctx, None)
         if ctx.prims is None:
             raise CompileError(e.loc, f"call to '{self.describe(e.func)}' is not allowed in "
                                       f"this expression")
@@ -576,6 +579,8 @@ class StmtMixin:
     # ------------------------------------------------------------ extern functions
     def extern_function(self, sym, call, ctx, dest):
         method = self.pick_overload(sym.overloads, call, sym.name)
+        if sym.name == "static_assert":
+            return self.static_assert(method, call, ctx)
         handler = getattr(self, "fn_" + sym.name, None)
         if handler is None:
             raise unsupported(call.loc, f"extern function '{sym.name}'")
@@ -584,6 +589,18 @@ class StmtMixin:
         type_env = self.call_type_env(method, call, ctx)
         args = self.bind_args(call, method.params, sym.name, ctx, type_env)
         return handler(call, args, ctx, dest)
+
+    def static_assert(self, method, call, ctx):
+        """core.p4's static_assert: checked while compiling, its value is true."""
+        args = self.bind_args(call, method.params, "static_assert", Ctx(ctx.scope))
+        check = args["check"]
+        if not isinstance(check.type, BoolT) or check.const is None:
+            raise CompileError(call.args[0].loc, "static_assert needs a compile-time bool")
+        if not check.const:
+            message = args.get("message")
+            text = message.extra.get("str", "") if message is not None else ""
+            raise CompileError(call.loc, f"static assertion failed{': ' + text if text else ''}")
+        return Val(BoolT(), const=True)
 
     def pick_overload(self, overloads, call, name):
         n = len(call.args)

@@ -258,6 +258,15 @@ def test_struct_lookahead_reads_each_field_and_a_discarded_lookahead_is_set(buil
     assert sets[-1] == {"type": "lookahead", "value": [0, 24]}     # the discarded one
 
 
+def test_static_assert_is_checked_while_compiling_and_emits_nothing(build):
+    """core.p4's static_assert (P4-16 1.2.3+): true conditions compile to nothing, at top
+    level and as a statement (a false one is in corpus/negative/static_assert_false.p4)."""
+    j, _ = build(decls="const bool ok = static_assert(8w3 < 8w4, \"ordered\");",
+                 apply="static_assert(true); meta.m8 = 1;")
+    prims = [p for a in j["actions"] for p in a["primitives"]]
+    assert [p["op"] for p in prims] == ["assign"]
+
+
 def test_enums_serializable_enums_and_errors(build):
     j, _ = build(decls="""
         enum Color { RED, GREEN }

@@ -30,6 +30,10 @@ extern packet_out {
 
 extern void verify(in bool check, in error toSignal);
 
+/// Compile-time checks (core.p4 of P4-16 1.2.3+): a false `check` fails the compilation.
+extern bool static_assert(bool check, string message);
+extern bool static_assert(bool check);
+
 match_kind {
     exact,
     ternary,
