@@ -456,7 +456,9 @@ fn in_place_update(prog: &Program, i: usize, deparser: &[HeaderIo]) -> Option<(u
             && prog.calculations[o.calc].inputs.iter().all(|x| match x {
                 CalcInput::Field(f) => !in_h(f),
                 CalcInput::Varbit(x) | CalcInput::Header(x) => *x != h,
-                CalcInput::Const(..) | CalcInput::Payload => true,
+                CalcInput::Const(..) => true,
+                // The payload input writes the headers deparsed after the last named one.
+                CalcInput::Payload => false,
             })
             && (j < i || o.cond.as_ref().is_none_or(|e| !may_read_header(prog, e, h)))
     });
@@ -1436,5 +1438,19 @@ mod tests {
         };
         assert_eq!(in_place("red_ecn.json"), [true], "IPv4's header checksum");
         assert_eq!(in_place("l3_stack.json"), [false, false], "UDP's checksum reads IPv4's addresses; UDP's covers two headers");
+    }
+
+    #[test]
+    fn a_payload_checksum_keeps_the_header_checksum_out_of_place() {
+        // red_ecn plus a checksum over the payload (which follows IPv4) into Ethernet's type.
+        let path = format!("{}/tests/programs/red_ecn.json", env!("CARGO_MANIFEST_DIR"));
+        let mut json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        json["calculations"].as_array_mut().unwrap().push(serde_json::json!(
+            {"name": "over_payload", "id": 1, "algo": "csum16", "input": [{"type": "payload"}]}));
+        json["checksums"].as_array_mut().unwrap().push(serde_json::json!(
+            {"name": "payload_sum", "id": 1, "target": ["ethernet", "etherType"], "type": "generic",
+             "calculation": "over_payload", "verify": false, "update": true, "if_cond": null}));
+        let c = Compiled::new(Arc::new(Program::from_json(&json.to_string()).unwrap())).unwrap();
+        assert!(c.checksums.iter().all(|(code, _, _)| code.in_place.is_none()));
     }
 }
