@@ -133,6 +133,12 @@ class Parser:
                 return handler(annos)
         if self.at_type_start():
             return self.typed_declaration(annos)
+        if self.is_ident() and self.is_ident(1) and self.peek(2).text == "<":
+            # a generic function whose return type is its own type parameter: `T f<T>(...)`
+            self.type_param_scopes.append({t.text})
+            decl = self.typed_declaration(annos)
+            self.type_param_scopes.pop()
+            return decl
         raise self.error("expected a declaration")
 
     def typed_declaration(self, annos):

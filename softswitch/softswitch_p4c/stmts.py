@@ -8,7 +8,7 @@ from .errors import CompileError, unsupported
 from .copyinout import params_needing_copies, storage_of
 from .desugar import has_side_effects, select_as_if, switch_as_ifs
 from .exprs import Ctx, StackLastRef
-from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope
+from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope, TypeSym
 from .unroll import NotUnrollable
 from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StackT, StructT, TupleT,
                     TypeVar, VarbitT, VoidT, storage_width)
@@ -414,12 +414,12 @@ class StmtMixin:
             bound[p.name] = v
         return bound
 
-    def lists_as_struct_values(self, bound, params, ctx, loc):
+    def lists_as_struct_values(self, bound, params, ctx, loc, param_scope=None):
         """A list expression passed to a struct or header parameter of a function or action
         (`f({{...}})`) becomes a temporary of that type, which the body reads as a value
         (extern calls keep the list: digest and hash read its fields)."""
         for p in params:
-            pt = self.resolve_type(p.type, ctx.scope)
+            pt = self.resolve_type(p.type, param_scope or ctx.scope)
             if "items" in bound[p.name].extra and isinstance(pt, StructT):
                 tmp = self.temporary(p.name, pt)
                 self.assign(ctx, tmp, bound[p.name], loc)
@@ -556,14 +556,14 @@ class StmtMixin:
 
     def inline_function(self, sym, call, ctx, dest):
         d = sym.decl
-        if d.type_params:
-            raise unsupported(call.loc, f"generic function '{d.name}'")
         if ctx.prims is None:
             raise CompileError(call.loc, f"call to function '{d.name}' is not allowed here")
-        bound = self.lists_as_struct_values(self.bind_args(call, d.params, d.name, ctx),
-                                            d.params, ctx, call.loc)
-        scope, copy_out = self.callee_scope(sym.scope, d, bound, ctx)
-        ret_t = self.resolve_type(d.ret, sym.scope)
+        env = self.call_type_env(d, call, ctx) if d.type_params else None
+        bound = self.bind_args(call, d.params, d.name, ctx, env)
+        parent = self.generic_scope(d, env, bound, sym.scope, call) if env else sym.scope
+        bound = self.lists_as_struct_values(bound, d.params, ctx, call.loc, parent)
+        scope, copy_out = self.callee_scope(parent, d, bound, ctx)
+        ret_t = self.resolve_type(d.ret, parent)
         target = None
         if not isinstance(ret_t, VoidT):
             target = self.temporary(f"{d.name}_retval", ret_t)
@@ -575,6 +575,22 @@ class StmtMixin:
             # constant (as p4c propagates it), e.g. a divisor known at compile time
             return Val(target.type, const=returned[0].const)
         return target
+
+    def generic_scope(self, d, env, bound, parent, call):
+        """A generic function's scope for one call (P4-16 10.2): its type parameters are the
+        call's type arguments, or the types of the arguments of parameters declared with
+        them (`T pick<T>(in T a, ...)`), as p4c specializes it."""
+        for p in d.params:
+            name = p.type.name if isinstance(p.type, A.TypeRef) else None
+            if name in env and isinstance(env[name], TypeVar):
+                env[name] = bound[p.name].type
+        scope = Scope(parent)
+        for tp in d.type_params:
+            if isinstance(env[tp], (TypeVar, IntT)) or env[tp] is None:
+                raise CompileError(call.loc, f"cannot infer type parameter '{tp}' of '{d.name}': "
+                                             f"give it as {d.name}<...>(...)")
+            scope.declare(tp, TypeSym(env[tp]), d.loc)
+        return scope
 
     # ------------------------------------------------------------ extern functions
     def extern_function(self, sym, call, ctx, dest):
