@@ -208,7 +208,8 @@ class StmtMixin:
             value = self.eval_value(s.value, ctx, ctx.return_target.type)
             self.assign(ctx, ctx.return_target, value, s.value.loc)
             if ctx.return_values is not None:
-                ctx.return_values.append(value)
+                ctx.return_values.append(
+                    self.coerce_assign(value, ctx.return_target.type, s.value.loc))
         ctx.return_jumps.append(self.emit(ctx, "_jump", [hexstr(0)], s.loc))
 
     def st_Exit(self, s, ctx):

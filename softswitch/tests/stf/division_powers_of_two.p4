@@ -5,6 +5,10 @@
 #include "include/data.p4"
 struct metadata { bit<9> len; }
 
+bit<8> all_ones() {
+    return -1;                  // the constant is a bit<8>: 0xFF
+}
+
 bit<16> four_after_marking(inout bit<32> x) {
     x = 7;
     return 4;
@@ -22,6 +26,8 @@ control DataIngress(inout headers hdr, inout metadata meta,
         hdr.data.f2 = hdr.data.f1 / 1;
         if (hdr.data.f1 == 2) {
             hdr.data.h2 = hdr.data.h1 / four_after_marking(hdr.data.f2);
+        } else if (hdr.data.f1 == 3) {
+            hdr.data.h1 = (bit<16>) all_ones();
         }
     }
 }
