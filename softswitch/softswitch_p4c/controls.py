@@ -782,7 +782,7 @@ class ControlMixin:
     def table_extras(self, tsym, props, table, p4):
         for name, prop in props.items():
             if name in ("key", "actions", "default_action", "entries", "size",
-                        "largest_priority_wins"):
+                        "largest_priority_wins", "priority_delta"):
                 continue
             if name == "counters":
                 self.bind_direct(tsym, prop, "direct_counter", table, p4)
@@ -883,6 +883,7 @@ class ControlMixin:
                      "action_entry": {"action_id": action["id"], "action_data": data}}
             entries.append(entry)
             prios.append(self.entry_priority(e, tsym))
+        self.check_priority_delta(tsym, prios)
         if any(kind == "keyword" for kind, _ in prios) or \
                 "largest_priority_wins" in self.table_properties(tsym.decl):
             self.assign_priorities(entries, [p for _, p in prios], self.largest_wins(tsym))
@@ -891,6 +892,20 @@ class ControlMixin:
                 # p4c: @priority(N) goes to BMv2 as it is (smallest wins), others by position
                 entry["priority"] = prio if prio is not None else i + 1
         return entries
+
+    def check_priority_delta(self, tsym, prios):
+        """`priority_delta` (P4-16 1.2.4) spaces the priorities the compiler gives entries
+        without one; their order, which alone decides matching, stays the source order. With
+        explicit priorities mixed in, the spaced values would matter: refused."""
+        prop = self.table_properties(tsym.decl).get("priority_delta")
+        if prop is None:
+            return
+        v = self.eval_value(prop.value, Ctx(tsym.scope))
+        if v.const is None or isinstance(v.const, bool) or v.const <= 0:
+            raise CompileError(prop.value.loc, "priority_delta must be a positive integer")
+        if any(p is not None for _, p in prios):
+            raise unsupported(prop.loc, "priority_delta together with entries that give "
+                                        "their own priority")
 
     def entry_priority(self, e, tsym):
         """('keyword', N) for P4's `priority=N:`, ('annotation', N) for @priority(N)."""
