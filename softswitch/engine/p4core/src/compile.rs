@@ -76,17 +76,36 @@ impl Val {
 
 /// A condition (a value tested against 0).
 enum Test {
+    One(Test64),
+    /// `a && b`, `a || b` of two exact u64 conditions, short-circuited in place.
+    And(Test64, Test64),
+    Or(Test64, Test64),
+    Wide(Val),
+}
+
+/// An exact u64 condition.
+enum Test64 {
     Fn(Expr64Fn),
     Valid(usize),
-    Wide(Val),
+}
+
+impl Test64 {
+    #[inline(always)]
+    fn holds(&self, ex: &Executor, st: &State, pkt: &PacketState) -> bool {
+        match self {
+            Test64::Fn(f) => f(ex, st, pkt, &[]) != 0,
+            Test64::Valid(h) => pkt.valid[*h],
+        }
+    }
 }
 
 impl Test {
     #[inline(always)]
     fn holds(&self, ex: &Executor, st: &State, pkt: &PacketState) -> bool {
         match self {
-            Test::Fn(f) => f(ex, st, pkt, &[]) != 0,
-            Test::Valid(h) => pkt.valid[*h],
+            Test::One(t) => t.holds(ex, st, pkt),
+            Test::And(a, b) => a.holds(ex, st, pkt) && b.holds(ex, st, pkt),
+            Test::Or(a, b) => a.holds(ex, st, pkt) || b.holds(ex, st, pkt),
             Test::Wide(v) => v.get(ex, st, pkt, &[]) != 0,
         }
     }
@@ -787,6 +806,9 @@ impl Compiler {
     fn assign_expr(&self, f: usize, e: &Expr) -> Op {
         if let (mask, false) = self.prog.field_masks[f] {
             let e = strip_mask(e, mask);
+            if let Some(op) = self.assign_leaves(f, mask as u64, e).filter(|_| mask <= u64::MAX as u128) {
+                return op;
+            }
             let param = matches!(e, Expr::Local(_)) && self.fixed_args.is_none();
             if let Some(n) = self.expr64(e).filter(|_| mask <= u64::MAX as u128 && !param) {
                 let mask = mask as u64;
@@ -801,12 +823,60 @@ impl Compiler {
         self.assign(f, self.expr(e))
     }
 
+    /// `field = a op b` (field unsigned, at most 64 bits) with both operands
+    /// unsigned fields of at most 64 bits or constants: one closure with the
+    /// operator inline instead of an assignment calling an operator closure.
+    fn assign_leaves(&self, f: usize, mask: u64, e: &Expr) -> Option<Op> {
+        let Expr::Bin(op, a, b) = e else { return None };
+        let leaf = |e: &Expr| match self.expr64(e)? {
+            Narrow64 { v: V64::Field(x), bound: Some(_) } => Some(Ok(x)),
+            Narrow64 { v: V64::Const(c), bound: Some(_) } => Some(Err(c)),
+            _ => None,
+        };
+        let (x, y) = (leaf(a)?, leaf(b)?);
+        macro_rules! fused {
+            ($op:expr) => {
+                Some(match (x, y) {
+                    (Ok(x), Err(c)) => Op::Call(Box::new(move |_, _, p, _| p.fields[f] = ($op(p.fields[x] as u64, c) & mask) as i128)),
+                    (Err(c), Ok(y)) => Op::Call(Box::new(move |_, _, p, _| p.fields[f] = ($op(c, p.fields[y] as u64) & mask) as i128)),
+                    (Ok(x), Ok(y)) => Op::Call(Box::new(move |_, _, p, _| p.fields[f] = ($op(p.fields[x] as u64, p.fields[y] as u64) & mask) as i128)),
+                    (Err(_), Err(_)) => return None, // folded to a constant by expr64
+                })
+            };
+        }
+        // Both operands are exact, as shifts need; every result is then masked to the field.
+        match op {
+            BinOp::Add => fused!(u64::wrapping_add),
+            BinOp::Sub => fused!(u64::wrapping_sub),
+            BinOp::Mul => fused!(u64::wrapping_mul),
+            BinOp::BitAnd => fused!(|a: u64, b: u64| a & b),
+            BinOp::BitOr => fused!(|a: u64, b: u64| a | b),
+            BinOp::BitXor => fused!(|a: u64, b: u64| a ^ b),
+            BinOp::Shl => fused!(|a: u64, b: u64| if b < 64 { a << b } else { 0 }),
+            BinOp::Shr => fused!(|a: u64, b: u64| if b < 64 { a >> b } else { 0 }),
+            _ => None,
+        }
+    }
+
     /// A condition: in u64 when its value is exact there.
     fn test(&self, e: &Expr) -> Test {
-        match self.expr64(e) {
-            Some(Narrow64 { v: V64::Fn(f), bound: Some(_) }) => Test::Fn(f),
-            Some(Narrow64 { v: V64::Valid(h), bound: Some(_) }) => Test::Valid(h),
-            _ => Test::Wide(self.expr(e)),
+        if let Expr::Bin(op @ (BinOp::And | BinOp::Or), a, b) = e {
+            if let (Some(a), Some(b)) = (self.test64(a), self.test64(b)) {
+                return if *op == BinOp::And { Test::And(a, b) } else { Test::Or(a, b) };
+            }
+        }
+        match self.test64(e) {
+            Some(t) => Test::One(t),
+            None => Test::Wide(self.expr(e)),
+        }
+    }
+
+    /// `e` as an exact u64 condition, if it is one.
+    fn test64(&self, e: &Expr) -> Option<Test64> {
+        match self.expr64(e)? {
+            Narrow64 { v: V64::Fn(f), bound: Some(_) } => Some(Test64::Fn(f)),
+            Narrow64 { v: V64::Valid(h), bound: Some(_) } => Some(Test64::Valid(h)),
+            _ => None,
         }
     }
 
