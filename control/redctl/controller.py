@@ -12,8 +12,9 @@ import grpc
 from p4.v1 import p4runtime_pb2
 
 from . import names
-from .convert import (AVG_ONE, TNA_CELL_BYTES, PortSpec, RedConfig, RedConstants, TnaConstants,
-                      TnaRange, from_constants, from_tna_constants, to_constants, to_tna_constants)
+from .convert import (AVG_ONE, PortSpec, RedConfig, RedConstants, TnaConstants,
+                      TnaRange, from_constants, from_tna_constants, tna_cells, to_constants,
+                      to_tna_constants)
 from .labconfig import parse_mac
 from .p4rt import P4InfoIndex, P4RuntimeError, Session, decode, encode
 
@@ -130,7 +131,7 @@ class Controller:
                                    self._action_params(te.action.action).get("pb", 0)))
         spec = self.port_spec(port)
         installed = TnaConstants(mode=params["mode"], ecn=params["ecn"],
-                                 cells_per_packet=-(-spec.mean_packet_bytes // TNA_CELL_BYTES[target]),
+                                 cells_per_packet=tna_cells(spec.mean_packet_bytes, target),
                                  ranges=tuple(sorted(ranges, key=lambda r: r.lo)),
                                  lpf_tau_ns=self._read_register(names.TNA_LPF, port))
         try:

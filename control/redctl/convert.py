@@ -232,6 +232,7 @@ def decay_error_bound(wq_log: int, tx_time_us: float) -> float:
 # -- TNA profile (hw/tofino/red_ecn.p4; p4src/README.md "TNA profile") ----------
 TNA_AVG_FRAC_BITS = 8            # the Lpf runs on cells * 2^8
 TNA_CELL_BYTES = {"tofino": 80, "tofino2": 176}
+TNA_BRIDGED_BYTES = 6           # bridged_md_t: the traffic manager buffers it with the frame
 TNA_PB_RANGES = 64               # red_pb ranges between minth and maxth (and in the gentle region)
 TNA_AVG_MAX = (1 << 32) - 1
 TNA_MODES = {"droptail": 0, "red": 1}
@@ -261,6 +262,11 @@ class TnaConstants:
         return {"mode": self.mode, "ecn": self.ecn}
 
 
+def tna_cells(frame_bytes: int, target: str = "tofino") -> int:
+    """Cells a frame takes in Tofino's buffer: the frame and its bridged header."""
+    return math.ceil((frame_bytes + TNA_BRIDGED_BYTES) / TNA_CELL_BYTES[target])
+
+
 def tna_fixed(packets: float, cells_per_packet: int) -> int:
     """Packets of average -> cells * 2^8 (the TNA program's average scale)."""
     return round(packets * cells_per_packet * (1 << TNA_AVG_FRAC_BITS))
@@ -272,7 +278,7 @@ def to_tna_constants(cfg: RedConfig, port: PortSpec = PortSpec(), target: str = 
     thresholds in cells of the port's mean packet, p_b at the middle of each of `ranges`
     equal ranges (error <= maxp / (2 ranges)), tau = s / wq for a mean packet time s."""
     validate(cfg, port)
-    cells = math.ceil(port.mean_packet_bytes / TNA_CELL_BYTES[target])
+    cells = tna_cells(port.mean_packet_bytes, target)
     if cfg.maxth * (2 if cfg.gentle else 1) * cells > TNA_QDEPTH_CELLS:
         raise ValueError(f"maxth ({cfg.maxth}) is beyond the 19-bit queue depth in cells")
     minth, maxth = tna_fixed(cfg.minth, cells), tna_fixed(cfg.maxth, cells)

@@ -3,8 +3,8 @@ import dataclasses
 
 import pytest
 
-from redctl.convert import (PROB_ONE, PortSpec, RedConfig, from_tna_constants, red_pb, tna_pb,
-                            tna_pb_error_bound, to_tna_constants)
+from redctl.convert import (PROB_ONE, PortSpec, RedConfig, from_tna_constants, red_pb, tna_cells,
+                            tna_pb, tna_pb_error_bound, to_tna_constants)
 
 
 @pytest.mark.parametrize("target, cells", [("tofino", 19), ("tofino2", 9)])
@@ -15,6 +15,14 @@ def test_thresholds_are_packets_times_the_cells_of_a_mean_packet(target, cells):
     assert prob[0].lo == 5 * cells * 256 and prob[-1].hi == 15 * cells * 256 - 1
     assert [r.action for r in c.ranges][-1] == "red_forced" and c.ranges[-1].lo == 15 * cells * 256
     assert all(a.hi + 1 == b.lo for a, b in zip(c.ranges, c.ranges[1:]))     # no gap, no overlap
+
+
+@pytest.mark.parametrize("target, cell", [("tofino", 80), ("tofino2", 176)])
+def test_a_frame_takes_the_cells_of_itself_and_its_bridged_header(target, cell):
+    """The traffic manager buffers the 6-byte bridged header with the frame."""
+    assert tna_cells(cell - 6, target) == 1 and tna_cells(cell - 5, target) == 2
+    c = to_tna_constants(RedConfig(minth=5, maxth=15, maxp=0.1), PortSpec(mean_packet_bytes=cell - 5), target)
+    assert c.cells_per_packet == 2
 
 
 def test_gentle_ranges_reach_twice_maxth_and_end_at_probability_one():

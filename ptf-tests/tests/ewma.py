@@ -19,10 +19,10 @@ import time
 import numpy as np
 
 from redctl import RedConfig, redmodel
-from redctl.convert import AVG_ONE, tna_fixed, to_constants, to_tna_constants
+from redctl.convert import AVG_ONE, tna_cells, tna_fixed, to_constants, to_tna_constants
 
 from aqm import BOTTLENECK, CE, ECT0, AqmTest, arch, param, tx_time_s
-from redstats import (burst_depths, cells, ewma, first_index_at_or_above, fixed_point_ewma,
+from redstats import (burst_depths, ewma, first_index_at_or_above, fixed_point_ewma,
                       idle_decay_factor, lpf_averages)
 
 IDLE_ATTEMPTS = 10
@@ -68,7 +68,7 @@ class EwmaConvergence(AqmTest, EwmaChecks):
             return {first_index_at_or_above(ewma(depths, cfg.wq_log), cfg.maxth),
                     first_index_at_or_above(fixed_point_ewma(depths, cfg.wq_log), cfg.maxth)}
         c = to_tna_constants(cfg, self.ctl.port_spec(BOTTLENECK))
-        depth_cells = [d * cells(FRAME) for d in depths]
+        depth_cells = [d * tna_cells(FRAME) for d in depths]
         tx_us = round(tx_time_s(FRAME) * 1e6)
         return {first_index_at_or_above(lpf_averages(depth_cells, dt, c.lpf_tau_ns),
                                         tna_fixed(cfg.maxth, c.cells_per_packet))
@@ -93,9 +93,10 @@ class IdleDecay(AqmTest):
     decay keeps the average >= 8 until ~97 ms.
 
     TNA: the Lpf's e^(-t/tau) (tau = s/wq, s = 2 ms: the suite's frame is the
-    port's mean packet there) with wq = 2^-8 and a 30-frame build, which
-    leaves 27.5 cells (13.7 frames) and decays below maxth (16 cells) at
-    ~277 ms and below minth at ~346 ms: probes after 20 and 200 ms must be
+    port's mean packet there) with wq = 2^-8 and a 27-frame build (400 B
+    frames and their 6-byte bridged header: 6 cells each), which leaves 26.8
+    cells (13.4 mean packets of 2 cells) and decays below maxth (16 cells) at
+    ~265 ms and below minth at ~333 ms: probes after 20 and 200 ms must be
     marked, after 400 and 800 ms not; an Lpf without idle decay fails the
     last two, one decaying with tau/2 the 200 ms probe.
 
@@ -107,7 +108,7 @@ class IdleDecay(AqmTest):
 
     CFG = {"v1model": RedConfig(minth=7, maxth=8, maxp=1.0, wq_log=3, gentle=True),
            "tna": RedConfig(minth=7, maxth=8, maxp=1.0, wq_log=8, gentle=True)}
-    BUILD = {"v1model": 24, "tna": 30}
+    BUILD = {"v1model": 24, "tna": 27}
     PROBES = {"v1model": ((0.02, True), (0.085, True), (0.2, False), (0.6, False)),
               "tna": ((0.02, True), (0.2, True), (0.4, False), (0.8, False))}
 
@@ -129,7 +130,7 @@ class IdleDecay(AqmTest):
             self.assertLess(max(avgs), 2 * self.cfg.maxth, "set-up: the build burst must not drop")
             return avgs[-1]
         c = to_tna_constants(self.cfg, self.ctl.port_spec(BOTTLENECK))
-        avgs = lpf_averages([d * cells(FRAME) for d in depths],
+        avgs = lpf_averages([d * tna_cells(FRAME) for d in depths],
                             round(tx_time_s(FRAME) * 1e6), c.lpf_tau_ns)
         self.assertLess(max(avgs), tna_fixed(2 * self.cfg.maxth, c.cells_per_packet),
                         "set-up: the build burst must not drop")

@@ -14,7 +14,6 @@ the sum of p_b since the last selection exceeds R), and the average is the
 Lpf (``redmodel.lpf_sample``) over depths in cells.
 """
 import functools
-import math
 
 import numpy as np
 from scipy.stats import binom
@@ -183,8 +182,3 @@ def lpf_averages(depths_cells, dt_us, tau_ns, avg=0):
         avg = redmodel.lpf_sample(avg, q << TNA_AVG_FRAC_BITS, dt_us if i else 1 << 31, tau_ns)
         out.append(avg)
     return out
-
-
-def cells(frame_len, cell_bytes=80):
-    """Cells one frame occupies in Tofino's buffer (the built-in target's TNA lowering)."""
-    return math.ceil(frame_len / cell_bytes)

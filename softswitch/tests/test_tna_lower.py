@@ -182,6 +182,40 @@ def test_the_traffic_manager_counts_the_cells_of_the_frames_queued(tmp_path, arc
     assert len(set(cells)) > 2, "the sizes differ, so packets x cells would not fit"
 
 
+BRIDGED_BYTES = 8
+BRIDGED_QUEUE_TNA = (QUEUE_TNA
+    .replace("struct headers_t {", "header bridged_t { bit<64> stamp; }\nstruct headers_t { bridged_t bridged;")
+    .replace("apply { ig_tm_md.ucast_egress_port", "apply { hdr.bridged.setValid(); ig_tm_md.ucast_egress_port")
+    .replace("pkt.extract(eg_intr_md); pkt.extract(hdr.ethernet);",
+             "pkt.extract(eg_intr_md); pkt.extract(hdr.bridged); pkt.extract(hdr.ethernet);")
+    .replace("        hdr.depths.enq_qdepth = (bit<32>) eg_intr_md.enq_qdepth;",
+             "        hdr.bridged.setInvalid();\n        hdr.depths.enq_qdepth = (bit<32>) eg_intr_md.enq_qdepth;"))
+
+
+def test_the_traffic_manager_counts_the_bridged_header_in_the_cells(tmp_path):
+    """Tofino buffers what the ingress deparser emits, bridged metadata included: a frame
+    of 75 bytes with 8 bridged bytes takes 2 cells of 80, not 1. The bridged header
+    does not reach the wire (egress invalidates it), so the frames leave as they came."""
+    source = BRIDGED_QUEUE_TNA.replace("CPU_PORT", str(CPU_PORT))
+    assert source.count("bridged") == 6, "every replacement applied"
+    sw = tna_engine_switch(tmp_path, source, "tna", cpu_port=CPU_PORT)
+    sw.configure_port(CPU_PORT, rate_bps=10_000, buffer_packets=64)
+    sizes = [1500, 75, 72, 160, 153, 400]
+    sent = [bytes(12) + b"\x88\xb5" + bytes(n - 14) for n in sizes]
+    sw.start()
+    try:
+        for frame in sent:
+            sw.packet_out(frame)
+        got = [sw.poll_packet_in(10.0) for _ in sizes]
+    finally:
+        sw.stop()
+    assert [len(f) for f in got] == sizes
+    cells = [-(-(n + BRIDGED_BYTES) // 80) for n in sizes]
+    waiting = [sum(cells[1:k]) for k in range(len(sizes))]
+    assert [int.from_bytes(f[14:18], "big") for f in got] == waiting
+    assert cells != [-(-n // 80) for n in sizes], "the sizes straddle cell boundaries"
+
+
 def queue_program(ingress="", egress="", eg_locals=""):
     """QUEUE_TNA with statements added to ingress and egress (and egress locals)."""
     text = QUEUE_TNA.replace("CPU_PORT", str(CPU_PORT))

@@ -344,10 +344,10 @@ impl PacketLoop {
         }
         // Serve everything due before this arrival so enq_qdepth is the queue at `now`.
         self.advance(port, now, pass);
-        let len = qp.wire_len;
+        let (len, buffered) = (qp.wire_len, qp.buffered_len);
         let prio = qp.priority;
         let q = self.queues.get_mut(&port).unwrap();
-        match q.enqueue(qp, len, prio, now) {
+        match q.enqueue_buffered(qp, len, buffered, prio, now) {
             Ok(depth) => {
                 let d = q.depth();
                 self.shared.counters[&port].qdepth.store(d as u64, Relaxed);

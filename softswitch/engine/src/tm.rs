@@ -283,6 +283,7 @@ impl PortConfig {
 struct Waiting<P> {
     pkt: P,
     len: usize,
+    buffered: usize,
     /// What the frame adds to the queue depth: 1 packet, or its cells.
     units: u32,
     enq_ns: u64,
@@ -381,8 +382,15 @@ impl<P> EgressQueue<P> {
     /// then). Returns the enq_qdepth, or gives the packet back when the
     /// buffer is full (tail drop, counted).
     pub fn enqueue(&mut self, pkt: P, len: usize, priority: u8, now_ns: u64) -> Result<u32, P> {
+        self.enqueue_buffered(pkt, len, len, priority, now_ns)
+    }
+
+    /// `enqueue` of a frame that occupies `buffered` bytes of the buffer (the byte
+    /// limit and the cell count) and `len` bytes on the wire: a TNA frame carries
+    /// its bridged header through the traffic manager but not onto the wire.
+    pub fn enqueue_buffered(&mut self, pkt: P, len: usize, buffered: usize, priority: u8, now_ns: u64) -> Result<u32, P> {
         let full = self.packets >= self.cfg.buffer_packets
-            || (self.cfg.buffer_bytes > 0 && self.bytes + len as u64 > self.cfg.buffer_bytes);
+            || (self.cfg.buffer_bytes > 0 && self.bytes + buffered as u64 > self.cfg.buffer_bytes);
         if full {
             self.drops += 1;
             return Err(pkt);
@@ -391,11 +399,11 @@ impl<P> EgressQueue<P> {
         self.glitches.pass(&self.cfg, now_ns);
         let q = (priority as usize).min(self.queues.len() - 1);
         let enq_qdepth = self.depth_field();
-        let units = self.depth_units_of(len);
-        self.queues[q].push_back(Waiting { pkt, len, units, enq_ns: now_ns, enq_qdepth });
+        let units = self.depth_units_of(buffered);
+        self.queues[q].push_back(Waiting { pkt, len, buffered, units, enq_ns: now_ns, enq_qdepth });
         self.packets += 1;
         self.depth_units += units;
-        self.bytes += len as u64;
+        self.bytes += buffered as u64;
         Ok(enq_qdepth)
     }
 
@@ -417,7 +425,7 @@ impl<P> EgressQueue<P> {
             .find(|&i| self.queues[i].front().is_some_and(|w| w.enq_ns <= start))?;
         let w = self.queues[q].pop_front().unwrap();
         self.packets -= 1;
-        self.bytes -= w.len as u64;
+        self.bytes -= w.buffered as u64;
         self.depth_units -= w.units;
         self.link_free_ns = start + self.cfg.serialisation_ns(w.len);
         self.glitches.pass(&self.cfg, self.link_free_ns);

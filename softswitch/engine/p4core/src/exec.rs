@@ -85,6 +85,9 @@ pub struct QueuedPacket {
     pub instance_type: u8,
     /// Frame length if deparsed now (headers as they stand + payload).
     pub wire_len: usize,
+    /// Bytes the traffic manager buffers: for TNA what the ingress deparser
+    /// emits (bridged header included, as Tofino stores it), else `wire_len`.
+    pub buffered_len: usize,
     pub(crate) pkt: Box<PacketState>,
 }
 
@@ -426,11 +429,13 @@ impl Executor {
 
     fn queued(&self, pkt: Box<PacketState>, port: u32) -> QueuedPacket {
         let s = &self.prog.std;
+        let wire_len = self.wire_len(&pkt);
         QueuedPacket {
             egress_port: port,
             priority: (get_opt(&pkt, s.priority) & 0x7) as u8,
             instance_type: get_opt(&pkt, s.instance_type) as u8,
-            wire_len: self.wire_len(&pkt),
+            wire_len,
+            buffered_len: if self.prog.tna_ingress_deparser.is_empty() { wire_len } else { self.buffered_len(&pkt) },
             pkt,
         }
     }
@@ -824,6 +829,17 @@ impl Executor {
         fixed + hdr.varbit_slot.map_or(0, |s| pkt.varbits[s].len())
     }
 
+    /// TNA: the headers the ingress deparser emits, in order.
+    fn tna_emitted<'a>(&'a self, pkt: &'a PacketState) -> impl Iterator<Item = usize> + 'a {
+        let prog = &self.prog;
+        prog.tna_ingress_deparser.iter().copied().filter(move |h| pkt.valid[*h] && !prog.headers[*h].metadata)
+    }
+
+    /// TNA: the bytes of the ingress deparser's output.
+    fn buffered_len(&self, pkt: &PacketState) -> usize {
+        self.tna_emitted(pkt).map(|h| self.header_bytes(pkt, h)).sum::<usize>() + pkt.payload.len()
+    }
+
     fn wire_len(&self, pkt: &PacketState) -> usize {
         let headers: usize = self.prog.deparser.iter().filter(|h| pkt.valid[**h]).map(|h| self.header_bytes(pkt, *h)).sum();
         headers + pkt.payload.len()
@@ -851,11 +867,9 @@ impl Executor {
     /// again by the egress parser into headers that all start invalid. Metadata
     /// stays: it holds the intrinsic metadata the lowering copies in.
     fn tna_reparse(&mut self, prog: &Program, st: &State, pkt: &mut PacketState, parser: &Parser) {
-        let emitted = prog.tna_ingress_deparser.iter().filter(|h| pkt.valid[**h] && !prog.headers[**h].metadata);
-        let len = emitted.clone().map(|h| self.header_bytes(pkt, *h)).sum::<usize>() + pkt.payload.len();
-        let mut w = BitWriter { buf: Vec::with_capacity(len), bits: 0 };
-        for h in emitted {
-            self.write_header(pkt, *h, &mut w);
+        let mut w = BitWriter { buf: Vec::with_capacity(self.buffered_len(pkt)), bits: 0 };
+        for h in self.tna_emitted(pkt) {
+            self.write_header(pkt, h, &mut w);
         }
         w.push_bytes(&pkt.payload);
         let frame = w.buf;
