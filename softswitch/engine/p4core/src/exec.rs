@@ -615,6 +615,10 @@ impl Executor {
                 *pos = self.extract(pkt, h, frame, *pos, (bits / 8) as usize)?;
             }
             ParserOp::Set(lv, e) => {
+                // BMv2 fails the parser when a set's lookahead reads past the frame.
+                if lookahead_end(e).is_some_and(|end| *pos * 8 + end > frame.len() * 8) {
+                    return Err(errs.packet_too_short);
+                }
                 let v = self.eval(env, pkt, e);
                 self.store(env, pkt, lv, v);
             }
@@ -1399,6 +1403,17 @@ pub(crate) fn run_parser(prog: &Program, init: Option<usize>, mut state: impl Fn
         }
     }
     (pos, 0)
+}
+
+/// How far past the parse position (bits) the lookaheads in `e` read, if it has any.
+fn lookahead_end(e: &Expr) -> Option<usize> {
+    match e {
+        Expr::Lookahead(off, w) => Some(*off as usize + *w as usize),
+        Expr::Bin(_, a, b) => lookahead_end(a).max(lookahead_end(b)),
+        Expr::Not(a) | Expr::BitNot(a) | Expr::Neg(a) | Expr::D2b(a) => lookahead_end(a),
+        Expr::Ternary(c, a, b) => lookahead_end(c).max(lookahead_end(a)).max(lookahead_end(b)),
+        _ => None,
+    }
 }
 
 /// A binary operator on two evaluated operands (128-bit two's complement);
