@@ -70,10 +70,14 @@ def test_default_pacing_is_twice_as_fast_in_slow_start(lab):
 
 def test_unpaced_sender_sends_windows_back_to_back(lab):
     gaps = wire_gaps(lab, {})
-    # Back to back (1514 bytes at 100 Mb/s take 0.12 ms) within a window: the median
-    # gap is far below the paced srtt/cwnd (3 ms). Where the idle time of an RTT falls
-    # depends on ACK timing (a loaded machine spreads it), so it is not asserted.
-    assert statistics.median(gaps) < 0.0005
+    # An unpaced sender sends what each ACK allows at once, back to back (1514 bytes at
+    # 100 Mb/s take 0.12 ms), where a paced one spaces every segment srtt/cwnd (3 ms).
+    # Whether the window leaves as one burst per RTT or spread over it depends on ACK
+    # timing (a loss or a busy host spreads it), but each delayed ACK (one per two
+    # segments) releases at least a pair back to back: measured, half the gaps when
+    # spread in pairs, none paced (with either ratio); the bound is a third.
+    back_to_back = sum(g < 0.0005 for g in gaps)
+    assert back_to_back >= len(gaps) / 3, sorted(gaps)[len(gaps) // 2]
 
 
 def test_run_folder_has_the_switchs_drop_records_and_timing(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from redctl.convert import PortSpec, RedConfig, red_pb, tna_pb, to_tna_constants  # noqa: E402
+from redctl.convert import PortSpec, RedConfig, red_pb, tna_cells, tna_pb, to_tna_constants  # noqa: E402
 from redstats import (TNA, V1MODEL, burst_depths, check_marked_fractions, ewma,  # noqa: E402
                       fixed_point_ewma, idle_decay_factor, program_pb, selection_probabilities,
                       simulate_marks)
@@ -184,16 +184,16 @@ def test_integer_model_marks_with_the_exact_probabilities(cfg, length):
 
 
 def test_tna_idle_probes_separate_the_lpf_from_no_or_faster_decay():
-    """ewma.IdleDecay's TNA claim: after the 30-frame build (400 B = 5 cells, 8 ms
-    apart, tau = 2 ms / 2^-8) the Lpf leaves the average in [maxth, 2 maxth) at
+    """ewma.IdleDecay's TNA claim: after the 27-frame build (400 B and the 6-byte
+    bridged header = 6 cells, 8 ms apart, tau = 2 ms / 2^-8) the Lpf leaves the average in [maxth, 2 maxth) at
     20 and 200 ms idle and below minth at 400 and 800 ms; without idle decay the
     late probes would be marked, with tau / 2 the 200 ms probe would not."""
     from redctl import redmodel
-    from redstats import cells, lpf_averages
+    from redstats import lpf_averages
     cfg = RedConfig(minth=7, maxth=8, maxp=1.0, wq_log=8, gentle=True)
     c = to_tna_constants(cfg, TNA_SPEC)
     grid = c.cells_per_packet << 8
-    avgs = lpf_averages([d * cells(400) for d in burst_depths(30)], 8000, c.lpf_tau_ns)
+    avgs = lpf_averages([d * tna_cells(400) for d in burst_depths(27)], 8000, c.lpf_tau_ns)
     assert max(avgs) < 2 * cfg.maxth * grid, "the build drops nothing"
     for idle_ms, marked in ((20, True), (200, True), (400, False), (800, False)):
         avg = redmodel.lpf_sample(avgs[-1], 0, idle_ms * 1000, c.lpf_tau_ns) / grid
