@@ -4,13 +4,10 @@
 mod common;
 use common::*;
 use p4core::*;
-use std::sync::Arc;
 
 #[test]
 fn a_set_from_a_lookahead_past_the_frame_is_packet_too_short() {
-    let text = std::fs::read_to_string(format!("{}/tests/programs/lookahead_short.json", env!("CARGO_MANIFEST_DIR"))).unwrap();
-    let prog = Arc::new(Program::from_json(&text).unwrap());
-    let st = State::new(&prog);
+    let (prog, st, _) = load("lookahead_short.json");
     for engine in [Engine::Compiled, Engine::Interpreter] {
         let mut ex = Executor::with_engine(prog.clone(), 7, engine);
         let short = ex.ingress(&st, 0, &[0xab, 0xcd], 0);

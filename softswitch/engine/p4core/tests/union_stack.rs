@@ -4,13 +4,10 @@
 mod common;
 use common::*;
 use p4core::*;
-use std::sync::Arc;
 
 #[test]
 fn last_index_of_a_union_stack_is_its_next_index_minus_one() {
-    let text = std::fs::read_to_string(format!("{}/tests/programs/union_stack.json", env!("CARGO_MANIFEST_DIR"))).unwrap();
-    let prog = Arc::new(Program::from_json(&text).unwrap());
-    let st = State::new(&prog);
+    let (prog, st, _) = load("union_stack.json");
     for engine in [Engine::Compiled, Engine::Interpreter] {
         let mut ex = Executor::with_engine(prog.clone(), 7, engine);
         // tag 1 (member a), tag2 0 (no second element): one element, lastIndex 0.
