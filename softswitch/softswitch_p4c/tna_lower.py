@@ -56,12 +56,14 @@ VALUE_EXTERNS = ("RegisterAction", "Random", "Lpf", "Wred", "Hash")
 HASH_ALGOS = {"IDENTITY": "identity", "RANDOM": "random", "CRC16": "crc16", "CRC32": "crc32"}
 
 
-def lower(tna_program, cell_bytes):
-    """Return the V1Switch `A.Program` equivalent of a checked TnaProgram whose
-    traffic manager counts queues in cells of `cell_bytes`."""
-    if len(tna_program.pipelines) != 1:
+def lower(checked, cell_bytes):
+    """Return the V1Switch `A.Program` equivalent of a checked TNA program (`ir.Program`)
+    whose traffic manager counts queues in cells of `cell_bytes`. The rewrite still works
+    on the blocks' AST (README.md, "Architecture: phases")."""
+    if len(checked.pipelines) != 1:
         raise CompileError(None, "the built-in target runs one TNA pipeline (Switch(pipe))")
-    return _Lowering(tna_program.program, tna_program.pipelines[0], cell_bytes).lowered()
+    blocks = {role: block.ast for role, block in checked.pipelines[0].items()}
+    return _Lowering(checked.ast, blocks, cell_bytes).lowered()
 
 
 class TnaCompiler(Compiler):

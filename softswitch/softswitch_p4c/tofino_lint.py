@@ -18,8 +18,10 @@ Rules (each names the expression or statement at fault):
 """
 from collections import namedtuple
 
-from . import ast as A
+from . import ir
 from .errors import CompileError
+from .types import Bits, ExternT, IntT
+from .values import Val
 
 # One register access: where, and (method, index) for Register.read/write (None otherwise).
 Access = namedtuple("Access", "loc merge")
@@ -28,21 +30,22 @@ SALU_CONDITIONS = {"tofino": 2, "tofino2": 4}
 SALU_FORBIDDEN = {"tofino": ("*", "/", "%", "<<", ">>"), "tofino2": ("*", "<<", ">>")}
 ARITH_OPS = ("+", "-", "&", "|", "^", "|+|", "|-|")
 INGRESS_ROLES = ("ingress_parser", "ingress", "ingress_deparser")
+REGISTERS = ("Register", "DirectRegister")
+REGISTER_ACTIONS = ("RegisterAction", "DirectRegisterAction")
 
 
-def lint(tna_program, target):
-    """Return the list of CompileError problems (empty: Tofino can compile it)."""
-    registers = _global_registers(tna_program.program)
-    consts = {d.name for d in tna_program.program.decls if isinstance(d, A.ConstDecl)}
-    problems = _global_register_actions(tna_program.program, target, registers, consts)
+def lint(checked, target):
+    """Return the list of CompileError problems (empty: Tofino can compile it) of a
+    checked program (`ir.Program`)."""
+    problems = _global_register_actions(checked, target)
     gress_of_register = {}
-    for blocks in tna_program.pipelines:
-        for role, decl in blocks.items():
+    for blocks in checked.pipelines:
+        for role, block in blocks.items():
             gress = "ingress" if role in INGRESS_ROLES else "egress"
-            block = BlockLint(decl, target, registers, consts, gress, role)
-            block.run()
-            problems += block.problems
-            for reg, loc in block.registers_used:
+            lint_block = BlockLint(block, target, role)
+            lint_block.run()
+            problems += lint_block.problems
+            for reg, loc in lint_block.registers_used:
                 first = gress_of_register.setdefault(reg, (gress, loc))
                 if first[0] != gress:
                     problems.append(CompileError(loc, f"register '{reg}' is used in both ingress "
@@ -52,80 +55,68 @@ def lint(tna_program, target):
     return sorted(unique.values(), key=lambda p: (str(p.loc.file), p.loc.line, p.loc.col))
 
 
-def _global_register_actions(program, target, registers, consts):
+def _global_register_actions(checked, target):
     """The stateful-ALU rules for RegisterActions declared at the top level."""
-    top = BlockLint(None, target, registers, consts, None, None)
-    for d in program.decls:
-        if isinstance(d, A.Instance) and d.type.name in ("RegisterAction", "DirectRegisterAction"):
-            top.salu(d)
+    top = BlockLint(None, target, None)
+    for inst in checked.instances.values():
+        if _extern_kind(inst) in REGISTER_ACTIONS:
+            top.salu(inst)
     return top.problems
 
 
-def _global_registers(program):
-    """Global Register instances and RegisterActions: name -> register name."""
-    regs = {}
-    for d in program.decls:
-        if isinstance(d, A.Instance):
-            _note_register(d, regs)
-    return regs
-
-
-def _note_register(d, regs):
-    if d.type.name in ("Register", "DirectRegister"):
-        regs[d.name] = d.name
-    elif d.type.name in ("RegisterAction", "DirectRegisterAction") and d.args:
-        target = d.args[0]
-        if isinstance(target, A.Name):
-            regs[d.name] = regs.get(target.name, target.name)
-
-
-def _is_const(e, consts):
-    if isinstance(e, A.IntLit):
-        return True
-    if isinstance(e, A.Name):
-        return e.name in consts
-    if isinstance(e, A.Cast):
-        return _is_const(e.expr, consts)
-    if isinstance(e, A.Binary):
-        return _is_const(e.left, consts) and _is_const(e.right, consts)
-    if isinstance(e, A.Unary):
-        return _is_const(e.expr, consts)
-    return False
-
-
-def _const_value(e):
-    if isinstance(e, A.IntLit):
-        return e.value
-    if isinstance(e, A.Cast):
-        return _const_value(e.expr)
+def _extern_kind(decl):
+    """The extern type name of an instance (None for anything else)."""
+    if isinstance(decl, ir.Instance) and isinstance(decl.type, ExternT):
+        return decl.type.name
     return None
 
 
-def _children(node):
-    for v in vars(node).values():
-        if isinstance(v, (A.Expr, A.Stmt)):
-            yield v
-        elif isinstance(v, list):
-            yield from (x for x in v if isinstance(x, (A.Expr, A.Stmt)))
+def _register_of(decl):
+    """The name of the register a Register or RegisterAction instance accesses, or None."""
+    kind = _extern_kind(decl)
+    if kind in REGISTERS:
+        return decl.name
+    if kind in REGISTER_ACTIONS and decl.args and isinstance(decl.args[0], ir.Ref):
+        target = decl.args[0]
+        return _register_of(target.decl) or target.name
+    return None
 
 
-def _walk(node):
-    yield node
-    for c in _children(node):
-        yield from _walk(c)
+def _is_const(e):
+    if isinstance(e, ir.Literal):
+        return _is_int(e)
+    if isinstance(e, ir.Ref):
+        d = e.decl
+        return isinstance(d, ir.Variable) and d.kind == "const" or \
+            isinstance(d, Val) and d.extra.get("is_const", False)
+    if isinstance(e, ir.Cast):
+        return _is_const(e.operand)
+    if isinstance(e, ir.Binary):
+        return _is_const(e.left) and _is_const(e.right)
+    if isinstance(e, ir.Unary):
+        return _is_const(e.operand)
+    return False
+
+
+def _is_int(literal):
+    return isinstance(literal.type, (IntT, Bits))
+
+
+def _const_value(e):
+    if isinstance(e, ir.Literal) and _is_int(e):
+        return e.value
+    if isinstance(e, ir.Cast):
+        return _const_value(e.operand)
+    return None
 
 
 class BlockLint:
-    """The rules for one parser or control of a pipeline."""
+    """The rules for one parser or control (ir.Parser / ir.Control) of a pipeline."""
 
-    def __init__(self, decl, target, global_regs, global_consts, gress, role):
-        self.decl = decl
+    def __init__(self, block, target, role):
+        self.block = block
         self.target = target
-        self.gress = gress
         self.role = role
-        self.regs = dict(global_regs)
-        self.consts = set(global_consts) - {p.name for p in getattr(decl, "params", [])}
-        self.actions, self.tables, self.reg_actions = {}, {}, {}
         self.problems = []
         self.registers_used = []       # (register, loc) executed in this block
 
@@ -133,46 +124,33 @@ class BlockLint:
         self.problems.append(CompileError(loc, msg))
 
     def run(self):
-        for local in getattr(self.decl, "locals", []):
-            self.declare(local)
         for node in self.all_nodes():
             self.arithmetic(node)
-            if self.role != "ingress_deparser" and isinstance(node, A.Instance) \
-                    and node.type.name == "Digest":
+            if self.role != "ingress_deparser" and _extern_kind(node) == "Digest":
                 self.problem(node.loc, "Digest outside the ingress deparser: Tofino sends "
                                        "digests only from the ingress deparser")
-        for inst in self.reg_actions.values():
-            self.salu(inst)
-        if isinstance(self.decl, A.ControlDecl) and self.decl.body is not None:
-            self.accesses(self.decl.body)
-
-    def declare(self, d):
-        if isinstance(d, A.Instance):
-            _note_register(d, self.regs)
-            if d.type.name in ("RegisterAction", "DirectRegisterAction"):
-                self.reg_actions[d.name] = d
-        elif isinstance(d, A.ActionDecl):
-            self.actions[d.name] = d
-        elif isinstance(d, A.TableDecl):
-            self.tables[d.name] = d
-        elif isinstance(d, A.ConstDecl):
-            self.consts.add(d.name)
+        for local in self.block.locals:
+            if _extern_kind(local) in REGISTER_ACTIONS:
+                self.salu(local)
+        if isinstance(self.block, ir.Control) and self.block.body is not None:
+            self.accesses(self.block.body)
 
     def all_nodes(self):
-        roots = [x for x in getattr(self.decl, "locals", [])
-                 if not (isinstance(x, A.Instance) and x.initializer)]
-        roots += [self.decl.body] if isinstance(self.decl, A.ControlDecl) and self.decl.body else []
-        for st in getattr(self.decl, "states", []) or []:
+        """Every node of the block's code: its locals (not tables' keys, not RegisterAction
+        bodies, linted as stateful ALUs), apply body and parser states' statements."""
+        roots = [x for x in self.block.locals
+                 if not isinstance(x, ir.Table) and not (isinstance(x, ir.Instance) and x.methods)]
+        roots += [self.block.body] if isinstance(self.block, ir.Control) and self.block.body else []
+        for st in getattr(self.block, "states", []):
             roots += st.stmts
         for r in roots:
-            for n in _walk(r) if isinstance(r, (A.Expr, A.Stmt)) else _walk_decl(r):
-                yield n
+            yield from ir.walk(r)
 
     # ------------------------------------------------------ MAU arithmetic
     def arithmetic(self, n):
-        if not isinstance(n, A.Binary):
+        if not isinstance(n, ir.Binary):
             return
-        if n.op == "*" and not (_is_const(n.left, self.consts) or _is_const(n.right, self.consts)):
+        if n.op == "*" and not (_is_const(n.left) or _is_const(n.right)):
             self.problem(n.loc, "multiplication of two run-time values: Tofino's MAU has no "
                                 "multiplier (use a table on a quantised operand, or a constant)")
         elif n.op in ("/", "%"):
@@ -180,27 +158,27 @@ class BlockLint:
             if v is None or v <= 0 or v & (v - 1):
                 self.problem(n.loc, f"'{n.op}' by {'a run-time value' if v is None else v}: "
                                     f"Tofino divides only by powers of two (constant shifts)")
-        elif n.op in ("<<", ">>") and not _is_const(n.right, self.consts):
+        elif n.op in ("<<", ">>") and not _is_const(n.right):
             self.problem(n.loc, f"shift by a run-time amount: Tofino shifts only by constants")
 
     # ------------------------------------------------------ stateful ALU
     def salu(self, inst):
         limit = SALU_CONDITIONS[self.target]
-        for m in inst.initializer or []:
+        for m in inst.methods:
             conditions = {}
-            for n in _walk(m.body):
-                if isinstance(n, A.If):
+            for n in ir.walk(m.body):
+                if isinstance(n, ir.If):
                     for loc, key in _comparisons(n.cond):
                         conditions.setdefault(key, loc)
-                elif isinstance(n, A.Binary) and n.op in SALU_FORBIDDEN[self.target]:
+                elif isinstance(n, ir.Binary) and n.op in SALU_FORBIDDEN[self.target]:
                     self.problem(n.loc, f"'{n.op}' in a RegisterAction: the {self.target} "
                                         f"stateful ALU has no multiply or shift"
                                         + ("" if self.target == "tofino2" else
                                            " (divide/modulo: Tofino 2 only)"))
-                elif isinstance(n, A.Call):
+                elif isinstance(n, ir.Call):
                     self.problem(n.loc, "call in a RegisterAction: the stateful ALU cannot call "
                                         "externs or functions (compute the value before)")
-                elif isinstance(n, A.Assign) and _arith_count(n.rhs) > 1:
+                elif isinstance(n, ir.Assign) and _arith_count(n.rhs) > 1:
                     self.problem(n.rhs.loc, "more than one operation for one value in a "
                                             "RegisterAction: a stateful ALU computes `a op b`")
             if len(conditions) > limit:
@@ -214,17 +192,17 @@ class BlockLint:
         reached twice on one path is reported at the second access."""
         if stmt is None:
             return {}
-        if isinstance(stmt, A.Block):
+        if isinstance(stmt, ir.Block):
             return self.sequence(stmt.stmts)
-        if isinstance(stmt, A.If):
+        if isinstance(stmt, ir.If):
             return self.sequence_of([self.expr_accesses(stmt.cond),
                                      _either(self.accesses(stmt.then), self.accesses(stmt.other))])
-        if isinstance(stmt, A.Switch):
+        if isinstance(stmt, ir.Switch):
             cases = {}
-            for case in stmt.cases:
-                cases = _either(cases, self.accesses(case.body))
+            for body in stmt.bodies:
+                cases = _either(cases, self.accesses(body))
             return self.sequence_of([self.expr_accesses(stmt.expr), cases])
-        if isinstance(stmt, (A.Assign, A.CallStmt, A.VarDecl)):
+        if isinstance(stmt, (ir.Assign, ir.CallStmt, ir.Variable)):
             return self.expr_accesses(stmt)
         return {}
 
@@ -248,33 +226,31 @@ class BlockLint:
         return seen
 
     def expr_accesses(self, node):
-        return self.sequence_of([self.call_accesses(n) for n in _walk(node)
-                                 if isinstance(n, A.Call)])
+        return self.sequence_of([self.call_accesses(n) for n in ir.walk(node)
+                                 if isinstance(n, ir.Call)])
 
     def call_accesses(self, call):
         f = call.func
-        if isinstance(f, A.Member) and isinstance(f.expr, A.Name):
-            obj, method = f.expr.name, f.name
-            if obj in self.tables and method == "apply":
-                return self.table_accesses(self.tables[obj])
-            if obj in self.regs and method in ("execute", "execute_log", "read", "write"):
-                self.registers_used.append((self.regs[obj], call.loc))
+        if isinstance(f, ir.Member) and isinstance(f.base, ir.Ref):
+            obj, method = f.base.decl, f.name
+            if isinstance(obj, ir.Table) and method == "apply":
+                return self.table_accesses(obj)
+            reg = _register_of(obj)
+            if reg is not None and method in ("execute", "execute_log", "read", "write"):
+                self.registers_used.append((reg, call.loc))
                 merge = None
                 if method in ("read", "write") and call.args:
                     merge = (method, _expr_key(call.args[0]))
-                return {self.regs[obj]: Access(call.loc, merge)}
-        if isinstance(f, A.Name) and f.name in self.actions:
-            return self.accesses(self.actions[f.name].body)
+                return {reg: Access(call.loc, merge)}
+        if isinstance(f, ir.Ref) and isinstance(f.decl, ir.Action):
+            return self.accesses(f.decl.body)
         return {}
 
     def table_accesses(self, table):
         acc = {}
-        for prop in table.properties:
-            if prop.name == "actions":
-                for ref in prop.value:
-                    action = self.actions.get(ref.name.name)
-                    if action is not None:          # one action runs per apply: exclusive
-                        acc = _either(acc, self.accesses(action.body))
+        for action in table.actions:
+            if isinstance(action, ir.Action):       # one action runs per apply: exclusive
+                acc = _either(acc, self.accesses(action.body))
         return acc
 
 
@@ -285,32 +261,25 @@ def _either(a, b):
     return out
 
 
-def _walk_decl(d):
-    if isinstance(d, (A.ActionDecl, A.FunctionDecl)):
-        yield from _walk(d.body)
-    elif isinstance(d, A.TableDecl):
-        return
-    elif isinstance(d, A.VarDecl) and d.init is not None:
-        yield from _walk(d.init)
-
-
 def _comparisons(cond):
     """Distinct comparisons in a condition (as text keys with their location)."""
-    return [(n.loc, _expr_key(n)) for n in _walk(cond)
-            if isinstance(n, A.Binary) and n.op in ("==", "!=", "<", "<=", ">", ">=")]
+    return [(n.loc, _expr_key(n)) for n in ir.walk(cond)
+            if isinstance(n, ir.Binary) and n.op in ("==", "!=", "<", "<=", ">", ">=")]
 
 
 def _expr_key(e):
-    if isinstance(e, A.Name):
+    if isinstance(e, ir.Ref):
         return e.name
-    if isinstance(e, A.Member):
-        return _expr_key(e.expr) + "." + e.name
-    if isinstance(e, A.IntLit):
+    if isinstance(e, ir.Member):
+        return _expr_key(e.base) + "." + e.name
+    if isinstance(e, ir.Literal):
         return str(e.value)
-    if isinstance(e, A.Binary):
+    if isinstance(e, ir.Binary):
         return f"({_expr_key(e.left)} {e.op} {_expr_key(e.right)})"
+    if isinstance(e, ir.Untyped):
+        return e.form
     return type(e).__name__
 
 
 def _arith_count(e):
-    return sum(1 for n in _walk(e) if isinstance(n, A.Binary) and n.op in ARITH_OPS)
+    return sum(1 for n in ir.walk(e) if isinstance(n, ir.Binary) and n.op in ARITH_OPS)

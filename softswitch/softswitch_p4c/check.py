@@ -1,0 +1,369 @@
+"""The checker phase: a parser's or control's AST resolved and typed into the IR (`ir.py`).
+
+Names resolve to their declarations (block scopes, then the block's actions, tables,
+functions and states, then the program's global symbols); expressions get their types;
+type errors raise CompileError at the first one: undeclared names, fields, extern
+methods, parser states and table actions; `bit<W>` widths that disagree in assignments,
+binary operators and call arguments (actions, functions, extern methods: arity with
+`@optional`, types with the instance's type arguments bound); conditions that are not
+`bool`. Not checked yet: generic inference of methods' own type parameters, table
+entries and `default_action` arguments, select keyset types.
+
+Today the TNA/T2NA path (`tna.py`) runs it; the v1model path still checks in the BMv2
+emitter (README.md, "Architecture: phases").
+"""
+from . import ast as A
+from . import ir
+from .errors import CompileError
+from .symbols import TypeSym
+from .types import Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StructT, StringT, TupleT, VoidT
+from .values import Val
+
+HEADER_METHODS = {"isValid": BoolT(), "setValid": VoidT(), "setInvalid": VoidT()}
+COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
+UNKNOWN = None      # a type this checker does not track (generic results); never an error
+
+
+class BlockChecker:
+    """Resolves and types one parser or control (or, with `decl` None, top-level extern
+    instances) against the global declarations `comp.globals` and the top-level extern
+    instances `externs` (name -> ir.Instance)."""
+
+    def __init__(self, comp, decl, externs):
+        self.comp = comp
+        self.decl = decl
+        self.scopes = [dict(externs)]
+        self.callables = {}          # action / table / state / function names of the block
+
+    def block(self):
+        """The block as an ir.Parser or ir.Control."""
+        d = self.decl
+        params = [self.param(p) for p in d.params]
+        locals_ = [self.declare_local(local) for local in d.locals]
+        if isinstance(d, A.ParserDecl):
+            states = [ir.State(st.loc, st.name, st) for st in d.states]
+            for st in states:
+                self.callables[st.name] = st
+            for st in states:
+                st.stmts = self.stmts(st.ast.stmts)
+                if st.ast.transition is not None:
+                    st.transition = self.transition_stmt(st.ast.transition)
+            return ir.Parser(d.loc, d.name, d, params, locals_, states)
+        return ir.Control(d.loc, d.name, d, params, locals_, self.stmt(d.body))
+
+    def instance(self, d):
+        """An extern instance: its type, checked constructor arguments and the methods of
+        its initializer (a RegisterAction's `apply`)."""
+        inst = ir.Instance(d.loc, d.name, d, self.comp.resolve_type(d.type),
+                           [self.expr(a) for a in d.args])
+        self.bind(inst)
+        inst.methods = [self.function_body(m, ir.Function, named=False)
+                        for m in d.initializer or []]
+        return inst
+
+    # ---------------------------------------------------------- scopes
+    def bind(self, decl):
+        self.scopes[-1][decl.name] = decl
+
+    def param(self, p):
+        v = ir.Variable(p.loc, p.name, p, self.comp.resolve_type(p.type), "param")
+        self.bind(v)
+        return v
+
+    def lookup(self, name, loc):
+        """The IR declaration of `name`, or its global symbol."""
+        for s in reversed(self.scopes):
+            if name in s:
+                return s[name]
+        if name in self.callables:
+            return self.callables[name]
+        sym = self.comp.globals.lookup(name)
+        if sym is None:
+            raise CompileError(loc, f"'{name}' is not declared")
+        return sym
+
+    def declare_local(self, d):
+        if isinstance(d, A.Instance):
+            return self.instance(d)
+        if isinstance(d, A.VarDecl):
+            return self.var_decl(d)
+        if isinstance(d, A.ConstDecl):
+            v = ir.Variable(d.loc, d.name, d, self.comp.resolve_type(d.type), "const")
+            self.bind(v)
+            return v
+        if isinstance(d, A.ActionDecl):
+            return self.function_body(d, ir.Action)
+        if isinstance(d, A.TableDecl):
+            return self.table(d)
+        if isinstance(d, A.FunctionDecl):
+            return self.function_body(d, ir.Function)
+        raise CompileError(d.loc, f"unsupported local declaration {type(d).__name__}")
+
+    def function_body(self, d, kind, named=True):
+        """An action, function or (`named` False) an extern method an initializer
+        implements; a block's own is named before its body is checked (it may recurse)."""
+        fn = kind(d.loc, d.name, d)
+        if named:
+            self.callables[d.name] = fn
+        self.scopes.append({})
+        fn.params = [self.param(p) for p in d.params]
+        fn.body = self.stmt(d.body)
+        self.scopes.pop()
+        return fn
+
+    def table(self, t):
+        table = ir.Table(t.loc, t.name, t)
+        self.callables[t.name] = table
+        table.actions = []
+        for prop in t.properties:
+            if prop.name == "key":
+                table.keys += [self.expr(k.expr) for k in prop.value]
+            elif prop.name == "actions":
+                for action_ref in prop.value:
+                    name = action_ref.name.name
+                    action = self.callables.get(name) or self.comp.globals.lookup(name)
+                    if action is None:
+                        raise CompileError(action_ref.loc, f"action '{name}' is not declared")
+                    table.actions.append(action)
+        return table
+
+    # ---------------------------------------------------------- statements
+    def stmts(self, stmts):
+        return [n for n in (self.stmt(s) for s in stmts) if n is not None]
+
+    def stmt(self, s):
+        if s is None or isinstance(s, A.Empty):
+            return None
+        if isinstance(s, A.Block):
+            self.scopes.append({})
+            block = ir.Block(s.loc, self.stmts(s.stmts))
+            self.scopes.pop()
+            return block
+        if isinstance(s, A.Assign):
+            return self.assign(s)
+        if isinstance(s, A.CallStmt):
+            return ir.CallStmt(s.loc, self.expr(s.call))
+        if isinstance(s, A.If):
+            cond = self.expect_bool(s.cond)
+            return ir.If(s.loc, cond, self.stmt(s.then), self.stmt(s.other))
+        if isinstance(s, A.VarDecl):
+            return self.var_decl(s)
+        if isinstance(s, A.Switch):
+            return ir.Switch(s.loc, self.expr(s.expr), [self.stmt(c.body) for c in s.cases])
+        if isinstance(s, A.Return):
+            return ir.Return(s.loc, self.expr(s.value) if s.value is not None else None)
+        if isinstance(s, A.Exit):
+            return ir.Exit(s.loc)
+        if isinstance(s, A.Transition):
+            return self.transition_stmt(s)
+        if isinstance(s, A.Instance):
+            return self.declare_local(s)
+        raise CompileError(s.loc, f"unsupported statement {type(s).__name__} (check-only TNA)")
+
+    def var_decl(self, d):
+        t = self.comp.resolve_type(d.type)
+        init = None
+        if d.init is not None:
+            init = self.expr(d.init)
+            self.compatible(t, init.type, d.init.loc, f"initializer of '{d.name}'")
+        v = ir.Variable(d.loc, d.name, d, t, "var", init)
+        self.bind(v)
+        return v
+
+    def assign(self, s):
+        lhs, rhs = self.expr(s.lhs), self.expr(s.rhs)
+        self.compatible(lhs.type, rhs.type, s.loc, "assignment")
+        return ir.Assign(s.loc, lhs, rhs)
+
+    def transition_stmt(self, tr):
+        if tr.next is not None:
+            return ir.Transition(tr.loc, [], [self.state(tr.next, tr.loc)])
+        select = [self.expr(e) for e in tr.select]
+        return ir.Transition(tr.loc, select, [self.state(state, loc)
+                                              for loc, _keyset, state, _state_loc in tr.cases])
+
+    def state(self, name, loc):
+        if name in ("accept", "reject"):
+            return name
+        if name not in self.callables:
+            raise CompileError(loc, f"state '{name}' is not declared")
+        return self.callables[name]
+
+    # ---------------------------------------------------------- expressions
+    def expect_bool(self, e):
+        node = self.expr(e)
+        if node.type is not UNKNOWN and not isinstance(node.type, BoolT):
+            raise CompileError(e.loc, f"condition must be bool, not {node.type}")
+        return node
+
+    def compatible(self, want, have, loc, what):
+        if want is UNKNOWN or have is UNKNOWN or isinstance(have, IntT):
+            return
+        if isinstance(want, Bits) and isinstance(have, Bits) and want.width != have.width:
+            raise CompileError(loc, f"{what}: bit<{have.width}> value for a bit<{want.width}> "
+                                    f"target (cast explicitly)")
+        if isinstance(want, Bits) != isinstance(have, Bits) and not _enum_bits(want, have):
+            raise CompileError(loc, f"{what}: {have} value for a {want} target")
+
+    def expr(self, e):
+        method = getattr(self, "e_" + type(e).__name__, None)
+        if method is None:
+            return ir.Untyped(e.loc, UNKNOWN, [self.expr(sub) for sub in _children(e)],
+                              type(e).__name__)
+        return method(e)
+
+    def e_IntLit(self, e):
+        return ir.Literal(e.loc, IntT() if e.width is None else Bits(e.width, e.signed), e.value)
+
+    def e_BoolLit(self, e):
+        return ir.Literal(e.loc, BoolT(), e.value)
+
+    def e_StrLit(self, e):
+        return ir.Literal(e.loc, StringT(), e.value)
+
+    def e_Name(self, e):
+        decl = self.lookup(e.name, e.loc)
+        return ir.Ref(e.loc, _type_of_decl(decl), e.name, decl)
+
+    def e_Member(self, e):
+        base = self.expr(e.expr)
+        t = base.type
+        if isinstance(t, (EnumT, ErrorT)):
+            return ir.Member(e.loc, t, base, e.name)
+        if isinstance(t, StructT):
+            if t.kind in ("header", "header_union") and e.name in HEADER_METHODS:
+                return ir.Member(e.loc, UNKNOWN, base, e.name, e.name)
+            ft = t.field_type(e.name)
+            if ft is None:
+                raise CompileError(e.loc, f"{t} has no field '{e.name}'")
+            return ir.Member(e.loc, ft, base, e.name)
+        if isinstance(t, ExternT):
+            return ir.Member(e.loc, UNKNOWN, base, e.name, e.name)
+        if isinstance(getattr(base, "decl", None), ir.Table) and e.name == "apply":
+            return ir.Member(e.loc, UNKNOWN, base, e.name, e.name)
+        return ir.Member(e.loc, UNKNOWN, base, e.name)
+
+    def e_Call(self, e):
+        args = [self.expr(a.value if isinstance(a, A.NamedArg) else a) for a in e.args]
+        func = self.expr(e.func)
+        call = ir.Call(e.loc, UNKNOWN, func, args)
+        if isinstance(func, ir.Member) and isinstance(func.base.type, StructT) and \
+                func.method is not None:
+            call.type, call.callee = HEADER_METHODS[func.name], func.method
+        elif isinstance(func, ir.Member) and isinstance(func.base.type, ExternT):
+            call.callee = self.extern_method(e, func.base.type, func.name, args)
+            func.method = call.callee
+            env = dict(zip(func.base.type.decl.type_params, func.base.type.type_args))
+            call.type = self.method_type(call.callee.ret, call.callee, env)
+        elif isinstance(func, ir.Ref) and isinstance(func.decl, (ir.Action, ir.Function)):
+            call.callee = func.decl
+            call.type = self.local_call(e, func.decl.ast, args)
+        return call
+
+    def local_call(self, e, decl, args):
+        if len(args) != len(decl.params):
+            raise CompileError(e.loc, f"'{decl.name}' takes {len(decl.params)} arguments, "
+                                      f"got {len(args)}")
+        for p, a in zip(decl.params, args):
+            self.compatible(self.comp.resolve_type(p.type), a.type, a.loc,
+                            f"argument '{p.name}' of '{decl.name}'")
+        ret = getattr(decl, "ret", None)
+        return UNKNOWN if ret is None or ret.name in decl.type_params else self.comp.resolve_type(ret)
+
+    def extern_method(self, e, ext, name, args):
+        """The method of extern type `ext` a call with `args` selects (arity, then types)."""
+        methods = [m for m in ext.decl.methods if m.name == name]
+        if not methods:
+            raise CompileError(e.loc, f"extern {ext.name} has no method '{name}'")
+        fitting = [m for m in methods if _min_args(m) <= len(args) <= len(m.params)]
+        if not fitting:
+            counts = sorted({len(m.params) for m in methods})
+            raise CompileError(e.loc, f"{ext.name}.{name} takes {' or '.join(map(str, counts))} "
+                                      f"arguments, got {len(args)}")
+        m = fitting[0]
+        env = dict(zip(ext.decl.type_params, ext.type_args))
+        for p, a in zip(m.params, args):
+            want = self.method_type(p.type, m, env)
+            self.compatible(want, a.type, a.loc, f"argument '{p.name}' of {ext.name}.{name}")
+        return m
+
+    def method_type(self, tr, method, env):
+        """A method's parameter/return type with the instance's type arguments bound."""
+        if tr.name in env:
+            return env[tr.name]
+        if tr.name in method.type_params or tr.name == "_" or tr.args:
+            return UNKNOWN
+        return self.comp.resolve_type(tr)
+
+    def e_Cast(self, e):
+        operand = self.expr(e.expr)
+        return ir.Cast(e.loc, self.comp.resolve_type(e.type), operand)
+
+    def e_Slice(self, e):
+        base = self.expr(e.expr)
+        hi = self.comp.const_int(e.hi, None, "slice bound")
+        lo = self.comp.const_int(e.lo, None, "slice bound")
+        return ir.Slice(e.loc, Bits(hi - lo + 1), base, hi, lo)
+
+    def e_Unary(self, e):
+        if e.op == "!":
+            return ir.Unary(e.loc, BoolT(), e.op, self.expect_bool(e.expr))
+        operand = self.expr(e.expr)
+        return ir.Unary(e.loc, operand.type, e.op, operand)
+
+    def e_Binary(self, e):
+        if e.op in ("&&", "||"):
+            left = self.expect_bool(e.left)
+            return ir.Binary(e.loc, BoolT(), e.op, left, self.expect_bool(e.right))
+        left, right = self.expr(e.left), self.expr(e.right)
+        return ir.Binary(e.loc, self.binary_type(e, left.type, right.type), e.op, left, right)
+
+    def binary_type(self, e, lt, rt):
+        if e.op in ("<<", ">>"):
+            return lt
+        if e.op == "++":
+            return Bits(lt.width + rt.width) if isinstance(lt, Bits) and isinstance(rt, Bits) \
+                else UNKNOWN
+        if isinstance(lt, Bits) and isinstance(rt, Bits) and lt.width != rt.width:
+            raise CompileError(e.loc, f"operands of '{e.op}' have different widths: "
+                                      f"bit<{lt.width}> and bit<{rt.width}>")
+        if e.op in COMPARISONS:
+            return BoolT()
+        return lt if not isinstance(lt, IntT) else rt
+
+    def e_Ternary(self, e):
+        cond = self.expect_bool(e.cond)
+        a, b = self.expr(e.then), self.expr(e.other)
+        return ir.Ternary(e.loc, a.type if not isinstance(a.type, IntT) else b.type, cond, a, b)
+
+    def e_ListExpr(self, e):
+        items = [self.expr(x) for x in e.items]
+        return ir.ListExpr(e.loc, TupleT([x.type for x in items]), items)
+
+
+def _type_of_decl(decl):
+    """The type a name has as an expression: a variable's or instance's, a constant's, the
+    type a type name names (for `E.member`); actions, tables and blocks have none."""
+    if isinstance(decl, (ir.Variable, ir.Instance)):
+        return decl.type
+    if isinstance(decl, Val):
+        return decl.type
+    if isinstance(decl, TypeSym):
+        return decl.type
+    return UNKNOWN
+
+
+def _min_args(method):
+    return sum(1 for p in method.params if not any(a.name == "optional" for a in p.annos))
+
+
+def _enum_bits(a, b):
+    return any(isinstance(t, EnumT) and t.base is not None for t in (a, b))
+
+
+def _children(e):
+    for v in vars(e).values():
+        if isinstance(v, A.Expr):
+            yield v
+        elif isinstance(v, list):
+            yield from (x for x in v if isinstance(x, A.Expr))

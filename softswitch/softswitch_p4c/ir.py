@@ -1,0 +1,241 @@
+"""The typed intermediate representation (issue 18): what `check.py` makes of a parsed program.
+
+Every expression carries `type`, its resolved type (a `types.py` type; None where the
+checker does not track one: generic results, table apply results, non-values such as
+actions), and every name, method and call carries the declaration it resolves to: an IR
+declaration of its block (`Variable`, `Instance`, `Action`, `Function`, `Table`, `State`)
+or, for a top-level declaration, the front-end's global symbol (`symbols.py`; a constant
+is its `values.Val`). The passes and back-ends read the IR instead of resolving names
+again. Each IR node keeps `ast`, the source node, for the back-ends that still take the
+AST (the BMv2 emitter; see README.md, "Architecture: phases").
+
+Fields marked `ref()` point at declarations elsewhere in the program: `walk` does not
+descend into them.
+"""
+from dataclasses import dataclass, field, fields
+from typing import Any, List, Optional
+
+
+def ref():
+    """A field naming a declaration (resolved), not a child of the node."""
+    return field(default=None, metadata={"ref": True}, repr=False)
+
+
+@dataclass(eq=False)
+class Node:
+    loc: Any
+
+
+# ------------------------------------------------------------------ expressions
+@dataclass(eq=False)
+class Expr(Node):
+    type: Any
+
+
+@dataclass(eq=False)
+class Literal(Expr):
+    """An integer, bool or string literal."""
+    value: Any
+
+
+@dataclass(eq=False)
+class Ref(Expr):
+    """A name; a type name (`E.member`, `error.x`) has the type it names."""
+    name: str
+    decl: Any = ref()
+
+
+@dataclass(eq=False)
+class Member(Expr):
+    """`base.name`: a field (`method` None) or a method of a header, extern or table."""
+    base: Expr
+    name: str
+    method: Any = ref()          # ast.Method of an extern, or the method's name
+
+
+@dataclass(eq=False)
+class Call(Expr):
+    func: Expr
+    args: List[Expr]
+    callee: Any = ref()          # Action / Function / ast.Method called, when resolved
+
+
+@dataclass(eq=False)
+class Unary(Expr):
+    op: str
+    operand: Expr
+
+
+@dataclass(eq=False)
+class Binary(Expr):
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(eq=False)
+class Ternary(Expr):
+    cond: Expr
+    then: Expr
+    other: Expr
+
+
+@dataclass(eq=False)
+class Cast(Expr):
+    operand: Expr
+
+
+@dataclass(eq=False)
+class Slice(Expr):
+    base: Expr
+    hi: int
+    lo: int
+
+
+@dataclass(eq=False)
+class ListExpr(Expr):
+    items: List[Expr]
+
+
+@dataclass(eq=False)
+class Untyped(Expr):
+    """An expression form the checker does not type yet (index, mask, range, ...): its
+    sub-expressions, checked; `form`: the AST class (Index, Mask, ...)."""
+    parts: List[Expr]
+    form: str
+
+
+# ------------------------------------------------------------------ statements
+@dataclass(eq=False)
+class Block(Node):
+    stmts: list
+
+
+@dataclass(eq=False)
+class Assign(Node):
+    lhs: Expr
+    rhs: Expr
+
+
+@dataclass(eq=False)
+class CallStmt(Node):
+    call: Expr
+
+
+@dataclass(eq=False)
+class If(Node):
+    cond: Expr
+    then: Node
+    other: Optional[Node]
+
+
+@dataclass(eq=False)
+class Switch(Node):
+    expr: Expr
+    bodies: list                 # the cases' bodies (None: falls through)
+
+
+@dataclass(eq=False)
+class Return(Node):
+    value: Optional[Expr]
+
+
+@dataclass(eq=False)
+class Exit(Node):
+    pass
+
+
+@dataclass(eq=False)
+class Transition(Node):
+    select: List[Expr]           # empty for a direct transition
+    targets: list = ref()        # State / "accept" / "reject", one per case (or the one)
+
+
+# ------------------------------------------------------------------ declarations
+@dataclass(eq=False)
+class Decl(Node):
+    name: str
+    ast: Any = field(default=None, repr=False)
+
+
+@dataclass(eq=False)
+class Variable(Decl):
+    """A parameter, local variable or local constant (`kind`: param | var | const)."""
+    type: Any = None
+    kind: str = "var"
+    init: Optional[Expr] = None
+
+
+@dataclass(eq=False)
+class Instance(Decl):
+    """An extern instance; `methods`: the abstract methods its initializer implements."""
+    type: Any = None
+    args: List[Expr] = field(default_factory=list)
+    methods: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Function(Decl):
+    """A function, or an abstract extern method implemented in an initializer."""
+    params: list = field(default_factory=list)
+    body: Optional[Block] = None
+
+
+@dataclass(eq=False)
+class Action(Decl):
+    params: list = field(default_factory=list)
+    body: Optional[Block] = None
+
+
+@dataclass(eq=False)
+class Table(Decl):
+    keys: List[Expr] = field(default_factory=list)
+    actions: list = ref()        # Action, or the global symbol, per `actions` entry
+
+
+@dataclass(eq=False)
+class State(Decl):
+    stmts: list = field(default_factory=list)
+    transition: Optional[Transition] = None
+
+
+@dataclass(eq=False)
+class Parser(Decl):
+    params: list = field(default_factory=list)
+    locals: list = field(default_factory=list)
+    states: List[State] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Control(Decl):
+    params: list = field(default_factory=list)
+    locals: list = field(default_factory=list)
+    body: Optional[Block] = None
+
+
+@dataclass(eq=False)
+class Program:
+    """A checked TNA/T2NA program: `pipelines`, one {role: Parser | Control} per Pipeline of
+    `Switch`; `instances`, the top-level extern instances by name."""
+    ast: Any
+    pipelines: list
+    instances: dict
+
+
+def children(node):
+    """The IR nodes directly inside `node` (declarations it refers to excluded)."""
+    for f in fields(node):
+        if f.metadata.get("ref") or f.name == "ast":
+            continue
+        value = getattr(node, f.name)
+        if isinstance(value, Node):
+            yield value
+        elif isinstance(value, list):
+            yield from (x for x in value if isinstance(x, Node))
+
+
+def walk(node):
+    """`node` and every IR node inside it, depth first, in source order."""
+    yield node
+    for c in children(node):
+        yield from walk(c)
