@@ -47,10 +47,7 @@ def compile_tna_to_objects(path, arch, include_dirs=(), defines=()):
     """--arch tna|t2na on the built-in target: type-check, Tofino lint (its first problem
     raises: what bf-p4c refuses is not run either), lower to V1Switch (tna_lower.py);
     returns (BMv2 JSON dict, P4Info message)."""
-    if not os.path.isfile(path):
-        raise CompileError(SrcLoc(path, 1, 1), "no such file")
-    text = preprocess(path, include_dirs, list(ARCH_DEFINES[arch]) + list(defines))
-    checked = check_program(parse(text, path), path)
+    checked = check_tna_to_ir(path, arch, include_dirs, defines)
     problems = lint(checked, TOFINO_TARGET[arch])
     if problems:
         raise problems[0]
@@ -60,7 +57,13 @@ def compile_tna_to_objects(path, arch, include_dirs=(), defines=()):
 def check_tna_file(path, arch, target, include_dirs=(), defines=()):
     """--arch tna|t2na: parse, type-check (CompileError on the first type error), then
     return the Tofino lint's problems for `target` (a list of CompileError)."""
+    return lint(check_tna_to_ir(path, arch, include_dirs, defines), target)
+
+
+def check_tna_to_ir(path, arch, include_dirs=(), defines=()):
+    """--arch tna|t2na: parse and check into the typed IR (`ir.Program`); CompileError on
+    the first type error."""
     if not os.path.isfile(path):
         raise CompileError(SrcLoc(path, 1, 1), "no such file")
     text = preprocess(path, include_dirs, list(ARCH_DEFINES[arch]) + list(defines))
-    return lint(check_program(parse(text, path), path), target)
+    return check_program(parse(text, path), path)

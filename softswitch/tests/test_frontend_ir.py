@@ -1,0 +1,89 @@
+"""The typed IR (softswitch_p4c/ir.py) the checker (check.py) makes of a TNA program, and
+the Tofino lint that walks it (issue 18): names resolve to their declarations, so a
+parameter that shadows a global constant is a run-time value."""
+import pathlib
+
+from softswitch_p4c import ast as A, ir
+from softswitch_p4c.driver import check_tna_file, check_tna_to_ir
+from softswitch_p4c.types import Bits
+
+PRELUDE = pathlib.Path(__file__).parent / "tofino_lint" / "prelude.p4"
+PIPELINE = pathlib.Path(__file__).parent / "tofino_lint" / "pipeline.p4"
+
+
+def tna_program(tmp_path, ingress):
+    path = tmp_path / "prog.p4"
+    path.write_text(f'#include "{PRELUDE}"\nconst bit<32> SCALE = 3;\n{ingress}\n'
+                    f'EMPTY_EGRESS\n#include "{PIPELINE}"\n')
+    return str(path)
+
+
+def ingress_of(checked):
+    return checked.pipelines[0]["ingress"]
+
+
+REGISTER_INGRESS = """
+control Ing(ING_PARAMS) {
+    Register<bit<32>, bit<9>>(512) reg;
+    RegisterAction<bit<32>, bit<9>, bit<32>>(reg) inc = {
+        void apply(inout bit<32> v, out bit<32> rv) { v = v + 1; rv = v; }
+    };
+    apply {
+        bit<32> scaled = md.a * SCALE;
+        md.c = inc.execute(ig_intr_md.ingress_port);
+    }
+}
+"""
+
+
+def test_every_name_resolves_to_its_declaration(tmp_path):
+    checked = check_tna_to_ir(tna_program(tmp_path, REGISTER_INGRESS), "tna")
+    refs = [n for n in ir.walk(ingress_of(checked)) if isinstance(n, ir.Ref)]
+    assert refs and all(r.decl is not None for r in refs)
+    scale = next(r for r in refs if r.name == "SCALE")
+    assert scale.decl.extra["is_const"] and scale.type == Bits(32)
+    md = next(r for r in refs if r.name == "md")
+    assert isinstance(md.decl, ir.Variable) and md.decl.kind == "param"
+
+
+def test_an_extern_call_has_its_method_instance_and_result_type(tmp_path):
+    checked = check_tna_to_ir(tna_program(tmp_path, REGISTER_INGRESS), "tna")
+    assign = ingress_of(checked).body.stmts[1]
+    call = assign.rhs
+    assert isinstance(call, ir.Call) and call.type == Bits(32)
+    assert isinstance(call.callee, A.Method) and call.callee.name == "execute"
+    action = call.func.base.decl
+    assert isinstance(action, ir.Instance) and action.type.name == "RegisterAction"
+    assert action.args[0].decl.name == "reg" and action.args[0].decl.type.name == "Register"
+    assert [type(n).__name__ for n in ir.walk(action.methods[0].body)
+            if isinstance(n, ir.Assign)] == ["Assign", "Assign"]
+
+
+def test_the_lint_takes_a_shadowing_parameter_for_run_time_data(tmp_path):
+    ingress = """
+control Ing(ING_PARAMS) {
+    action scale(bit<32> SCALE) { md.c = md.a * SCALE; }
+    table t { key = { md.k: exact; } actions = { scale; } }
+    apply { md.b = md.a * SCALE; t.apply(); }
+}
+"""
+    problems = check_tna_file(tna_program(tmp_path, ingress), "tna", "tofino")
+    lines = pathlib.Path(tmp_path / "prog.p4").read_text().splitlines()
+    assert [lines[p.loc.line - 1].strip() for p in problems] == \
+        ["action scale(bit<32> SCALE) { md.c = md.a * SCALE; }"]
+
+
+def test_the_lint_reads_switch_case_bodies(tmp_path):
+    ingress = """
+control Ing(ING_PARAMS) {
+    apply {
+        switch (md.k) {
+            1: { md.c = md.a * md.b; }
+            default: { }
+        }
+    }
+}
+"""
+    problems = check_tna_file(tna_program(tmp_path, ingress), "tna", "tofino")
+    assert [("multiplication of two run-time values" in p.message, p.loc.line)
+            for p in problems] == [(True, 7)]
