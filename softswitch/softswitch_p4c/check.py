@@ -16,7 +16,8 @@ from . import ast as A
 from . import ir
 from .errors import CompileError
 from .symbols import TypeSym
-from .types import Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StructT, StringT, TupleT, VoidT
+from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StructT, StringT, TupleT,
+                    TypeVar, VoidT)
 from .values import Val
 
 HEADER_METHODS = {"isValid": BoolT(), "setValid": VoidT(), "setInvalid": VoidT()}
@@ -26,14 +27,22 @@ UNKNOWN = None      # a type this checker does not track (generic results); neve
 
 class BlockChecker:
     """Resolves and types one parser or control (or, with `decl` None, top-level extern
-    instances) against the global declarations `comp.globals` and the top-level extern
-    instances `externs` (name -> ir.Instance)."""
+    instances, actions and functions) against the global declarations `comp.globals`, the
+    top-level extern instances `externs` (name -> ir.Instance) and the top-level actions
+    and functions checked so far, `top` (name -> ir.Action / ir.Function)."""
 
-    def __init__(self, comp, decl, externs):
+    def __init__(self, comp, decl, externs, top=None):
         self.comp = comp
         self.decl = decl
         self.scopes = [dict(externs)]
         self.callables = {}          # action / table / state / function names of the block
+        self.top = top or {}
+        self.type_env = {}           # a generic function's type parameters, in its body
+
+    def resolve(self, tr, type_env=None):
+        """The type a TypeRef names here (type parameters as TypeVar)."""
+        return self.comp.resolve_type(tr, None, type_env if type_env is not None
+                                      else self.type_env)
 
     def block(self):
         """The block as an ir.Parser or ir.Control."""
@@ -54,7 +63,7 @@ class BlockChecker:
     def instance(self, d):
         """An extern instance: its type, checked constructor arguments and the methods of
         its initializer (a RegisterAction's `apply`)."""
-        inst = ir.Instance(d.loc, d.name, d, self.comp.resolve_type(d.type),
+        inst = ir.Instance(d.loc, d.name, d, self.resolve(d.type),
                            [self.expr(a) for a in d.args])
         self.bind(inst)
         inst.methods = [self.function_body(m, ir.Function, named=False)
@@ -66,7 +75,7 @@ class BlockChecker:
         self.scopes[-1][decl.name] = decl
 
     def param(self, p):
-        v = ir.Variable(p.loc, p.name, p, self.comp.resolve_type(p.type), "param")
+        v = ir.Variable(p.loc, p.name, p, self.resolve(p.type), "param")
         self.bind(v)
         return v
 
@@ -77,6 +86,8 @@ class BlockChecker:
                 return s[name]
         if name in self.callables:
             return self.callables[name]
+        if name in self.top:
+            return self.top[name]
         sym = self.comp.globals.lookup(name)
         if sym is None:
             raise CompileError(loc, f"'{name}' is not declared")
@@ -88,7 +99,7 @@ class BlockChecker:
         if isinstance(d, A.VarDecl):
             return self.var_decl(d)
         if isinstance(d, A.ConstDecl):
-            v = ir.Variable(d.loc, d.name, d, self.comp.resolve_type(d.type), "const")
+            v = ir.Variable(d.loc, d.name, d, self.resolve(d.type), "const")
             self.bind(v)
             return v
         if isinstance(d, A.ActionDecl):
@@ -106,9 +117,11 @@ class BlockChecker:
         if named:
             self.callables[d.name] = fn
         self.scopes.append({})
+        outer_env, self.type_env = self.type_env, _type_params(d)
         fn.params = [self.param(p) for p in d.params]
         fn.body = self.stmt(d.body)
         self.scopes.pop()
+        self.type_env = outer_env
         return fn
 
     def table(self, t):
@@ -121,7 +134,8 @@ class BlockChecker:
             elif prop.name == "actions":
                 for action_ref in prop.value:
                     name = action_ref.name.name
-                    action = self.callables.get(name) or self.comp.globals.lookup(name)
+                    action = self.callables.get(name) or self.top.get(name) or \
+                        self.comp.globals.lookup(name)
                     if action is None:
                         raise CompileError(action_ref.loc, f"action '{name}' is not declared")
                     table.actions.append(action)
@@ -161,7 +175,7 @@ class BlockChecker:
         raise CompileError(s.loc, f"unsupported statement {type(s).__name__} (check-only TNA)")
 
     def var_decl(self, d):
-        t = self.comp.resolve_type(d.type)
+        t = self.resolve(d.type)
         init = None
         if d.init is not None:
             init = self.expr(d.init)
@@ -197,7 +211,8 @@ class BlockChecker:
         return node
 
     def compatible(self, want, have, loc, what):
-        if want is UNKNOWN or have is UNKNOWN or isinstance(have, IntT):
+        if want is UNKNOWN or have is UNKNOWN or isinstance(have, IntT) or \
+                isinstance(want, TypeVar) or isinstance(have, TypeVar):
             return
         if isinstance(want, Bits) and isinstance(have, Bits) and want.width != have.width:
             raise CompileError(loc, f"{what}: bit<{have.width}> value for a bit<{want.width}> "
@@ -264,11 +279,12 @@ class BlockChecker:
         if len(args) != len(decl.params):
             raise CompileError(e.loc, f"'{decl.name}' takes {len(decl.params)} arguments, "
                                       f"got {len(args)}")
+        env = _type_params(decl)
         for p, a in zip(decl.params, args):
-            self.compatible(self.comp.resolve_type(p.type), a.type, a.loc,
+            self.compatible(self.resolve(p.type, env), a.type, a.loc,
                             f"argument '{p.name}' of '{decl.name}'")
         ret = getattr(decl, "ret", None)
-        return UNKNOWN if ret is None or ret.name in decl.type_params else self.comp.resolve_type(ret)
+        return UNKNOWN if ret is None or ret.name in env else self.resolve(ret, env)
 
     def extern_method(self, e, ext, name, args):
         """The method of extern type `ext` a call with `args` selects (arity, then types)."""
@@ -293,11 +309,11 @@ class BlockChecker:
             return env[tr.name]
         if tr.name in method.type_params or tr.name == "_" or tr.args:
             return UNKNOWN
-        return self.comp.resolve_type(tr)
+        return self.resolve(tr)
 
     def e_Cast(self, e):
         operand = self.expr(e.expr)
-        return ir.Cast(e.loc, self.comp.resolve_type(e.type), operand)
+        return ir.Cast(e.loc, self.resolve(e.type), operand)
 
     def e_Slice(self, e):
         base = self.expr(e.expr)
@@ -351,6 +367,11 @@ def _type_of_decl(decl):
     if isinstance(decl, TypeSym):
         return decl.type
     return UNKNOWN
+
+
+def _type_params(decl):
+    """A generic function's type parameters, unbound (actions have none)."""
+    return {t: TypeVar(t) for t in getattr(decl, "type_params", [])}
 
 
 def _min_args(method):

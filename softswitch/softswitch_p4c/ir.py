@@ -6,8 +6,8 @@ actions), and every name, method and call carries the declaration it resolves to
 declaration of its block (`Variable`, `Instance`, `Action`, `Function`, `Table`, `State`)
 or, for a top-level declaration, the front-end's global symbol (`symbols.py`; a constant
 is its `values.Val`). The passes and back-ends read the IR instead of resolving names
-again. Each IR node keeps `ast`, the source node, for the back-ends that still take the
-AST (the BMv2 emitter; see README.md, "Architecture: phases").
+again. IR declarations keep `ast`, their source declaration, for the back-ends that
+still take the AST (see README.md, "Architecture: phases").
 
 Fields marked `ref()` point at declarations elsewhere in the program: `walk` does not
 descend into them.
@@ -216,10 +216,12 @@ class Control(Decl):
 @dataclass(eq=False)
 class Program:
     """A checked TNA/T2NA program: `pipelines`, one {role: Parser | Control} per Pipeline of
-    `Switch`; `instances`, the top-level extern instances by name."""
+    `Switch`; `instances`, the top-level extern instances by name; `functions`, the
+    top-level actions and functions by name."""
     ast: Any
     pipelines: list
     instances: dict
+    functions: dict
 
 
 def children(node):

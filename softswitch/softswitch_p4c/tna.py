@@ -3,8 +3,8 @@
 A TNA program is parsed, its declarations resolved with the v1model front-end's
 `Compiler` (types, constants, externs), the `Switch(Pipeline(...))` package
 checked against the architecture's block signatures, and every parser and
-control of the pipelines, and every top-level extern instance, resolved and
-typed into the IR by the checker (`check.py`). The Tofino limits are
+control of the pipelines, every top-level extern instance, action and function
+resolved and typed into the IR by the checker (`check.py`). The Tofino limits are
 `tofino_lint.py`'s job (over that IR); running the program on the built-in
 target is `tna_lower.py`'s.
 """
@@ -34,9 +34,20 @@ def check_program(program, source_name):
             comp.declare_global(d)
     pipelines = [_pipeline_blocks(comp, instances, arg) for arg in _switch_args(instances)]
     externs = _global_externs(comp, instances)
-    checked = [{role: BlockChecker(comp, decl, externs).block() for role, decl in blocks.items()}
-               for blocks in pipelines]
-    return ir.Program(program, checked, externs)
+    top = _top_level_functions(comp, program, externs)
+    checked = [{role: BlockChecker(comp, decl, externs, top).block()
+                for role, decl in blocks.items()} for blocks in pipelines]
+    return ir.Program(program, checked, externs, top)
+
+
+def _top_level_functions(comp, program, externs):
+    """Top-level actions and functions, in declaration order: name -> ir.Action/Function."""
+    top = {}
+    for d in program.decls:
+        if isinstance(d, (A.ActionDecl, A.FunctionDecl)):
+            kind = ir.Action if isinstance(d, A.ActionDecl) else ir.Function
+            top[d.name] = BlockChecker(comp, None, externs, top).function_body(d, kind)
+    return top
 
 
 def _global_externs(comp, instances):

@@ -37,7 +37,7 @@ REGISTER_ACTIONS = ("RegisterAction", "DirectRegisterAction")
 def lint(checked, target):
     """Return the list of CompileError problems (empty: Tofino can compile it) of a
     checked program (`ir.Program`)."""
-    problems = _global_register_actions(checked, target)
+    problems = _top_level(checked, target)
     gress_of_register = {}
     for blocks in checked.pipelines:
         for role, block in blocks.items():
@@ -55,12 +55,16 @@ def lint(checked, target):
     return sorted(unique.values(), key=lambda p: (str(p.loc.file), p.loc.line, p.loc.col))
 
 
-def _global_register_actions(checked, target):
-    """The stateful-ALU rules for RegisterActions declared at the top level."""
+def _top_level(checked, target):
+    """The stateful-ALU rules for RegisterActions declared at the top level, the MAU's
+    arithmetic rules for top-level actions and functions."""
     top = BlockLint(None, target, None)
     for inst in checked.instances.values():
         if _extern_kind(inst) in REGISTER_ACTIONS:
             top.salu(inst)
+    for fn in checked.functions.values():
+        for node in ir.walk(fn):
+            top.arithmetic(node)
     return top.problems
 
 

@@ -3,8 +3,11 @@ the Tofino lint that walks it (issue 18): names resolve to their declarations, s
 parameter that shadows a global constant is a run-time value."""
 import pathlib
 
+import pytest
+
 from softswitch_p4c import ast as A, ir
 from softswitch_p4c.driver import check_tna_file, check_tna_to_ir
+from softswitch_p4c.errors import CompileError
 from softswitch_p4c.types import Bits
 
 PRELUDE = pathlib.Path(__file__).parent / "tofino_lint" / "prelude.p4"
@@ -87,3 +90,45 @@ control Ing(ING_PARAMS) {
     problems = check_tna_file(tna_program(tmp_path, ingress), "tna", "tofino")
     assert [("multiplication of two run-time values" in p.message, p.loc.line)
             for p in problems] == [(True, 7)]
+
+
+TOP_LEVEL = """
+Register<bit<32>, bit<9>>(512) reg;
+RegisterAction<bit<32>, bit<9>, bit<32>>(reg) inc = {
+    void apply(inout bit<32> v, out bit<32> rv) { v = v + 1; rv = v; }
+};
+T twice<T>(in T x) { return x + x; }
+action count_and_scale(inout meta_t md) {
+    md.a = inc.execute(0);
+    md.c = md.a * md.b;
+}
+control Ing(ING_PARAMS) {
+    apply {
+        count_and_scale(md);
+        md.b = twice(md.b);
+        md.k = twice<bit<8>>(md.k);
+        md.b = inc.execute(1);
+    }
+}
+"""
+
+
+def test_top_level_actions_and_functions_are_checked_and_linted(tmp_path):
+    path = tna_program(tmp_path, TOP_LEVEL)
+    checked = check_tna_to_ir(path, "tna")
+    assert set(checked.functions) == {"NoAction", "twice", "count_and_scale"}
+    call = ingress_of(checked).body.stmts[0].call
+    assert call.callee is checked.functions["count_and_scale"]
+    lines = pathlib.Path(path).read_text().splitlines()
+    problems = [(lines[p.loc.line - 1].strip(), p.message)
+                for p in check_tna_file(path, "tna", "tofino")]
+    assert [line for line, _ in problems] == ["md.c = md.a * md.b;", "md.b = inc.execute(1);"]
+    assert "multiplication of two run-time values" in problems[0][1]
+    assert "register 'reg' accessed twice for one packet" in problems[1][1]
+
+
+def test_a_top_level_action_is_type_checked(tmp_path):
+    path = tna_program(tmp_path, "action bad(inout meta_t md) { md.k = md.a; }\nEMPTY_INGRESS")
+    with pytest.raises(CompileError) as err:
+        check_tna_to_ir(path, "tna")
+    assert "bit<32> value for a bit<8> target" in err.value.message
