@@ -6,7 +6,7 @@ V1Switch blocks (mixins in exprs/stmts/controls/parsers) into BMv2 JSON.
 """
 from . import ast as A
 from .controls import ControlMixin
-from .desugar import ConditionSplitter
+from .desugar import ConditionSplitter, instantiate_direct_calls
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .exprs import ExprMixin
@@ -68,6 +68,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
     def compile(self):
         for d in self.program.decls:
             self.declare_global(d)
+        instantiate_direct_calls(self.program, self.globals)
         main = self.globals.lookup("main")
         if main is None:
             raise CompileError(None, "program has no 'main' package instance")

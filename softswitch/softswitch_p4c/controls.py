@@ -6,7 +6,7 @@ outside tables are grouped into synthetic actions applied by keyless
 `switch (t.apply().action_run)` become `next_tables` by `__HIT__`/`__MISS__`
 or by action.
 """
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import ast as A
@@ -155,7 +155,6 @@ class ControlMixin:
     def control_scope(self, decl):
         scope = Scope(self.globals)
         self.bind_params(decl, scope)
-        instantiate_direct_calls(decl, scope)
         info = ControlInfo(decl.name, decl, scope)
         ctx = Ctx(scope, None, "control", info)
         for d in decl.locals:
@@ -373,7 +372,6 @@ class ControlMixin:
         copy_in = []
         copy_out = self.bind_callee_params(d.params, bound, copies, scope,
                                     lambda *pair: copy_in.append(pair))
-        instantiate_direct_calls(d, scope)
         name = f"{sub.owner_name}.{sub.name}" + (f"_{sub.applied - 1}" if sub.applied else "")
         sub.applied += 1
         info = ControlInfo(name, d, scope, outer.tables, outer.conditionals, outer.applied, [],
@@ -1090,39 +1088,3 @@ V1SWITCH_ROLES = ["p", "vr", "ig", "eg", "ck", "dep"]
 
 def _is_standard_metadata(v):
     return isinstance(v.ref, HeaderRef) and v.ref.name == "standard_metadata"
-
-
-def instantiate_direct_calls(decl, scope):
-    """`C.apply(...)` on a control type without constructor parameters (P4-16 15.1, direct
-    type invocation) applies an instance of its own: as p4c's InstantiateDirectCalls, a
-    local `C() C_inst;` is added and the call applies it. Rewrites `decl` once."""
-    if getattr(decl, "direct_calls_instantiated", False):
-        return
-    decl.direct_calls_instantiated = True
-    taken = {getattr(d, "name", None) for d in decl.locals}
-
-    def rewrite(node):
-        if isinstance(node, A.CallStmt):
-            f = node.call.func
-            if isinstance(f, A.Member) and f.name == "apply" and isinstance(f.expr, A.Name):
-                sym = scope.lookup(f.expr.name)
-                if (isinstance(sym, BlockSym) and isinstance(sym.decl, A.ControlDecl) and
-                        sym.decl.body is not None and not sym.decl.ctor_params):
-                    name, n = f"{f.expr.name}_inst", 0
-                    while name in taken:
-                        n += 1
-                        name = f"{f.expr.name}_inst_{n}"
-                    taken.add(name)
-                    decl.locals.append(A.Instance(f.loc, [], A.TypeRef(f.loc, f.expr.name),
-                                                  [], name))
-                    f.expr = A.Name(f.expr.loc, name)
-            return
-        if isinstance(node, list):
-            for x in node:
-                rewrite(x)
-        elif is_dataclass(node) and isinstance(node, (A.Stmt, A.SwitchCase)):
-            for fl in fields(node):
-                if fl.name != "loc":
-                    rewrite(getattr(node, fl.name))
-
-    rewrite(decl.body.stmts)

@@ -10,7 +10,7 @@ from dataclasses import fields, is_dataclass
 
 from . import ast as A
 from .errors import unsupported
-from .symbols import FuncSym
+from .symbols import BlockSym, FuncSym
 
 _BOOL = "bool"
 
@@ -230,3 +230,46 @@ def _with_operands(e, operands):
     if isinstance(e, A.Cast):
         return A.Cast(e.loc, e.type, operands[0])
     return A.Slice(e.loc, operands[0], e.hi, e.lo)
+
+
+def instantiate_direct_calls(program, globals_scope):
+    """`C.apply(...)` on a control type without constructor parameters (P4-16 15.1, direct
+    type invocation) applies an instance of its own: as p4c's InstantiateDirectCalls, a
+    local `C() C_inst;` is added to the calling control and the call applies it. Runs once
+    over every control of the program, before lowering."""
+    for decl in program.decls:
+        if isinstance(decl, A.ControlDecl) and decl.body is not None:
+            _instantiate_in(decl, globals_scope)
+
+
+def _instantiate_in(decl, globals_scope):
+    taken = {getattr(d, "name", None) for d in decl.locals}
+    shadowing = {p.name for p in decl.params + (decl.ctor_params or [])}
+
+    def control_type(name):
+        sym = None if name in shadowing else globals_scope.lookup(name)
+        return (isinstance(sym, BlockSym) and isinstance(sym.decl, A.ControlDecl) and
+                sym.decl.body is not None and not sym.decl.ctor_params)
+
+    def rewrite(node):
+        if isinstance(node, A.CallStmt):
+            f = node.call.func
+            if isinstance(f, A.Member) and f.name == "apply" and isinstance(f.expr, A.Name) \
+                    and control_type(f.expr.name):
+                name, n = f"{f.expr.name}_inst", 0
+                while name in taken:
+                    n += 1
+                    name = f"{f.expr.name}_inst_{n}"
+                taken.add(name)
+                decl.locals.append(A.Instance(f.loc, [], A.TypeRef(f.loc, f.expr.name), [], name))
+                f.expr = A.Name(f.expr.loc, name)
+            return
+        if isinstance(node, list):
+            for x in node:
+                rewrite(x)
+        elif is_dataclass(node) and isinstance(node, (A.Stmt, A.SwitchCase)):
+            for fl in fields(node):
+                if fl.name != "loc":
+                    rewrite(getattr(node, fl.name))
+
+    rewrite(decl.body.stmts)
