@@ -469,19 +469,6 @@ WORKLOADS = {"bulk": run_bulk, "http10": run_http10, "http11": run_http11,
              "crr": run_crr, "surge": run_surge, "echo": run_echo}
 
 
-def prime(opts):
-    """One small transfer so the sender's TCP metrics cache holds its route's
-    locked cwnd (the maximum window) before the measured connections."""
-    with socket.create_connection((opts.server, opts.port), timeout=10) as sock:
-        sock.sendall(b"1000 x\n")
-        got = 0
-        while got < 1000:
-            data = sock.recv(1000 - got)
-            if not data:
-                raise SystemExit("prime: connection closed early")
-            got += len(data)
-
-
 def client_main(opts):
     client = Client(opts)
     client.sleep(opts.epoch + opts.start - time.time())
@@ -508,9 +495,6 @@ def parse_args(argv):
     server.add_argument("--pacing-rate", type=int, default=0, help="bytes/s; 0 = no pacing")
     server.add_argument("--sndbuf", type=int, default=0)
     server.add_argument("--log", default=None, help="JSON lines: tcp_info of every connection")
-    primer = sub.add_parser("prime")
-    primer.add_argument("--server", required=True)
-    primer.add_argument("--port", type=int, required=True)
     client = sub.add_parser("client")
     client.add_argument("--kind", choices=sorted(WORKLOADS), required=True)
     client.add_argument("--server", required=True)
@@ -541,8 +525,6 @@ def main(argv=None):
     opts = parse_args(sys.argv[1:] if argv is None else argv)
     if opts.mode == "serve":
         serve(opts)
-    elif opts.mode == "prime":
-        prime(opts)
     else:
         client_main(opts)
 

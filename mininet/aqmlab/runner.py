@@ -55,6 +55,22 @@ class Progress:
             self.bar.close()
 
 
+class PhaseClock:
+    """Wall seconds of a run's phases in order (result.json `phase_seconds`):
+    what a run costs besides its traffic, and where."""
+
+    def __init__(self):
+        self.seconds, self.last = {}, time.monotonic()
+
+    def lap(self, phase, until=None):
+        """The seconds since the last lap, or up to `until` (a time.time()), are `phase`'s."""
+        now = time.monotonic()
+        if until is not None:
+            now = min(now, max(self.last, now - (time.time() - until)))
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self.last
+        self.last = now
+
+
 class TelemetryCollector(threading.Thread):
     """Collects the bottleneck's queue samples, stamped with run-relative time."""
 
@@ -108,8 +124,9 @@ def bottleneck_stats(before, after, rate_bps):
     return stats
 
 
-def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
-    """Build the network, run the workloads, measure; -> result dict.
+def run_scenario(experiment, scenario, seed, workdir, progress, build_dir, clock=None):
+    """Build the network, run the workloads, measure; -> result dict, its
+    phases timed on `clock` (a PhaseClock).
 
     A switch or traffic server that dies fails the run with a message naming
     it and its log (whatever error its death caused elsewhere)."""
@@ -118,13 +135,17 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
     period = max(1, rate // MTU_BITS // SAMPLES_PER_SECOND)
     capture_dir = Path(workdir) / "pcap" if experiment.capture else None
     drops_dir = Path(workdir) / "drops" if experiment.drop_records else None
+    clock = clock or PhaseClock()
     with LabNetwork(workdir=workdir) as lab:
         try:
             network = build(scenario, experiment.target, lab, build_dir, seed, capture_dir,
                             drops_dir)
             try:
                 network.enable_telemetry(period)
-                run = Run(lab, network.pairs, experiment.duration, seed)
+                clock.lap("lab build")
+                run = Run(lab, network.pairs, experiment.duration, seed,
+                          prime_spacing_s=network.prime_spacing_s())
+                clock.lap("servers and priming")
                 collector = TelemetryCollector(network.bottleneck_controller, run.epoch)
                 collector.start()
                 snapshots = {}
@@ -135,6 +156,8 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
                     if elapsed >= experiment.warmup and "start" not in snapshots:
                         snapshots["start"] = snapshot(network)
                 run.wait_until_end(on_tick, experiment.until_complete)
+                clock.lap("clients' start lead", until=run.epoch)
+                clock.lap("traffic")
                 lab.check_alive()
                 snapshots.setdefault("start", snapshot(network))
                 snapshots["end"] = snapshot(network)
@@ -143,6 +166,7 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
                 records = run.records()
             finally:
                 network.close_controllers()
+                clock.lap("last records")
         except LabProcessDied:
             raise
         except Exception as error:
@@ -150,6 +174,7 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir):
             if dead:
                 raise LabProcessDied(f"{'; '.join(dead)} (then: {_one_line(error)})") from error
             raise
+    clock.lap("teardown")
     progress.done_scenario(experiment.duration)
     window = (run.epoch + experiment.warmup, run.ended)
     workloads = metrics.workload_summary(records, window, [w.name for w in scenario.workloads])
@@ -250,13 +275,16 @@ def run_one(experiment, run, out_dir, source_text, quick, build_dir, progress):
     """One run into its folder -> None when complete, else why it failed.
     An interrupt marks the folder failed ("interrupted") and propagates."""
     folder = study.start_run_folder(out_dir, run, experiment, source_text, quick)
+    clock = PhaseClock()
     try:
         result = run_scenario(experiment, run.scenario, run.seed, folder / "lab", progress,
-                              build_dir)
+                              build_dir, clock)
         result.update(run_id=run.run_id, point=run.point, repetition=run.repetition,
                       versions=versions(experiment.target),
                       load_average_at_end=os.getloadavg())
         report.write_run_files(folder, result, run.scenario.aqm)
+        clock.lap("run files")
+        result["phase_seconds"] = {phase: round(s, 3) for phase, s in clock.seconds.items()}
         (folder / "result.json").write_text(json.dumps(_finite(_summary(result)), indent=2))
         study.mark_complete(folder)
         return None

@@ -175,6 +175,14 @@ class Dumbbell:
                           src_mac=port_mac(index, 1000))
         self.set_aqm(self.scenario.aqm)
 
+    def prime_spacing_s(self):
+        """A full-size frame's time at the path's slowest link: how far apart
+        the window clamps' priming transfers start (workloads.prime_window_clamps)."""
+        topo = self.scenario.topology
+        rates = [link.rate_bps for link in (topo.bottleneck, topo.server_access,
+                                            topo.client_access) if link.rate_bps]
+        return MTU_BITS / min(rates) if rates else 0.0
+
     def interface_counter(self, endpoints, name):
         """Sum of a /sys statistics counter over the endpoints' interfaces."""
         total = 0

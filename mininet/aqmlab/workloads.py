@@ -2,8 +2,13 @@
 client agent per client host, all starting at a common epoch; collect their
 per-transfer records."""
 
+import ctypes
 import json
+import os
+import re
+import socket
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -84,31 +89,109 @@ def client_args(pair, epoch, duration, seed, log):
     return args + workload.tcp.receiver_args()
 
 
-def prime_window_clamps(pairs):
-    """Seed each clamped sender's TCP metrics with its route's locked cwnd
-    (Linux reads the clamp from that cache), then check it is there."""
-    for pair in pairs:
-        if not pair.workload.tcp.window_clamp or pair.workload.tool != "agent":
-            continue
-        client, server = pair.client, pair.server
-        out = client.host.cmd(" ".join(AGENT + ["prime", "--server", server.ip, "--port",
-                                                str(pair.port)]) + " 2>&1; echo rc=$?")
-        deadline = time.time() + 2
-        while f"cwnd {pair.workload.tcp.window_clamp}" not in server.host.cmd(
-                f"ip tcp_metrics show {client.ip}"):
-            if time.time() > deadline:
-                raise RuntimeError(f"maximum window for {server.host.name} -> {client.ip} did not "
-                                   f"reach the TCP metrics cache (prime: {out.strip()})")
-            time.sleep(0.02)
+PRIME_REQUEST = b"1000 x\n"    # unlabelled: the sender logs no tcp_info for it
+PRIME_BYTES = 1000
+PRIME_TIMEOUT = 10.0        # seconds for one priming transfer
+CACHE_TIMEOUT = 2.0         # seconds for the senders' caches to show the clamps
+CLONE_NEWNET = 0x40000000   # setns(2): a network namespace
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def prime_window_clamps(pairs, spacing_s=0.0):
+    """Seed each clamped sender's TCP metrics cache with its route's locked
+    cwnd (Linux applies the maximum window from that cache), then check every
+    cache holds it. One small transfer per pair, from the client's namespace,
+    all under way together: started `spacing_s` apart (a full-size frame's
+    time at the path's slowest link), their packets do not queue behind each
+    other, so the RTT they leave in the cache (the first RTO of the measured
+    connections) is the path's, as when they ran one at a time."""
+    clamped = [pair for pair in pairs
+               if pair.workload.tcp.window_clamp and pair.workload.tool == "agent"]
+    errors, threads = {}, []
+    for pair in clamped:
+        if threads:
+            time.sleep(spacing_s)
+        threads.append(threading.Thread(target=_prime_one, args=(pair, errors), daemon=True))
+        threads[-1].start()
+    for thread in threads:
+        thread.join()
+    for pair in clamped:
+        if pair.client.ip in errors:
+            raise RuntimeError(f"priming {pair.server.host.name} -> {pair.client.ip} failed: "
+                               f"{errors[pair.client.ip]}")
+    wait_for_clamps(clamped)
+
+
+def _prime_one(pair, errors):
+    """One priming transfer in this thread, moved into the client's network
+    namespace (setns affects the calling thread only)."""
+    try:
+        enter_network_namespace(pair.client.host.pid)
+        with socket.create_connection((pair.server.ip, pair.port), timeout=PRIME_TIMEOUT) as sock:
+            sock.sendall(PRIME_REQUEST)
+            got = 0
+            while got < PRIME_BYTES:
+                data = sock.recv(PRIME_BYTES - got)
+                if not data:
+                    raise ConnectionError(f"closed after {got} of {PRIME_BYTES} bytes")
+                got += len(data)
+    except OSError as error:
+        errors[pair.client.ip] = repr(error)
+
+
+def enter_network_namespace(pid):
+    """Move the calling thread into the network namespace of process `pid`."""
+    fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+    try:
+        if _LIBC.setns(fd, CLONE_NEWNET) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, f"setns into pid {pid}'s network namespace: "
+                                 f"{os.strerror(error)}")
+    finally:
+        os.close(fd)
+
+
+def wait_for_clamps(pairs):
+    """Until each pair's sender caches its client's locked cwnd (one
+    `ip tcp_metrics` per server host and poll)."""
+    deadline = time.monotonic() + CACHE_TIMEOUT
+    while True:
+        cached = {}
+        missing = []
+        for pair in pairs:
+            host = pair.server.host
+            if host.name not in cached:
+                cached[host.name] = cached_cwnds(host)
+            if cached[host.name].get(pair.client.ip) != pair.workload.tcp.window_clamp:
+                missing.append(pair)
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            pair = missing[0]
+            raise RuntimeError(f"maximum window for {pair.server.host.name} -> {pair.client.ip} "
+                               f"did not reach the TCP metrics cache ({len(missing)} of "
+                               f"{len(pairs)} pairs missing)")
+        time.sleep(0.02)
+
+
+def cached_cwnds(host):
+    """{destination address: cwnd} of a host's TCP metrics cache."""
+    cwnds = {}
+    for line in host.cmd("ip tcp_metrics show").splitlines():
+        found = re.match(r"(\S+) .*\bcwnd (\d+)", line)
+        if found:
+            cwnds[found.group(1)] = int(found.group(2))
+    return cwnds
 
 
 class Run:
-    """Clients of one scenario run, started together at `epoch`."""
+    """Clients of one scenario run, started together at `epoch` (after the
+    servers and the window clamps' priming, `prime_spacing_s` apart)."""
 
-    def __init__(self, lab, pairs, duration, seed):
+    def __init__(self, lab, pairs, duration, seed, prime_spacing_s=0.0):
         self.lab, self.pairs, self.duration = lab, pairs, duration
         self.servers = start_servers(lab, pairs)
-        prime_window_clamps(pairs)
+        prime_window_clamps(pairs, prime_spacing_s)
         self.epoch = time.time() + START_LEAD
         self.logs, self.clients = [], []
         for pair in pairs:

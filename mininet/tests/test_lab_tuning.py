@@ -3,8 +3,12 @@
 import re
 import time
 
+import pytest
+
+from aqmlab.config import parse_experiment
+from aqmlab.topology import build
 from aqmlab.tuning import TcpTuning, read_sysctl
-from aqmlab.workloads import Run
+from aqmlab.workloads import Run, prime_window_clamps, start_servers
 from labhelpers import direct_link, make_pairs
 
 TUNED = TcpTuning(ecn=True, cc="bbr", sack=False, initcwnd=4, initrwnd=8, mss=536,
@@ -64,3 +68,23 @@ def test_unpaced_default_socket(lab):
     job.wait()
     assert " reno " in f" {info} " and " ecn " not in f" {info} " and " sack " in f" {info} "
     assert not re.search(r"pacing_rate \S+/\S+", info)
+
+
+@pytest.mark.parametrize("kind", ["dumbbell", "rfc2884"])
+def test_priming_pairs_at_once_seeds_every_senders_metrics_cache(lab, kind):
+    """All pairs prime together (one server per pair, or one shared server):
+    each sender's cache holds its client's locked cwnd, and the priming
+    connections leave no tcp_info records."""
+    scenario = parse_experiment({
+        "name": "prime", "topology": {"kind": kind}, "aqm": {"mode": "droptail"},
+        "workload": [{"name": "a", "kind": "bulk", "pairs": 4, "tcp": {"window_clamp": 7}},
+                     {"name": "b", "kind": "bulk", "pairs": 2, "tcp": {"window_clamp": 9}}],
+    }).scenarios[0]
+    network = build(scenario, "softswitch", lab)
+    start_servers(lab, network.pairs)
+    prime_window_clamps(network.pairs, network.prime_spacing_s())
+    for pair in network.pairs:
+        cached = pair.server.host.cmd(f"ip tcp_metrics show {pair.client.ip}")
+        assert re.search(rf"\bcwnd {pair.workload.tcp.window_clamp}\b", cached), \
+            (pair.workload.name, pair.index, cached)
+    assert not any(path.read_text() for path in lab.workdir.glob("tcpinfo-*.jsonl"))
