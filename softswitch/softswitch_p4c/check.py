@@ -2,8 +2,8 @@
 
 Names resolve to their declarations (block scopes, then the block's actions, tables,
 functions and states, then the program's global symbols); expressions get their types;
-type errors raise CompileError at the first one: undeclared names, fields, extern
-methods, parser states and table actions; `bit<W>` widths that disagree in assignments,
+type errors raise CompileError at the first one: undeclared names, fields, enum and
+error members, extern methods, parser states and table actions; `bit<W>` widths that disagree in assignments,
 binary operators and call arguments (actions, functions, extern methods: arity with
 `@optional`, types with the instance's type arguments bound); conditions that are not
 `bool`. Not checked yet: generic inference of methods' own type parameters, table
@@ -48,6 +48,7 @@ class BlockChecker:
         """The block as an ir.Parser or ir.Control."""
         d = self.decl
         params = [self.param(p) for p in d.params]
+        params += [self.param(p, "ctor") for p in d.ctor_params or []]
         locals_ = [self.declare_local(local) for local in d.locals]
         if isinstance(d, A.ParserDecl):
             states = [ir.State(st.loc, st.name, st) for st in d.states]
@@ -74,8 +75,8 @@ class BlockChecker:
     def bind(self, decl):
         self.scopes[-1][decl.name] = decl
 
-    def param(self, p):
-        v = ir.Variable(p.loc, p.name, p, self.resolve(p.type), "param")
+    def param(self, p, kind="param"):
+        v = ir.Variable(p.loc, p.name, p, self.resolve(p.type), kind)
         self.bind(v)
         return v
 
@@ -108,6 +109,10 @@ class BlockChecker:
             return self.table(d)
         if isinstance(d, A.FunctionDecl):
             return self.function_body(d, ir.Function)
+        if isinstance(d, A.ValueSetDecl):
+            v = ir.Variable(d.loc, d.name, d, self.resolve(d.type), "value_set")
+            self.bind(v)
+            return v
         raise CompileError(d.loc, f"unsupported local declaration {type(d).__name__}")
 
     def function_body(self, d, kind, named=True):
@@ -172,7 +177,26 @@ class BlockChecker:
             return self.transition_stmt(s)
         if isinstance(s, A.Instance):
             return self.declare_local(s)
+        if isinstance(s, (A.For, A.ForIn)):
+            return self.loop(s)
+        if isinstance(s, (A.Break, A.Continue)):
+            return ir.Jump(s.loc, type(s).__name__.lower())
         raise CompileError(s.loc, f"unsupported statement {type(s).__name__} (check-only TNA)")
+
+    def loop(self, s):
+        """A loop's variables are in scope in its condition, updates and body only."""
+        self.scopes.append({})
+        if isinstance(s, A.ForIn):
+            var = ir.Variable(s.loc, s.name, s, self.resolve(s.type), "var")
+            init, cond, updates = [var], self.expr(s.range), []
+            self.bind(var)
+        else:
+            init = self.stmts(s.init)
+            cond = self.expect_bool(s.cond) if s.cond is not None else None
+            updates = self.stmts(s.updates)
+        loop = ir.Loop(s.loc, init, cond, updates, self.stmt(s.body))
+        self.scopes.pop()
+        return loop
 
     def var_decl(self, d):
         t = self.resolve(d.type)
@@ -237,6 +261,8 @@ class BlockChecker:
         return ir.Literal(e.loc, StringT(), e.value)
 
     def e_Name(self, e):
+        if e.name == "error" and self.comp.globals.lookup("error") is None:
+            return ir.Ref(e.loc, ErrorT(), e.name, TypeSym(ErrorT()))
         decl = self.lookup(e.name, e.loc)
         return ir.Ref(e.loc, _type_of_decl(decl), e.name, decl)
 
@@ -244,10 +270,16 @@ class BlockChecker:
         base = self.expr(e.expr)
         t = base.type
         if isinstance(t, (EnumT, ErrorT)):
+            if isinstance(base, ir.Ref) and isinstance(base.decl, TypeSym):
+                self.type_member(t, e)
             return ir.Member(e.loc, t, base, e.name)
         if isinstance(t, StructT):
             if t.kind in ("header", "header_union") and e.name in HEADER_METHODS:
                 return ir.Member(e.loc, UNKNOWN, base, e.name, e.name)
+            if e.name in t.nested:                  # a struct inside a header
+                return ir.Member(e.loc, t.nested[e.name][0], base, e.name)
+            if e.name in t.wide:                    # a field laid out in pieces
+                return ir.Member(e.loc, Bits(t.wide[e.name]), base, e.name)
             ft = t.field_type(e.name)
             if ft is None:
                 raise CompileError(e.loc, f"{t} has no field '{e.name}'")
@@ -257,6 +289,13 @@ class BlockChecker:
         if isinstance(getattr(base, "decl", None), ir.Table) and e.name == "apply":
             return ir.Member(e.loc, UNKNOWN, base, e.name, e.name)
         return ir.Member(e.loc, UNKNOWN, base, e.name)
+
+    def type_member(self, t, e):
+        """`E.member` / `error.member` names a declared member."""
+        if isinstance(t, EnumT) and e.name not in t.members:
+            raise CompileError(e.loc, f"enum {t.name} has no member '{e.name}'")
+        if isinstance(t, ErrorT) and e.name not in self.comp.errors:
+            raise CompileError(e.loc, f"undeclared error 'error.{e.name}'")
 
     def e_Call(self, e):
         args = [self.expr(a.value if isinstance(a, A.NamedArg) else a) for a in e.args]

@@ -136,6 +136,22 @@ class Switch(Node):
 
 
 @dataclass(eq=False)
+class Loop(Node):
+    """`for (init; cond; updates) body`, or `for (T v in range) body` (`init`: the loop
+    variable, `cond`: the range)."""
+    init: list
+    cond: Optional[Expr]
+    updates: list
+    body: Node
+
+
+@dataclass(eq=False)
+class Jump(Node):
+    """`break` or `continue` (`kind`)."""
+    kind: str
+
+
+@dataclass(eq=False)
 class Return(Node):
     value: Optional[Expr]
 
@@ -160,7 +176,8 @@ class Decl(Node):
 
 @dataclass(eq=False)
 class Variable(Decl):
-    """A parameter, local variable or local constant (`kind`: param | var | const)."""
+    """A parameter, constructor parameter, local variable, local constant or value set
+    (`kind`: param | ctor | var | const | value_set)."""
     type: Any = None
     kind: str = "var"
     init: Optional[Expr] = None

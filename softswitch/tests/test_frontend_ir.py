@@ -132,3 +132,26 @@ def test_a_top_level_action_is_type_checked(tmp_path):
     with pytest.raises(CompileError) as err:
         check_tna_to_ir(path, "tna")
     assert "bit<32> value for a bit<8> target" in err.value.message
+
+
+def test_the_checker_takes_errors_loops_and_undeclared_error_members(tmp_path):
+    ingress = """
+control Ing(ING_PARAMS) {
+    error last = error.NoError;
+    apply {
+        for (bit<8> i = 0; i < 4; i = i + 1) {
+            if (i == md.k) { break; }
+            md.a = md.a + 1;
+        }
+        for (bit<8> j in 1 .. 3) { md.b = md.b + (bit<32>) j; }
+        if (last == error.PacketTooShort) { md.c = 0; }
+    }
+}
+"""
+    checked = check_tna_to_ir(tna_program(tmp_path, ingress), "tna")
+    loops = [n for n in ir.walk(ingress_of(checked)) if isinstance(n, ir.Loop)]
+    assert [loop.init[0].name for loop in loops] == ["i", "j"]
+    bad = tna_program(tmp_path, ingress.replace("error.PacketTooShort", "error.TooShort"))
+    with pytest.raises(CompileError) as err:
+        check_tna_to_ir(bad, "tna")
+    assert err.value.message == "undeclared error 'error.TooShort'"
