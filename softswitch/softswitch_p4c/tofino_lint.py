@@ -15,6 +15,9 @@ Rules (each names the expression or statement at fault):
 - a register belongs to one gress: RegisterActions of one register executed
   from ingress and egress;
 - digests only from the ingress deparser.
+
+It walks the checked program's typed IR (`ir.py`): registers, tables, actions and
+constants are recognised by the declarations names resolve to, not by their text.
 """
 from collections import namedtuple
 

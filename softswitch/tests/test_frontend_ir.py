@@ -155,3 +155,12 @@ control Ing(ING_PARAMS) {
     with pytest.raises(CompileError) as err:
         check_tna_to_ir(bad, "tna")
     assert err.value.message == "undeclared error 'error.TooShort'"
+
+
+def test_walk_stays_inside_a_node(tmp_path):
+    checked = check_tna_to_ir(tna_program(tmp_path, REGISTER_INGRESS), "tna")
+    call = ingress_of(checked).body.stmts[1].rhs
+    walked = list(ir.walk(call))
+    assert walked[:3] == [call, call.func, call.func.base] and call.args[0] in walked
+    action = call.func.base.decl
+    assert not any(n is action or n in action.methods for n in walked)
