@@ -13,6 +13,11 @@ class Annotation:
     args: list            # list of Expr (strings, ints, names) or raw token texts
 
 
+def name_loc(e):
+    """Location of the member name in `x.name` (where 'no such member' errors point)."""
+    return getattr(e, "name_loc", e.loc)
+
+
 def find_annotation(annos, name):
     for a in annos or ():
         if a.name == name:

@@ -13,6 +13,7 @@ Today the TNA/T2NA path (`tna.py`) runs it; the v1model path still checks in the
 emitter (README.md, "Architecture: phases").
 """
 from . import ast as A
+from .ast import name_loc
 from . import ir
 from .errors import CompileError
 from .symbols import TypeSym
@@ -91,7 +92,7 @@ class BlockChecker:
             return self.top[name]
         sym = self.comp.globals.lookup(name)
         if sym is None:
-            raise CompileError(loc, f"'{name}' is not declared")
+            raise CompileError(loc, f"undeclared identifier '{name}'")
         return sym
 
     def declare_local(self, d):
@@ -142,7 +143,7 @@ class BlockChecker:
                     action = self.callables.get(name) or self.top.get(name) or \
                         self.comp.globals.lookup(name)
                     if action is None:
-                        raise CompileError(action_ref.loc, f"action '{name}' is not declared")
+                        raise CompileError(action_ref.loc, f"undeclared action '{name}'")
                     table.actions.append(action)
         return table
 
@@ -163,7 +164,7 @@ class BlockChecker:
         if isinstance(s, A.CallStmt):
             return ir.CallStmt(s.loc, self.expr(s.call))
         if isinstance(s, A.If):
-            cond = self.expect_bool(s.cond)
+            cond = self.expect_bool(s.cond, "condition of 'if'")
             return ir.If(s.loc, cond, self.stmt(s.then), self.stmt(s.other))
         if isinstance(s, A.VarDecl):
             return self.var_decl(s)
@@ -192,7 +193,7 @@ class BlockChecker:
             self.bind(var)
         else:
             init = self.stmts(s.init)
-            cond = self.expect_bool(s.cond) if s.cond is not None else None
+            cond = self.expect_bool(s.cond, "loop condition") if s.cond is not None else None
             updates = self.stmts(s.updates)
         loop = ir.Loop(s.loc, init, cond, updates, self.stmt(s.body))
         self.scopes.pop()
@@ -203,7 +204,7 @@ class BlockChecker:
         init = None
         if d.init is not None:
             init = self.expr(d.init)
-            self.compatible(t, init.type, d.init.loc, f"initializer of '{d.name}'")
+            self.compatible(t, init.type, d.init.loc, "assignment")
         v = ir.Variable(d.loc, d.name, d, t, "var", init)
         self.bind(v)
         return v
@@ -215,34 +216,43 @@ class BlockChecker:
 
     def transition_stmt(self, tr):
         if tr.next is not None:
-            return ir.Transition(tr.loc, [], [self.state(tr.next, tr.loc)])
+            return ir.Transition(tr.loc, [], [self.state(tr.next, getattr(tr, "next_loc", tr.loc))])
         select = [self.expr(e) for e in tr.select]
-        return ir.Transition(tr.loc, select, [self.state(state, loc)
-                                              for loc, _keyset, state, _state_loc in tr.cases])
+        return ir.Transition(tr.loc, select, [self.state(state, state_loc)
+                                              for _loc, _keyset, state, state_loc in tr.cases])
 
     def state(self, name, loc):
         if name in ("accept", "reject"):
             return name
         if name not in self.callables:
-            raise CompileError(loc, f"state '{name}' is not declared")
+            raise CompileError(loc, f"undeclared parser state '{name}'")
         return self.callables[name]
 
     # ---------------------------------------------------------- expressions
-    def expect_bool(self, e):
+    def expect_bool(self, e, what):
         node = self.expr(e)
         if node.type is not UNKNOWN and not isinstance(node.type, BoolT):
-            raise CompileError(e.loc, f"condition must be bool, not {node.type}")
+            raise CompileError(e.loc, f"{what} must be bool, not {node.type}")
         return node
 
     def compatible(self, want, have, loc, what):
+        """`have` converts to `want` where widths are concerned (the messages are the BMv2
+        emitter's, exprs.coerce)."""
         if want is UNKNOWN or have is UNKNOWN or isinstance(have, IntT) or \
                 isinstance(want, TypeVar) or isinstance(have, TypeVar):
             return
+        if isinstance(want, Bits) and isinstance(have, Bits) and want.width == have.width:
+            return
+        if isinstance(want, Bits) != isinstance(have, Bits) and _enum_bits(want, have):
+            return
+        if isinstance(want, Bits) or isinstance(have, Bits):
+            raise CompileError(loc, f"type mismatch in {what}: expected {want}, got {have}")
+
+    def compatible_arg(self, want, have, loc, param, callee):
         if isinstance(want, Bits) and isinstance(have, Bits) and want.width != have.width:
-            raise CompileError(loc, f"{what}: bit<{have.width}> value for a bit<{want.width}> "
-                                    f"target (cast explicitly)")
-        if isinstance(want, Bits) != isinstance(have, Bits) and not _enum_bits(want, have):
-            raise CompileError(loc, f"{what}: {have} value for a {want} target")
+            raise CompileError(loc, f"argument '{param}' of '{callee}' has type {have}, but "
+                                    f"{want} is expected (width mismatch)")
+        self.compatible(want, have, loc, f"argument '{param}' of '{callee}'")
 
     def expr(self, e):
         method = getattr(self, "e_" + type(e).__name__, None)
@@ -282,7 +292,8 @@ class BlockChecker:
                 return ir.Member(e.loc, Bits(t.wide[e.name]), base, e.name)
             ft = t.field_type(e.name)
             if ft is None:
-                raise CompileError(e.loc, f"{t} has no field '{e.name}'")
+                what = {"header": "field or method", "header_union": "member"}.get(t.kind, "field")
+                raise CompileError(name_loc(e), f"no {what} '{e.name}' in {t}")
             return ir.Member(e.loc, ft, base, e.name)
         if isinstance(t, ExternT):
             return ir.Member(e.loc, UNKNOWN, base, e.name, e.name)
@@ -293,9 +304,9 @@ class BlockChecker:
     def type_member(self, t, e):
         """`E.member` / `error.member` names a declared member."""
         if isinstance(t, EnumT) and e.name not in t.members:
-            raise CompileError(e.loc, f"enum {t.name} has no member '{e.name}'")
+            raise CompileError(name_loc(e), f"enum {t.name} has no member '{e.name}'")
         if isinstance(t, ErrorT) and e.name not in self.comp.errors:
-            raise CompileError(e.loc, f"undeclared error 'error.{e.name}'")
+            raise CompileError(name_loc(e), f"undeclared error 'error.{e.name}'")
 
     def e_Call(self, e):
         args = [self.expr(a.value if isinstance(a, A.NamedArg) else a) for a in e.args]
@@ -315,13 +326,13 @@ class BlockChecker:
         return call
 
     def local_call(self, e, decl, args):
-        if len(args) != len(decl.params):
-            raise CompileError(e.loc, f"'{decl.name}' takes {len(decl.params)} arguments, "
-                                      f"got {len(args)}")
+        need = [p for p in decl.params if p.default is None]
+        if not len(need) <= len(args) <= len(decl.params):
+            raise CompileError(e.loc, f"wrong number of arguments to '{decl.name}': expected "
+                                      f"{len(need)}, got {len(args)}")
         env = _type_params(decl)
         for p, a in zip(decl.params, args):
-            self.compatible(self.resolve(p.type, env), a.type, a.loc,
-                            f"argument '{p.name}' of '{decl.name}'")
+            self.compatible_arg(self.resolve(p.type, env), a.type, a.loc, p.name, decl.name)
         ret = getattr(decl, "ret", None)
         return UNKNOWN if ret is None or ret.name in env else self.resolve(ret, env)
 
@@ -329,17 +340,16 @@ class BlockChecker:
         """The method of extern type `ext` a call with `args` selects (arity, then types)."""
         methods = [m for m in ext.decl.methods if m.name == name]
         if not methods:
-            raise CompileError(e.loc, f"extern {ext.name} has no method '{name}'")
+            raise CompileError(name_loc(e.func), f"extern {ext.name} has no method '{name}'")
         fitting = [m for m in methods if _min_args(m) <= len(args) <= len(m.params)]
         if not fitting:
             counts = sorted({len(m.params) for m in methods})
-            raise CompileError(e.loc, f"{ext.name}.{name} takes {' or '.join(map(str, counts))} "
-                                      f"arguments, got {len(args)}")
+            raise CompileError(e.loc, f"wrong number of arguments to '{name}': expected "
+                                      f"{' or '.join(map(str, counts))}, got {len(args)}")
         m = fitting[0]
         env = dict(zip(ext.decl.type_params, ext.type_args))
         for p, a in zip(m.params, args):
-            want = self.method_type(p.type, m, env)
-            self.compatible(want, a.type, a.loc, f"argument '{p.name}' of {ext.name}.{name}")
+            self.compatible_arg(self.method_type(p.type, m, env), a.type, a.loc, p.name, name)
         return m
 
     def method_type(self, tr, method, env):
@@ -362,14 +372,15 @@ class BlockChecker:
 
     def e_Unary(self, e):
         if e.op == "!":
-            return ir.Unary(e.loc, BoolT(), e.op, self.expect_bool(e.expr))
+            return ir.Unary(e.loc, BoolT(), e.op, self.expect_bool(e.expr, "operand of '!'"))
         operand = self.expr(e.expr)
         return ir.Unary(e.loc, operand.type, e.op, operand)
 
     def e_Binary(self, e):
         if e.op in ("&&", "||"):
-            left = self.expect_bool(e.left)
-            return ir.Binary(e.loc, BoolT(), e.op, left, self.expect_bool(e.right))
+            left = self.expect_bool(e.left, f"left operand of '{e.op}'")
+            right = self.expect_bool(e.right, f"right operand of '{e.op}'")
+            return ir.Binary(e.loc, BoolT(), e.op, left, right)
         left, right = self.expr(e.left), self.expr(e.right)
         return ir.Binary(e.loc, self.binary_type(e, left.type, right.type), e.op, left, right)
 
@@ -380,14 +391,13 @@ class BlockChecker:
             return Bits(lt.width + rt.width) if isinstance(lt, Bits) and isinstance(rt, Bits) \
                 else UNKNOWN
         if isinstance(lt, Bits) and isinstance(rt, Bits) and lt.width != rt.width:
-            raise CompileError(e.loc, f"operands of '{e.op}' have different widths: "
-                                      f"bit<{lt.width}> and bit<{rt.width}>")
+            raise CompileError(e.loc, f"operands of '{e.op}' have different types: {lt} and {rt}")
         if e.op in COMPARISONS:
             return BoolT()
         return lt if not isinstance(lt, IntT) else rt
 
     def e_Ternary(self, e):
-        cond = self.expect_bool(e.cond)
+        cond = self.expect_bool(e.cond, "condition of '?:'")
         a, b = self.expr(e.then), self.expr(e.other)
         return ir.Ternary(e.loc, a.type if not isinstance(a.type, IntT) else b.type, cond, a, b)
 

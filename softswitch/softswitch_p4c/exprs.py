@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import ast as A
+from .ast import name_loc
 from .desugar import has_side_effects
 from .errors import CompileError, unsupported
 from .symbols import (ActionSym, ExternFuncSym, ExternInstance, FuncSym, StateSym, TableSym,
@@ -658,10 +659,6 @@ def _type_text(tr):
         return f"{tr.name}<{tr.width.value}>"
     return tr.name
 
-
-def name_loc(e):
-    """Location of the member name in `x.name` (where 'no such member' errors point)."""
-    return getattr(e, "name_loc", e.loc)
 
 
 def _fold(op, a, b):
