@@ -1,13 +1,15 @@
 """The checker phase: a parser's or control's AST resolved and typed into the IR (`ir.py`).
 
 Names resolve to their declarations (block scopes, then the block's actions, tables,
-functions and states, then the program's global symbols); expressions get their types;
-type errors raise CompileError at the first one: undeclared names, fields, enum and
-error members, extern methods, parser states and table actions; `bit<W>` widths that disagree in assignments,
-binary operators and call arguments (actions, functions, extern methods: arity with
-`@optional`, types with the instance's type arguments bound); conditions that are not
-`bool`. Not checked yet: generic inference of methods' own type parameters, table
-entries and `default_action` arguments, select keyset types.
+functions and states, then the top level's); expressions get their types. Type errors
+raise CompileError at the first one, with the BMv2 emitter's message for the same rule:
+undeclared names, fields, enum and error members, extern methods, parser states and
+table actions; `bit<W>` widths that disagree in assignments, binary operators and call
+arguments (actions, functions, extern methods: arity with `@optional` parameters and
+defaults, types with the instance's type arguments bound); conditions that are not
+`bool`. Not checked yet: the own type parameters of generic methods and functions
+(such arguments are unchecked), table entries and `default_action` arguments, select
+keyset types.
 
 Today the TNA/T2NA path (`tna.py`) runs it; the v1model path still checks in the BMv2
 emitter (README.md, "Architecture: phases").
@@ -15,7 +17,7 @@ emitter (README.md, "Architecture: phases").
 from . import ast as A
 from .ast import name_loc
 from . import ir
-from .errors import CompileError
+from .errors import CompileError, unsupported
 from .symbols import TypeSym
 from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StructT, StringT, TupleT,
                     TypeVar, VoidT)
@@ -114,7 +116,7 @@ class BlockChecker:
             v = ir.Variable(d.loc, d.name, d, self.resolve(d.type), "value_set")
             self.bind(v)
             return v
-        raise CompileError(d.loc, f"unsupported local declaration {type(d).__name__}")
+        raise unsupported(d.loc, f"local declaration {type(d).__name__}")
 
     def function_body(self, d, kind, named=True):
         """An action, function or (`named` False) an extern method an initializer
@@ -182,7 +184,7 @@ class BlockChecker:
             return self.loop(s)
         if isinstance(s, (A.Break, A.Continue)):
             return ir.Jump(s.loc, type(s).__name__.lower())
-        raise CompileError(s.loc, f"unsupported statement {type(s).__name__} (check-only TNA)")
+        raise unsupported(s.loc, f"statement {type(s).__name__}")
 
     def loop(self, s):
         """A loop's variables are in scope in its condition, updates and body only."""
