@@ -24,8 +24,11 @@ from pathlib import Path
 from mininet.net import Mininet
 from mininet.node import Host
 
+from aqmlab.shells import run_commands
+
 STATE_DIR = Path(os.environ.get("AQMLAB_STATE_DIR", "/tmp/aqmlab-state"))
 OFFLOADS = "rx off tx off tso off gso off gro off"
+DEVICE_GROUP_BASE = 0x61710000   # + the tag's number: the lab's own interface group
 
 
 def claim_tag():
@@ -53,11 +56,23 @@ def _live_names():
     return names
 
 
-def disable_offloads(node, intf_name):
-    """A frame-copying switch needs MTU-sized, checksummed frames on every veth."""
-    out = node.cmd(f"ethtool -K {intf_name} {OFFLOADS} 2>&1; echo rc=$?")
-    if "rc=0" not in out:
-        raise RuntimeError(f"ethtool -K {intf_name} failed: {out.strip()}")
+def device_group(tag):
+    """The interface group of a lab's root-namespace links (ip-link(8) `group`):
+    one per tag, so `ip link del group` removes this lab's links and no other's."""
+    return DEVICE_GROUP_BASE + int(tag[1:], 36)
+
+
+def interface_commands(intf_name, group=None):
+    """Offloads off (a frame-copying switch needs MTU-sized, checksummed frames
+    on every veth); a root-namespace end joins the lab's device group."""
+    return [f"ethtool -K {intf_name} {OFFLOADS}"] + \
+        ([f"ip link set dev {intf_name} group {group}"] if group else [])
+
+
+def remove_links(tag):
+    """Delete every veth pair with an end in the lab's device group (both
+    ends: the host's goes with it), in one netlink request."""
+    subprocess.run(["ip", "link", "del", "group", str(device_group(tag))], capture_output=True)
 
 
 class StateFile:
@@ -91,21 +106,27 @@ def _start_time(pid):
         return None
 
 
-def _kill(pid, expected_start, grace=2.0):
-    """SIGTERM, then SIGKILL, one process we started (if it is still ours)."""
-    if expected_start is None or _start_time(pid) != expected_start:
-        return
+def _kill(processes, grace=2.0):
+    """SIGTERM, then SIGKILL, processes we started ({pid: start time}; those
+    still ours), all at once."""
+    alive = {pid: start for pid, start in processes.items()
+             if start is not None and _start_time(pid) == start}
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
+        for pid in list(alive):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                del alive[pid]
         deadline = time.time() + grace
-        while time.time() < deadline:
-            if _start_time(pid) != expected_start or _is_zombie(pid):
-                _reap(pid)
-                return
-            time.sleep(0.02)
+        while alive and time.time() < deadline:
+            for pid, start in list(alive.items()):
+                if _start_time(pid) != start or _is_zombie(pid):
+                    _reap(pid)
+                    del alive[pid]
+            if alive:
+                time.sleep(0.02)
+        if not alive:
+            return
 
 
 def _is_zombie(pid):
@@ -155,8 +176,8 @@ def cleanup_state(path):
     data = json.loads(Path(path).read_text())
     pids = {int(pid): start for pid, start in data["pids"].items()}
     pids.update(_tagged_processes(data["tag"]))
-    for pid, start in pids.items():
-        _kill(pid, start)
+    _kill(pids)
+    remove_links(data["tag"])
     for name in set(data["interfaces"]) | set(_tagged_interfaces(data["tag"])):
         if Path(f"/sys/class/net/{name}").exists():
             subprocess.run(["ip", "link", "del", name], capture_output=True)
@@ -197,6 +218,7 @@ class LabNetwork:
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"aqmlab-{self.tag}-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.state = StateFile(self.tag)
+        self.device_group = device_group(self.tag)
         self.net = Mininet(controller=None, build=False, autoSetMacs=False,
                            autoStaticArp=False, cleanup=False)
         self.processes = []
@@ -220,10 +242,14 @@ class LabNetwork:
 
     def add_link(self, node1, node2, mac1, mac2):
         link = self.net.addLink(node1, node2, addr1=mac1, addr2=mac2)
+        commands = {}
         for intf in (link.intf1, link.intf2):
-            if not intf.node.inNamespace:
+            root = not intf.node.inNamespace
+            if root:
                 self.state.add_interface(intf.name)
-            disable_offloads(intf.node, intf.name)
+            commands[intf.node] = commands.get(intf.node, []) + interface_commands(
+                intf.name, self.device_group if root else None)
+        run_commands(commands)
         return link
 
     def start(self):
@@ -270,22 +296,32 @@ class LabNetwork:
             raise LabProcessDied("; ".join(dead))
 
     def stop_process(self, proc):
-        self.watched = [entry for entry in self.watched if entry[1] is not proc]
-        _kill(proc.pid, self.state.data["pids"].get(str(proc.pid)))
-        proc.wait()
+        self.stop_processes([proc])
+
+    def stop_processes(self, procs):
+        """Stop processes started with popen, all at once (SIGTERM, then SIGKILL)."""
+        stopping = {id(proc) for proc in procs}
+        self.watched = [entry for entry in self.watched if id(entry[1]) not in stopping]
+        _kill({proc.pid: self.state.data["pids"].get(str(proc.pid))
+               for proc in procs if proc.poll() is None})
+        for proc in procs:
+            proc.wait()
 
     # ------------------------------------------------------------- cleanup
     def close(self):
+        """Stop every process, delete every link in one request, end the
+        nodes' shells (their namespaces go with them), then remove whatever
+        the state file still names."""
         try:
-            for proc in reversed(self.processes):
-                if proc.poll() is None:
-                    self.stop_process(proc)
-            # An interrupt inside node.cmd() leaves the shell marked busy.
-            for node in self.net.hosts + self.net.switches:
+            self.stop_processes(self.processes)
+            nodes = self.net.hosts + self.net.switches
+            for node in nodes:   # an interrupt inside node.cmd() leaves the shell marked busy
                 node.waiting = False
-            self.net.stop()
+            remove_links(self.tag)
+            for node in nodes:
+                node.terminate()
         except Exception as error:   # the state cleanup below removes what is left
-            print(f"aqmlab: lab {self.tag}: Mininet stop failed ({error!r}); removing by "
+            print(f"aqmlab: lab {self.tag}: stopping failed ({error!r}); removing by "
                   "pid and name", file=sys.stderr)
         finally:
             cleanup_state(self.state.path)

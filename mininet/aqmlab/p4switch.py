@@ -121,11 +121,6 @@ class P4Switch(Switch):
     def after_start(self):
         pass
 
-    def stop(self, deleteIntfs=True):
-        if self.proc is not None and self.proc.poll() is None:
-            self.lab.stop_process(self.proc)
-        super().stop(deleteIntfs)
-
 
 class SoftSwitch(P4Switch):
     command = "softswitch"

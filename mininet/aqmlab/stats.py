@@ -4,8 +4,6 @@ confidence interval per metric, and paired (same-seed) differences."""
 import math
 from dataclasses import dataclass
 
-from scipy import stats as scipy_stats
-
 CONFIDENCE = 0.95
 
 
@@ -41,6 +39,8 @@ def estimate(values, confidence=CONFIDENCE):
     if n == 1:
         return Estimate(mean, math.nan, 1, math.nan, math.nan)
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    from scipy import stats as scipy_stats   # here: 1 s of imports a run's worker never needs
+
     half = float(scipy_stats.t.ppf((1 + confidence) / 2, n - 1)) * sd / math.sqrt(n)
     return Estimate(mean, sd, n, mean - half, mean + half)
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aqmlab.p4switch import SWITCH_CLASSES, PortQueue
-from aqmlab.tuning import apply_sysctls
+from aqmlab.shells import run_commands
+from aqmlab.tuning import sysctl_commands
 
 GATEWAY = "10.0.0.1"
 SERVER_NET, CLIENT_NET = 1, 2
@@ -143,14 +144,17 @@ class Dumbbell:
 
     # ---------------------------------------------------------------- start
     def start(self, build_dir):
+        """Start the switches, configure every host (all at once), program the switches."""
         self.lab.start()
         topo = self.scenario.topology
+        commands = {}
         for endpoints, access in ((self.servers, topo.server_access),
                                   (self.clients, topo.client_access)):
             for endpoint in endpoints:
-                configure_host(endpoint, access.rate_bps)
+                commands[endpoint.host] = host_commands(endpoint, access.rate_bps)
         for pair in self.pairs:
-            route_to_client(pair)
+            commands[pair.server.host] += route_to_client(pair)
+        run_commands(commands)
         self._program_switches(build_dir)
 
     def _program_switches(self, build_dir):
@@ -228,11 +232,10 @@ def pipeline_files(build_dir):
     return p4info, pipeline
 
 
-def configure_host(endpoint, access_rate_bps):
+def host_commands(endpoint, access_rate_bps):
     """Address, route via the switch with the TCP route options, static
     neighbour, namespace sysctls, and the host side of the access link."""
-    host, intf = endpoint.host, endpoint.host.defaultIntf().name
-    tuning = endpoint.tuning
+    intf, tuning = endpoint.host.defaultIntf().name, endpoint.tuning
     commands = [
         f"ip addr flush dev {intf}",
         f"ip addr add {endpoint.ip}/32 dev {intf}",
@@ -243,26 +246,20 @@ def configure_host(endpoint, access_rate_bps):
     ]
     if access_rate_bps:
         commands.append(tbf_command(intf, access_rate_bps))
-    for command in commands:
-        out = host.cmd(f"{command} 2>&1; echo rc=$?")
-        if "rc=0" not in out:
-            raise RuntimeError(f"{host.name}: `{command}` failed: {out.strip()}")
-    apply_sysctls(host, tuning)
+    return commands + sysctl_commands(tuning)
 
 
 def route_to_client(pair):
     """The server's route to this client carries the workload's route options,
-    so a shared server tunes each workload's connections separately."""
-    host, tuning = pair.server.host, pair.workload.tcp
-    intf = host.defaultIntf().name
-    command = (f"ip route replace {pair.client.ip}/32 via {GATEWAY} dev {intf} onlink "
-               f"{tuning.route_options()}")
-    out = host.cmd(f"{command} 2>&1; echo rc=$?")
-    if "rc=0" not in out:
-        raise RuntimeError(f"{host.name}: `{command}` failed: {out.strip()}")
+    so a shared server tunes each workload's connections separately -> commands
+    for the server's shell, after its host_commands."""
+    tuning, intf = pair.workload.tcp, pair.server.host.defaultIntf().name
+    commands = [f"ip route replace {pair.client.ip}/32 via {GATEWAY} dev {intf} onlink "
+                f"{tuning.route_options()}"]
     if tuning.window_clamp:
-        apply_sysctls(host, tuning, only=("net.ipv4.tcp_no_metrics_save",
-                                          "net.ipv4.tcp_no_ssthresh_metrics_save"))
+        commands += sysctl_commands(tuning, only=("net.ipv4.tcp_no_metrics_save",
+                                                  "net.ipv4.tcp_no_ssthresh_metrics_save"))
+    return commands
 
 
 def tbf_command(intf, rate_bps):

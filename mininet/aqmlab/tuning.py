@@ -107,15 +107,18 @@ class TcpTuning:
         return args
 
 
+def sysctl_commands(tuning, only=None):
+    """The commands that set the namespace sysctls (or just those named in `only`)."""
+    return [f"sysctl -q -w {key}='{value}'" for key, value in tuning.sysctls().items()
+            if only is None or key in only]
+
+
 def apply_sysctls(host, tuning, only=None):
-    """Set the namespace sysctls (or just those named in `only`); raises
-    RuntimeError naming the one that failed."""
-    for key, value in tuning.sysctls().items():
-        if only is not None and key not in only:
-            continue
-        out = host.cmd(f"sysctl -q -w {key}='{value}' 2>&1 && echo ok").strip()
-        if not out.endswith("ok"):
-            raise RuntimeError(f"{host.name}: sysctl {key}={value} failed: {out}")
+    """Set the namespace sysctls (or just those named in `only`) in one round
+    trip; raises RuntimeError naming the one that failed."""
+    from aqmlab.shells import run_commands
+
+    run_commands({host: sysctl_commands(tuning, only)})
 
 
 def read_sysctl(host, key):

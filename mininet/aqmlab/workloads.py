@@ -191,6 +191,10 @@ class Run:
     def __init__(self, lab, pairs, duration, seed, prime_spacing_s=0.0):
         self.lab, self.pairs, self.duration = lab, pairs, duration
         self.servers = start_servers(lab, pairs)
+        self.sender_ports = {}      # host -> ports of its agent senders
+        for pair in pairs:
+            if pair.workload.tool == "agent" and pair.workload.kind != "echo":
+                self.sender_ports.setdefault(pair.server.host, set()).add(pair.port)
         prime_window_clamps(pairs, prime_spacing_s)
         self.epoch = time.time() + START_LEAD
         self.logs, self.clients = [], []
@@ -231,20 +235,33 @@ class Run:
         self.ended = min(time.time(), self.end)
 
     def finish(self):
-        """Give clients a moment to log their last transfer and senders their
-        connections' tcp_info (they see the close one path delay later), then
-        stop everything."""
+        """Give clients a moment to log their last transfer, and senders until
+        their clients' closes have reached them (at most SENDER_LOG_GRACE),
+        then stop everything: a sender logs the tcp_info of the connections
+        it still holds when stopped, final once the close has arrived."""
         deadline = time.time() + STOP_GRACE
         for proc in self.clients:
             while proc.poll() is None and time.time() < deadline:
                 time.sleep(0.05)
-        time.sleep(SENDER_LOG_GRACE)
+        deadline = time.time() + SENDER_LOG_GRACE
+        clients_done = all(proc.poll() is not None for proc in self.clients)
+        while time.time() < deadline and not (clients_done and not self.open_sender_connections()):
+            time.sleep(0.05)
         self.stop()
 
+    def open_sender_connections(self):
+        """How many connections the agent senders hold that their clients'
+        closes have not reached, or that they have not logged yet."""
+        count = 0
+        for host, ports in self.sender_ports.items():
+            ports = " or ".join(f"sport = :{port}" for port in sorted(ports))
+            out = host.cmd(f"ss -Htn state established state syn-recv state close-wait "
+                           f"'( {ports} )'")
+            count += sum(1 for line in out.splitlines() if line.strip())
+        return count
+
     def stop(self):
-        for proc in self.clients + self.servers:
-            if proc.poll() is None:
-                self.lab.stop_process(proc)
+        self.lab.stop_processes(self.clients + self.servers)
 
     def records(self):
         records = []

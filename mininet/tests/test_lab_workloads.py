@@ -170,3 +170,14 @@ def test_a_stopped_sender_logs_the_tcp_info_of_flows_still_sending(tmp_path):
     records = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(r["kind"], r["workload"], r["flow"]) for r in records] == [("tcp_info", "cross", "cross.0.0")]
     assert got > 0 and records[0]["bytes_acked"] > 0
+
+
+def test_senders_log_every_connection_once_its_close_arrived(lab):
+    """The run stops its senders once their clients' closes have reached them
+    (not after a fixed grace): every complete transaction's connection has its
+    sender's tcp_info, with all its bytes acknowledged."""
+    job, records = run(lab, 2, kind="crr", size="5KB")
+    done = [r for r in records if r["kind"] == "transaction" and r["complete"]]
+    infos = [r for r in records if r["kind"] == "tcp_info"]
+    assert done and all(i["workload"] == "w" for i in infos)
+    assert sum(i["bytes_acked"] >= 5000 for i in infos) >= len(done)
