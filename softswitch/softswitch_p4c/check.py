@@ -7,9 +7,10 @@ undeclared names, fields, enum and error members, extern methods, parser states 
 table actions; `bit<W>` widths that disagree in assignments, binary operators and call
 arguments (actions, functions, extern methods: arity with `@optional` parameters and
 defaults, types with the instance's type arguments bound); conditions that are not
-`bool`. Not checked yet: the own type parameters of generic methods and functions
-(such arguments are unchecked), table entries and `default_action` arguments, select
-keyset types.
+`bool`. Names in table entries, default actions, table properties and select keysets
+are resolved too. Not checked yet: the own type parameters of generic methods and
+functions (such arguments are unchecked), the arity and types of table entries' and
+default actions' arguments, select keyset types.
 
 Today the TNA/T2NA path (`tna.py`) runs it; the v1model path still checks in the BMv2
 emitter (README.md, "Architecture: phases").
@@ -18,7 +19,7 @@ from . import ast as A
 from .ast import name_loc
 from . import ir
 from .errors import CompileError, unsupported
-from .symbols import TypeSym
+from .symbols import ActionSym, TypeSym
 from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StructT, StringT, TupleT,
                     TypeVar, VoidT)
 from .values import Val
@@ -103,7 +104,10 @@ class BlockChecker:
         if isinstance(d, A.VarDecl):
             return self.var_decl(d)
         if isinstance(d, A.ConstDecl):
-            v = ir.Variable(d.loc, d.name, d, self.resolve(d.type), "const")
+            t = self.resolve(d.type)
+            init = self.expr(d.value)
+            self.compatible(t, init.type, d.value.loc, f"constant '{d.name}'")
+            v = ir.Variable(d.loc, d.name, d, t, "const", init)
             self.bind(v)
             return v
         if isinstance(d, A.ActionDecl):
@@ -135,19 +139,37 @@ class BlockChecker:
     def table(self, t):
         table = ir.Table(t.loc, t.name, t)
         self.callables[t.name] = table
-        table.actions = []
         for prop in t.properties:
+            value = prop.value
             if prop.name == "key":
-                table.keys += [self.expr(k.expr) for k in prop.value]
+                table.keys += [self.expr(k.expr) for k in value]
             elif prop.name == "actions":
-                for action_ref in prop.value:
-                    name = action_ref.name.name
-                    action = self.callables.get(name) or self.top.get(name) or \
-                        self.comp.globals.lookup(name)
-                    if action is None:
-                        raise CompileError(action_ref.loc, f"undeclared action '{name}'")
-                    table.actions.append(action)
+                table.actions += [self.action_call(r.name, r.args or [], r.loc) for r in value]
+            elif prop.name == "entries":
+                table.entries += [self.entry(e) for e in value]
+            elif prop.name == "default_action" and isinstance(value, A.Name):
+                table.default_action = self.action_call(value, [], value.loc)
+            elif prop.name == "default_action" and isinstance(value, A.Call) and \
+                    isinstance(value.func, A.Name):
+                table.default_action = self.action_call(value.func, value.args, value.func.loc)
+            else:
+                table.properties.append(ir.Property(prop.loc, prop.name, self.expr(value)))
         return table
+
+    def action_call(self, func, args, loc):
+        """An action a table names (actions list, default action, entry), with arguments."""
+        action = self.callables.get(func.name) or self.top.get(func.name) or \
+            self.comp.globals.lookup(func.name)
+        if not isinstance(action, (ir.Action, ActionSym)):
+            raise CompileError(loc, f"undeclared action '{func.name}'")
+        return ir.Call(loc, UNKNOWN, ir.Ref(func.loc, UNKNOWN, func.name, action),
+                       [self.expr(_arg_value(a)) for a in args], action)
+
+    def entry(self, e):
+        keys = [self.expr(k) for k in e.keys]
+        action = self.action_call(e.action.name, e.action.args or [], e.action.loc)
+        priority = self.expr(e.priority) if e.priority is not None else None
+        return ir.Entry(e.loc, keys, action, priority)
 
     # ---------------------------------------------------------- statements
     def stmts(self, stmts):
@@ -218,10 +240,13 @@ class BlockChecker:
 
     def transition_stmt(self, tr):
         if tr.next is not None:
-            return ir.Transition(tr.loc, [], [self.state(tr.next, getattr(tr, "next_loc", tr.loc))])
+            return ir.Transition(tr.loc, [], [],
+                                 [self.state(tr.next, getattr(tr, "next_loc", tr.loc))])
         select = [self.expr(e) for e in tr.select]
-        return ir.Transition(tr.loc, select, [self.state(state, state_loc)
-                                              for _loc, _keyset, state, state_loc in tr.cases])
+        keysets = [self.expr(keyset) for _loc, keyset, _state, _state_loc in tr.cases]
+        return ir.Transition(tr.loc, select, keysets,
+                             [self.state(state, state_loc)
+                              for _loc, _keyset, state, state_loc in tr.cases])
 
     def state(self, name, loc):
         if name in ("accept", "reject"):
@@ -311,7 +336,7 @@ class BlockChecker:
             raise CompileError(name_loc(e), f"undeclared error 'error.{e.name}'")
 
     def e_Call(self, e):
-        args = [self.expr(a.value if isinstance(a, A.NamedArg) else a) for a in e.args]
+        args = [self.expr(_arg_value(a)) for a in e.args]
         func = self.expr(e.func)
         call = ir.Call(e.loc, UNKNOWN, func, args)
         if isinstance(func, ir.Member) and isinstance(func.base.type, StructT) and \
@@ -418,6 +443,11 @@ def _type_of_decl(decl):
     if isinstance(decl, TypeSym):
         return decl.type
     return UNKNOWN
+
+
+def _arg_value(a):
+    """A call argument's expression (a named argument's value)."""
+    return a.value if isinstance(a, A.NamedArg) else a
 
 
 def _type_params(decl):

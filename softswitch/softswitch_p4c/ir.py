@@ -164,6 +164,7 @@ class Exit(Node):
 @dataclass(eq=False)
 class Transition(Node):
     select: List[Expr]           # empty for a direct transition
+    keysets: List[Expr]          # one per case
     targets: list = ref()        # State / "accept" / "reject", one per case (or the one)
 
 
@@ -205,9 +206,29 @@ class Action(Decl):
 
 
 @dataclass(eq=False)
+class Entry(Node):
+    """A `const entries` entry: its key values, action call and priority."""
+    keys: List[Expr]
+    action: Call
+    priority: Optional[Expr]
+
+
+@dataclass(eq=False)
+class Property(Node):
+    """A table property other than key, actions, default_action and entries."""
+    name: str
+    value: Expr
+
+
+@dataclass(eq=False)
 class Table(Decl):
+    """Actions (list, default, entries) are calls whose `callee` is the Action, or the
+    global symbol of a top-level one not checked into the IR (NoAction)."""
     keys: List[Expr] = field(default_factory=list)
-    actions: list = ref()        # Action, or the global symbol, per `actions` entry
+    actions: List[Call] = field(default_factory=list)
+    default_action: Optional[Call] = None
+    entries: List[Entry] = field(default_factory=list)
+    properties: List[Property] = field(default_factory=list)
 
 
 @dataclass(eq=False)

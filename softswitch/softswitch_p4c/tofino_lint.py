@@ -255,9 +255,9 @@ class BlockLint:
 
     def table_accesses(self, table):
         acc = {}
-        for action in table.actions:
-            if isinstance(action, ir.Action):       # one action runs per apply: exclusive
-                acc = _either(acc, self.accesses(action.body))
+        for call in table.actions:
+            if isinstance(call.callee, ir.Action):  # one action runs per apply: exclusive
+                acc = _either(acc, self.accesses(call.callee.body))
         return acc
 
 

@@ -164,3 +164,38 @@ def test_walk_stays_inside_a_node(tmp_path):
     assert walked[:3] == [call, call.func, call.func.base] and call.args[0] in walked
     action = call.func.base.decl
     assert not any(n is action or n in action.methods for n in walked)
+
+
+TABLE_INGRESS = """
+control Ing(ING_PARAMS) {
+    action set_k(bit<8> k) { md.k = k; }
+    table t {
+        key = { md.a: exact; }
+        actions = { set_k; NoAction; }
+        const entries = { 1 : set_k(K_ONE); }
+        default_action = set_k(0);
+        size = 16;
+    }
+    apply { t.apply(); }
+}
+"""
+
+
+def test_table_actions_default_and_entries_resolve(tmp_path):
+    path = tna_program(tmp_path, "const bit<8> K_ONE = 1;\n" + TABLE_INGRESS)
+    set_k, table = ingress_of(check_tna_to_ir(path, "tna")).locals
+    assert [c.callee for c in table.actions][0] is set_k and isinstance(set_k, ir.Action)
+    assert table.entries[0].action.callee is set_k
+    assert table.entries[0].action.args[0].decl.extra["is_const"]
+    assert table.default_action.callee is set_k
+    assert [p.name for p in table.properties] == ["size"]
+
+
+def test_undeclared_names_in_entries_and_default_actions(tmp_path):
+    with_const = "const bit<8> K_ONE = 1;\n" + TABLE_INGRESS
+    for text, message in ((TABLE_INGRESS, "undeclared identifier 'K_ONE'"),
+                          (with_const.replace("set_k(0)", "set_j(0)"),
+                           "undeclared action 'set_j'")):
+        with pytest.raises(CompileError) as err:
+            check_tna_to_ir(tna_program(tmp_path, text), "tna")
+        assert err.value.message == message
