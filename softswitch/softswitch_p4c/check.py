@@ -77,12 +77,12 @@ class BlockChecker:
 
     # ---------------------------------------------------------- scopes
     def bind(self, decl):
+        """Declare `decl` in the innermost scope; returns it."""
         self.scopes[-1][decl.name] = decl
+        return decl
 
     def param(self, p, kind="param"):
-        v = ir.Variable(p.loc, p.name, p, self.resolve(p.type), kind)
-        self.bind(v)
-        return v
+        return self.bind(ir.Variable(p.loc, p.name, p, self.resolve(p.type), kind))
 
     def lookup(self, name, loc):
         """The IR declaration of `name`, or its global symbol."""
@@ -107,9 +107,7 @@ class BlockChecker:
             t = self.resolve(d.type)
             init = self.expr(d.value)
             self.compatible(t, init.type, d.value.loc, f"constant '{d.name}'")
-            v = ir.Variable(d.loc, d.name, d, t, "const", init)
-            self.bind(v)
-            return v
+            return self.bind(ir.Variable(d.loc, d.name, d, t, "const", init))
         if isinstance(d, A.ActionDecl):
             return self.function_body(d, ir.Action)
         if isinstance(d, A.TableDecl):
@@ -117,9 +115,7 @@ class BlockChecker:
         if isinstance(d, A.FunctionDecl):
             return self.function_body(d, ir.Function)
         if isinstance(d, A.ValueSetDecl):
-            v = ir.Variable(d.loc, d.name, d, self.resolve(d.type), "value_set")
-            self.bind(v)
-            return v
+            return self.bind(ir.Variable(d.loc, d.name, d, self.resolve(d.type), "value_set"))
         raise unsupported(d.loc, f"local declaration {type(d).__name__}")
 
     def function_body(self, d, kind, named=True):
@@ -229,9 +225,7 @@ class BlockChecker:
         if d.init is not None:
             init = self.expr(d.init)
             self.compatible(t, init.type, d.init.loc, "assignment")
-        v = ir.Variable(d.loc, d.name, d, t, "var", init)
-        self.bind(v)
-        return v
+        return self.bind(ir.Variable(d.loc, d.name, d, t, "var", init))
 
     def assign(self, s):
         lhs, rhs = self.expr(s.lhs), self.expr(s.rhs)
