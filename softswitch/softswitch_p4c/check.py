@@ -1,4 +1,5 @@
-"""The checker phase: a parser's or control's AST resolved and typed into the IR (`ir.py`).
+"""The checker phase: a parser's or control's AST resolved and typed into the IR (`ir.py`),
+with the parsers and controls it instantiates.
 
 Names resolve to their declarations (block scopes, then the block's actions, tables,
 functions and states, then the top level's); expressions get their types. Type errors
@@ -20,8 +21,8 @@ from .ast import name_loc
 from . import ir
 from .errors import CompileError, unsupported
 from .symbols import ActionSym, TypeSym
-from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StructT, StringT, TupleT,
-                    TypeVar, VoidT)
+from .types import (BlockT, Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StructT, StringT,
+                    TupleT, TypeVar, VoidT)
 from .values import Val
 
 HEADER_METHODS = {"isValid": BoolT(), "setValid": VoidT(), "setInvalid": VoidT()}
@@ -38,6 +39,7 @@ class BlockChecker:
     def __init__(self, comp, decl, externs, top=None):
         self.comp = comp
         self.decl = decl
+        self.externs = externs
         self.scopes = [dict(externs)]
         self.callables = {}          # action / table / state / function names of the block
         self.top = top or {}
@@ -66,13 +68,18 @@ class BlockChecker:
         return ir.Control(d.loc, d.name, d, params, locals_, self.stmt(d.body))
 
     def instance(self, d):
-        """An extern instance: its type, checked constructor arguments and the methods of
-        its initializer (a RegisterAction's `apply`)."""
+        """An instance: its type and checked constructor arguments; of an extern, the
+        methods of its initializer (a RegisterAction's `apply`); of a parser or control
+        type with a body (a sub-block), that block checked."""
         inst = ir.Instance(d.loc, d.name, d, self.resolve(d.type),
                            [self.expr(a) for a in d.args])
         self.bind(inst)
         inst.methods = [self.function_body(m, ir.Function, named=False)
                         for m in d.initializer or []]
+        sub = inst.type.decl if isinstance(inst.type, BlockT) else None
+        if isinstance(sub, A.ControlDecl) and sub.body is not None or \
+                isinstance(sub, A.ParserDecl) and sub.states:
+            inst.block = BlockChecker(self.comp, sub, self.externs, self.top).block()
         return inst
 
     # ---------------------------------------------------------- scopes

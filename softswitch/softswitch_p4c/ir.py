@@ -186,10 +186,13 @@ class Variable(Decl):
 
 @dataclass(eq=False)
 class Instance(Decl):
-    """An extern instance; `methods`: the abstract methods its initializer implements."""
+    """An extern instance (`methods`: the abstract methods its initializer implements), or
+    an instance of a parser or control type inside a block (`block`: that block, checked
+    for this instance)."""
     type: Any = None
     args: List[Expr] = field(default_factory=list)
     methods: list = field(default_factory=list)
+    block: Any = ref()
 
 
 @dataclass(eq=False)

@@ -139,8 +139,17 @@ class BlockLint:
         for local in self.block.locals:
             if _extern_kind(local) in REGISTER_ACTIONS:
                 self.salu(local)
+            if isinstance(local, ir.Instance) and local.block is not None:
+                self.sub_block(local.block)
         if isinstance(self.block, ir.Control) and self.block.body is not None:
             self.accesses(self.block.body)
+
+    def sub_block(self, block):
+        """A parser or control instantiated in this block runs in its gress and role."""
+        sub = BlockLint(block, self.target, self.role)
+        sub.run()
+        self.problems += sub.problems
+        self.registers_used += sub.registers_used
 
     def all_nodes(self):
         """Every node of the block's code: its locals (not tables' keys, not RegisterAction
@@ -242,6 +251,9 @@ class BlockLint:
             obj, method = f.base.decl, f.name
             if isinstance(obj, ir.Table) and method == "apply":
                 return self.table_accesses(obj)
+            if isinstance(obj, ir.Instance) and isinstance(obj.block, ir.Control) and \
+                    method == "apply":
+                return self.accesses(obj.block.body)
             reg = _register_of(obj)
             if reg is not None and method in ("execute", "execute_log", "read", "write"):
                 self.registers_used.append((reg, call.loc))

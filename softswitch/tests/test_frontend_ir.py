@@ -246,3 +246,35 @@ def test_the_checker_reports_what_the_emitter_reports(path):
         check_v1model(path)
     except CompileError as e:
         assert e.render() == emitter.value.render()
+
+
+SUB_CONTROL = """
+Register<bit<32>, bit<9>>(512) reg;
+RegisterAction<bit<32>, bit<9>, bit<32>>(reg) inc = {
+    void apply(inout bit<32> v, out bit<32> rv) { v = v + 1; rv = v; }
+};
+control Scale(inout meta_t md) {
+    apply {
+        md.c = md.a * md.b;
+        md.b = inc.execute(1);
+    }
+}
+control Ing(ING_PARAMS) {
+    Scale() scale;
+    apply {
+        md.a = inc.execute(0);
+        scale.apply(md);
+    }
+}
+"""
+
+
+def test_a_control_applied_inside_a_block_is_checked_and_linted(tmp_path):
+    path = tna_program(tmp_path, SUB_CONTROL)
+    scale = ingress_of(check_tna_to_ir(path, "tna")).locals[0]
+    assert isinstance(scale.block, ir.Control) and scale.block.name == "Scale"
+    lines = pathlib.Path(path).read_text().splitlines()
+    problems = [(lines[p.loc.line - 1].strip(), p.message)
+                for p in check_tna_file(path, "tna", "tofino")]
+    assert [line for line, _ in problems] == ["md.c = md.a * md.b;", "md.b = inc.execute(1);"]
+    assert "register 'reg' accessed twice for one packet" in problems[1][1]
