@@ -218,7 +218,7 @@ class BlockLint:
             for body in stmt.bodies:
                 cases = _either(cases, self.accesses(body))
             return self.sequence_of([self.expr_accesses(stmt.expr), cases])
-        if isinstance(stmt, (ir.Assign, ir.CallStmt, ir.Variable)):
+        if isinstance(stmt, (ir.Assign, ir.CallStmt, ir.Variable, ir.Return)):
             return self.expr_accesses(stmt)
         return {}
 
@@ -261,8 +261,10 @@ class BlockLint:
                 if method in ("read", "write") and call.args:
                     merge = (method, _expr_key(call.args[0]))
                 return {reg: Access(call.loc, merge)}
-        if isinstance(f, ir.Ref) and isinstance(f.decl, ir.Action):
-            return self.accesses(f.decl.body)
+        if isinstance(f, ir.Ref) and isinstance(f.decl, (ir.Action, ir.Function)):
+            # a second call is reported where it is made, not inside the callee
+            return {reg: Access(call.loc, acc.merge)
+                    for reg, acc in self.accesses(f.decl.body).items()}
         return {}
 
     def table_accesses(self, table):

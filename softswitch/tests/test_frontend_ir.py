@@ -278,3 +278,23 @@ def test_a_control_applied_inside_a_block_is_checked_and_linted(tmp_path):
                 for p in check_tna_file(path, "tna", "tofino")]
     assert [line for line, _ in problems] == ["md.c = md.a * md.b;", "md.b = inc.execute(1);"]
     assert "register 'reg' accessed twice for one packet" in problems[1][1]
+
+
+def test_the_access_rule_follows_function_calls(tmp_path):
+    ingress = """
+Register<bit<32>, bit<9>>(512) reg;
+RegisterAction<bit<32>, bit<9>, bit<32>>(reg) inc = {
+    void apply(inout bit<32> v, out bit<32> rv) { v = v + 1; rv = v; }
+};
+bit<32> bump(in bit<9> port) { return inc.execute(port); }
+control Ing(ING_PARAMS) {
+    apply {
+        md.a = bump(0);
+        md.b = bump(1);
+    }
+}
+"""
+    path = tna_program(tmp_path, ingress)
+    lines = pathlib.Path(path).read_text().splitlines()
+    assert [lines[p.loc.line - 1].strip() for p in check_tna_file(path, "tna", "tofino")] == \
+        ["md.b = bump(1);"]
