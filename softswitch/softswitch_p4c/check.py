@@ -8,7 +8,8 @@ undeclared names, fields, enum and error members, extern methods, parser states 
 table actions; `bit<W>` widths that disagree in assignments, binary operators and call
 arguments (actions, functions, extern methods: arity with `@optional` parameters and
 defaults, types with the instance's type arguments bound); conditions that are not
-`bool`. Names in table entries, default actions, table properties and select keysets
+`bool`; an initializer's methods that do not implement an abstract method of the
+extern (count, directions, types). Names in table entries, default actions, table properties and select keysets
 are resolved too. Not checked yet: the own type parameters of generic methods and
 functions (such arguments are unchecked), the arity and types of table entries' and
 default actions' arguments, select keyset types.
@@ -74,13 +75,40 @@ class BlockChecker:
         inst = ir.Instance(d.loc, d.name, d, self.resolve(d.type),
                            [self.expr(a) for a in d.args])
         self.bind(inst)
-        inst.methods = [self.function_body(m, ir.Function, named=False)
-                        for m in d.initializer or []]
+        self.scopes.append({})              # instances declared in the initializer
+        for m in d.initializer or []:
+            if isinstance(m, A.Instance):
+                self.instance(m)
+            else:
+                self.check_implements(m, inst)
+                inst.methods.append(self.function_body(m, ir.Function, named=False))
+        self.scopes.pop()
         sub = inst.type.decl if isinstance(inst.type, BlockT) else None
         if isinstance(sub, A.ControlDecl) and sub.body is not None or \
                 isinstance(sub, A.ParserDecl) and sub.states:
             inst.block = BlockChecker(self.comp, sub, self.externs, self.top).block()
         return inst
+
+    def check_implements(self, m, inst):
+        """A method of an initializer implements an abstract method of the extern, with its
+        parameters' count, directions and types (the instance's type arguments bound)."""
+        ext = inst.type
+        abstract = next((a for a in ext.decl.methods if a.abstract and a.name == m.name),
+                        None) if isinstance(ext, ExternT) else None
+        if abstract is None:
+            raise CompileError(m.loc, f"'{m.name}' is not an abstract method of {ext}")
+        if not _min_args(abstract) <= len(m.params) <= len(abstract.params):
+            raise CompileError(m.loc, f"'{m.name}' of '{inst.name}' has {len(m.params)} "
+                                      f"parameters; {ext.name}.{m.name} takes "
+                                      f"{_min_args(abstract)} to {len(abstract.params)}")
+        env = dict(zip(ext.decl.type_params, ext.type_args))
+        for p, ap in zip(m.params, abstract.params):
+            if p.direction != ap.direction:
+                raise CompileError(p.loc, f"parameter '{p.name}' of '{m.name}' must be "
+                                          f"'{ap.direction or 'directionless'}' "
+                                          f"({ext.name}.{m.name})")
+            self.compatible(self.method_type(ap.type, abstract, env), self.resolve(p.type),
+                            p.loc, f"parameter '{p.name}' of '{m.name}'")
 
     # ---------------------------------------------------------- scopes
     def bind(self, decl):

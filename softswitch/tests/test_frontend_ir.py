@@ -298,3 +298,19 @@ control Ing(ING_PARAMS) {
     lines = pathlib.Path(path).read_text().splitlines()
     assert [lines[p.loc.line - 1].strip() for p in check_tna_file(path, "tna", "tofino")] == \
         ["md.b = bump(1);"]
+
+
+@pytest.mark.parametrize("method, message", [
+    ("void apply(inout bit<16> v, out bit<32> rv) { rv = 0; }",
+     "type mismatch in parameter 'v' of 'apply': expected bit<32>, got bit<16>"),
+    ("void apply(in bit<32> v) { }",
+     "parameter 'v' of 'apply' must be 'inout' (RegisterAction.apply)"),
+    ("void update(inout bit<32> v) { }",
+     "'update' is not an abstract method of extern RegisterAction"),
+])
+def test_a_register_action_implements_the_abstract_apply(tmp_path, method, message):
+    ingress = REGISTER_INGRESS.replace(
+        "void apply(inout bit<32> v, out bit<32> rv) { v = v + 1; rv = v; }", method)
+    with pytest.raises(CompileError) as err:
+        check_tna_to_ir(tna_program(tmp_path, ingress), "tna")
+    assert err.value.message == message
