@@ -14,32 +14,44 @@ are resolved too. Not checked yet: the own type parameters of generic methods an
 functions (such arguments are unchecked), the arity and types of table entries' and
 default actions' arguments, select keyset types.
 
-Today the TNA/T2NA path (`tna.py`) runs it; the v1model path still checks in the BMv2
-emitter (README.md, "Architecture: phases").
+Every typed expression also carries its compile-time `value` (constant folding: literals,
+constants, enum and error members, a stack's size, minSizeInBits/Bytes, operators, casts,
+slices, `?:`, static_assert decided here). That is the front-end's compile-time
+evaluation: the top level's constants, widths, stack sizes and enum values
+(`Compiler.declare_global`) and the passes' `type_of` / `const_value` check an expression
+here, in the emitter's scope (`outer`).
+
+Today the TNA/T2NA path (`tna.py`) runs it on whole blocks; the v1model path still checks
+block bodies in the BMv2 emitter (README.md, "Architecture: phases").
 """
 from . import ast as A
 from .ast import name_loc
 from . import ir
 from .errors import CompileError, unsupported
-from .symbols import ActionSym, TypeSym
-from .types import (BlockT, Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StructT, StringT,
-                    TupleT, TypeVar, VoidT)
-from .values import Val
+from .symbols import ActionSym, ExternFuncSym, ExternInstance, TypeSym
+from .types import (BlockT, Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, StackT,
+                    StructT, StringT, TupleT, TypeVar, VoidT, same_type)
+from .values import Val, fold_binary, fold_unary, mask_of, wrap
 
-HEADER_METHODS = {"isValid": BoolT(), "setValid": VoidT(), "setInvalid": VoidT()}
+HEADER_METHODS = {"isValid": BoolT(), "setValid": VoidT(), "setInvalid": VoidT(),
+                  "minSizeInBits": IntT(), "minSizeInBytes": IntT()}
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 UNKNOWN = None      # a type this checker does not track (generic results); never an error
+STACK_MEMBERS = {"size": Bits(32), "lastIndex": Bits(32), "push_front": UNKNOWN,
+                 "pop_front": UNKNOWN}        # `next` and `last` are elements
 
 
 class BlockChecker:
     """Resolves and types one parser or control (or, with `decl` None, top-level extern
-    instances, actions and functions) against the global declarations `comp.globals`, the
+    instances, actions and functions, or one expression) against the declarations of
+    `outer` (a `symbols.Scope`; the global one, `comp.globals`, unless given), the
     top-level extern instances `externs` (name -> ir.Instance) and the top-level actions
     and functions checked so far, `top` (name -> ir.Action / ir.Function)."""
 
-    def __init__(self, comp, decl, externs, top=None):
+    def __init__(self, comp, decl, externs, top=None, outer=None):
         self.comp = comp
         self.decl = decl
+        self.outer = outer or comp.globals
         self.externs = externs
         self.scopes = [dict(externs)]
         self.callables = {}          # action / table / state / function names of the block
@@ -48,7 +60,7 @@ class BlockChecker:
 
     def resolve(self, tr, type_env=None):
         """The type a TypeRef names here (type parameters as TypeVar)."""
-        return self.comp.resolve_type(tr, None, type_env if type_env is not None
+        return self.comp.resolve_type(tr, self.outer, type_env if type_env is not None
                                       else self.type_env)
 
     def block(self):
@@ -128,7 +140,7 @@ class BlockChecker:
             return self.callables[name]
         if name in self.top:
             return self.top[name]
-        sym = self.comp.globals.lookup(name)
+        sym = self.outer.lookup(name)
         if sym is None:
             raise CompileError(loc, f"undeclared identifier '{name}'")
         return sym
@@ -139,10 +151,7 @@ class BlockChecker:
         if isinstance(d, A.VarDecl):
             return self.var_decl(d)
         if isinstance(d, A.ConstDecl):
-            t = self.resolve(d.type)
-            init = self.expr(d.value)
-            self.compatible(t, init.type, d.value.loc, f"constant '{d.name}'")
-            return self.bind(ir.Variable(d.loc, d.name, d, t, "const", init))
+            return self.constant(d.name, d.type, d.value, d)
         if isinstance(d, A.ActionDecl):
             return self.function_body(d, ir.Action)
         if isinstance(d, A.TableDecl):
@@ -190,7 +199,7 @@ class BlockChecker:
     def action_call(self, func, args, loc):
         """An action a table names (actions list, default action, entry), with arguments."""
         action = self.callables.get(func.name) or self.top.get(func.name) or \
-            self.comp.globals.lookup(func.name)
+            self.outer.lookup(func.name)
         if not isinstance(action, (ir.Action, ActionSym)):
             raise CompileError(loc, f"undeclared action '{func.name}'")
         return ir.Call(loc, UNKNOWN, ir.Ref(func.loc, UNKNOWN, func.name, action),
@@ -254,7 +263,18 @@ class BlockChecker:
         self.scopes.pop()
         return loop
 
+    def constant(self, name, type_ref, value, d):
+        """A local constant: its initializer checked and folded to a value of its type."""
+        t = self.resolve(type_ref)
+        init = self.expr(value)
+        self.compatible(t, init.type, value.loc, f"constant '{name}'")
+        return self.bind(ir.Variable(d.loc, name, d, t, "const", init,
+                                     convert(init.value, init.type, t, value.loc,
+                                             f"constant '{name}'")))
+
     def var_decl(self, d):
+        if d.is_const:
+            return self.constant(d.name, d.type, d.init, d)
         t = self.resolve(d.type)
         init = None
         if d.init is not None:
@@ -315,7 +335,70 @@ class BlockChecker:
         if method is None:
             return ir.Untyped(e.loc, UNKNOWN, [self.expr(sub) for sub in _children(e)],
                               type(e).__name__)
-        return method(e)
+        node = method(e)
+        if node.value is None:
+            node.value = self.fold(node)
+        return node
+
+    def const_int(self, e, what):
+        """`e`'s value, which must be a compile-time integer (a width, a slice bound...)."""
+        value = self.expr(e).value
+        if value is None or isinstance(value, bool):
+            raise CompileError(e.loc, f"{what} must be a compile-time integer constant")
+        return int(value)
+
+    # ---------------------------------------------------------- constant folding
+    def fold(self, n):
+        """`n`'s compile-time value (its operands' values, folded), or None when it is known
+        only at run time. Operators compute with values.fold_binary / fold_unary."""
+        if isinstance(n, ir.Literal):
+            return None if isinstance(n.type, StringT) else wrap(n.value, n.type)
+        if isinstance(n, ir.Ref):
+            d = n.decl
+            return d.const if isinstance(d, Val) else \
+                d.value if isinstance(d, ir.Variable) else None
+        if isinstance(n, ir.Member):
+            return self.member_value(n)
+        if isinstance(n, ir.Unary):
+            v = n.operand.value
+            return None if v is None else fold_unary(n.op, v, n.type)
+        if isinstance(n, ir.Binary):
+            return self.fold_binary(n)
+        if isinstance(n, ir.Ternary):
+            if n.cond.value is None:
+                return None
+            branch = n.then if n.cond.value else n.other
+            return convert(branch.value, branch.type, n.type, branch.loc, "'?:'")
+        if isinstance(n, ir.Cast):
+            return _cast_value(n.operand.value, n.operand.type, n.type)
+        if isinstance(n, ir.Slice):
+            v = n.base.value
+            return None if v is None else (v >> n.lo) & mask_of(n.hi - n.lo + 1)
+        return None
+
+    def member_value(self, n):
+        """An enum member's or error's value, a header stack's size."""
+        if isinstance(n.base, ir.Ref) and isinstance(n.base.decl, TypeSym):
+            t = n.type
+            return t.members[n.name] if isinstance(t, EnumT) else self.comp.errors[n.name]
+        if isinstance(n.base.type, StackT) and n.name == "size":
+            return n.base.type.size
+        return None
+
+    def fold_binary(self, n):
+        a, b = n.left.value, n.right.value
+        if n.op in ("/", "%"):
+            if b == 0:
+                raise CompileError(n.loc, "division by zero")
+            if a is not None and b is not None and (a < 0 or b < 0):
+                raise CompileError(n.loc, f"'{n.op}' needs non-negative operands")
+        if a is None or b is None or n.type is UNKNOWN:
+            return None
+        lt, rt = n.left.type, n.right.type
+        if n.op not in ("<<", ">>", "++", "&&", "||"):     # an untyped operand converts
+            a = wrap(a, rt) if isinstance(lt, IntT) else a
+            b = wrap(b, lt) if isinstance(rt, IntT) else b
+        return fold_binary(n.op, a, b, n.type, rt)
 
     def e_IntLit(self, e):
         return ir.Literal(e.loc, IntT() if e.width is None else Bits(e.width, e.signed), e.value)
@@ -327,7 +410,7 @@ class BlockChecker:
         return ir.Literal(e.loc, StringT(), e.value)
 
     def e_Name(self, e):
-        if e.name == "error" and self.comp.globals.lookup("error") is None:
+        if e.name == "error" and self.outer.lookup("error") is None:
             return ir.Ref(e.loc, ErrorT(), e.name, TypeSym(ErrorT()))
         decl = self.lookup(e.name, e.loc)
         return ir.Ref(e.loc, _type_of_decl(decl), e.name, decl)
@@ -351,6 +434,8 @@ class BlockChecker:
                 what = {"header": "field or method", "header_union": "member"}.get(t.kind, "field")
                 raise CompileError(name_loc(e), f"no {what} '{e.name}' in {t}")
             return ir.Member(e.loc, ft, base, e.name)
+        if isinstance(t, StackT):
+            return ir.Member(e.loc, STACK_MEMBERS.get(e.name, t.elem), base, e.name)
         if isinstance(t, ExternT):
             return ir.Member(e.loc, UNKNOWN, base, e.name, e.name)
         if isinstance(getattr(base, "decl", None), ir.Table) and e.name == "apply":
@@ -371,15 +456,33 @@ class BlockChecker:
         if isinstance(func, ir.Member) and isinstance(func.base.type, StructT) and \
                 func.method is not None:
             call.type, call.callee = HEADER_METHODS[func.name], func.method
+            if func.name.startswith("minSizeIn"):       # P4-16 8.9: a constant
+                bits = func.base.type.width()
+                call.value = bits if func.name == "minSizeInBits" else bits // 8
         elif isinstance(func, ir.Member) and isinstance(func.base.type, ExternT):
             call.callee = self.extern_method(e, func.base.type, func.name, args)
             func.method = call.callee
             env = dict(zip(func.base.type.decl.type_params, func.base.type.type_args))
             call.type = self.method_type(call.callee.ret, call.callee, env)
+        elif isinstance(func, ir.Ref) and isinstance(func.decl, ExternFuncSym) and \
+                func.name == "static_assert":
+            call.type, call.value = BoolT(), self.static_assert(e, args)
         elif isinstance(func, ir.Ref) and isinstance(func.decl, (ir.Action, ir.Function)):
             call.callee = func.decl
             call.type = self.local_call(e, func.decl.ast, args)
         return call
+
+    def static_assert(self, e, args):
+        """core.p4's static_assert, decided here: its value is true, or the compile fails."""
+        if not args or len(args) > 2:
+            raise CompileError(e.loc, f"wrong number of arguments to 'static_assert': "
+                                      f"expected 1 or 2, got {len(args)}")
+        if not isinstance(args[0].type, BoolT) or args[0].value is None:
+            raise CompileError(e.args[0].loc, "static_assert needs a compile-time bool")
+        if not args[0].value:
+            text = args[1].value if len(args) > 1 and isinstance(args[1], ir.Literal) else ""
+            raise CompileError(e.loc, f"static assertion failed{': ' + text if text else ''}")
+        return True
 
     def local_call(self, e, decl, args):
         need = [p for p in decl.params if p.default is None]
@@ -422,8 +525,8 @@ class BlockChecker:
 
     def e_Slice(self, e):
         base = self.expr(e.expr)
-        hi = self.comp.const_int(e.hi, None, "slice bound")
-        lo = self.comp.const_int(e.lo, None, "slice bound")
+        hi = self.const_int(e.hi, "slice bound")
+        lo = self.const_int(e.lo, "slice bound")
         return ir.Slice(e.loc, Bits(hi - lo + 1), base, hi, lo)
 
     def e_Unary(self, e):
@@ -444,8 +547,8 @@ class BlockChecker:
         if e.op in ("<<", ">>"):
             return lt
         if e.op == "++":
-            return Bits(lt.width + rt.width) if isinstance(lt, Bits) and isinstance(rt, Bits) \
-                else UNKNOWN
+            return Bits(lt.width + rt.width, lt.signed) if isinstance(lt, Bits) and \
+                isinstance(rt, Bits) else UNKNOWN
         if isinstance(lt, Bits) and isinstance(rt, Bits) and lt.width != rt.width:
             raise CompileError(e.loc, f"operands of '{e.op}' have different types: {lt} and {rt}")
         if e.op in COMPARISONS:
@@ -457,6 +560,15 @@ class BlockChecker:
         a, b = self.expr(e.then), self.expr(e.other)
         return ir.Ternary(e.loc, a.type if not isinstance(a.type, IntT) else b.type, cond, a, b)
 
+    def e_Index(self, e):
+        """A stack element or a tuple item (the index is a constant), typed."""
+        base, index = self.expr(e.expr), self.expr(e.index)
+        t = base.type
+        item = t.elem if isinstance(t, StackT) else \
+            t.elems[index.value] if isinstance(t, TupleT) and index.value is not None and \
+            0 <= index.value < len(t.elems) else UNKNOWN
+        return ir.Untyped(e.loc, item, [base, index], "Index")
+
     def e_ListExpr(self, e):
         items = [self.expr(x) for x in e.items]
         return ir.ListExpr(e.loc, TupleT([x.type for x in items]), items)
@@ -465,13 +577,43 @@ class BlockChecker:
 def _type_of_decl(decl):
     """The type a name has as an expression: a variable's or instance's, a constant's, the
     type a type name names (for `E.member`); actions, tables and blocks have none."""
-    if isinstance(decl, (ir.Variable, ir.Instance)):
+    if isinstance(decl, (ir.Variable, ir.Instance, ExternInstance)):
         return decl.type
     if isinstance(decl, Val):
         return decl.type
     if isinstance(decl, TypeSym):
         return decl.type
     return UNKNOWN
+
+
+def convert(value, src, t, loc, what):
+    """A value of type `src` implicitly converted to type `t` (P4-16 8.11.2: only an
+    integer without a width converts, to bit<W>/int<W> or a serializable enum); a type
+    mismatch otherwise. The BMv2 emitter's coerce converts its values with it too."""
+    if t is None or isinstance(t, (TypeVar, DontCareT)):
+        return value
+    if isinstance(src, IntT) and isinstance(t, Bits):
+        return None if value is None else wrap(value, t)
+    if isinstance(src, IntT) and (isinstance(t, IntT) or isinstance(t, EnumT) and t.base):
+        return value
+    if isinstance(src, TupleT) and isinstance(t, StructT) or \
+            isinstance(t, StructT) and isinstance(src, StructT) and t.name == src.name:
+        return value
+    if src is None or not same_type(src, t):
+        raise CompileError(loc, f"type mismatch in {what}: expected {t}, got "
+                                f"{src if src is not None else 'a non-value'}")
+    return value
+
+
+def _cast_value(v, src, t):
+    """A constant cast to `t` (casts the emitter does not refuse)."""
+    if v is None:
+        return None
+    if isinstance(t, BoolT):
+        return bool(v)
+    if isinstance(t, Bits):
+        return int(v) if isinstance(src, BoolT) else wrap(int(v), t)
+    return v
 
 
 def _arg_value(a):

@@ -5,6 +5,7 @@ program's headers and metadata as BMv2 header instances, then lowers the
 V1Switch blocks (mixins in exprs/stmts/controls/parsers) into BMv2 JSON.
 """
 from . import ast as A
+from .check import BlockChecker, convert
 from .controls import ControlMixin
 from .desugar import ConditionSplitter, instantiate_direct_calls
 from .errors import CompileError, unsupported
@@ -325,19 +326,33 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.enums.append(et)
         return et
 
+    # ------------------------------------------------------------ compile-time evaluation
+    # The checker's (check.py): an expression is resolved and typed in `scope` (the global
+    # one when None) into the typed IR, whose nodes carry their folded values.
+    def checked(self, e, scope):
+        return BlockChecker(self, None, {}, outer=scope).expr(e)
+
+    def type_of(self, e, scope):
+        """The type of `e` in `scope` (what the passes, hsindex.py and unroll.py, ask)."""
+        return self.checked(e, scope).type
+
+    def const_value(self, e, scope, t=None, what="constant"):
+        """`e`'s compile-time value in `scope` (converted to `t` when given), or None when
+        it is known only at run time."""
+        node = self.checked(e, scope)
+        return node.value if t is None or node.value is None else \
+            convert(node.value, node.type, t, e.loc, what)
+
     def const_int(self, e, scope, what):
-        v = self.eval_expr(e, self.const_ctx(scope))
-        if v.const is None or isinstance(v.const, bool):
-            raise CompileError(e.loc, f"{what} must be a compile-time integer constant")
-        return int(v.const)
+        return BlockChecker(self, None, {}, outer=scope).const_int(e, what)
 
     def eval_const_decl(self, d, t, scope):
-        v = self.eval_expr(d.value, self.const_ctx(scope), t)
-        v = self.coerce(v, t, d.value.loc, f"constant '{d.name}'")
-        if v.const is None and not isinstance(v.type, (EnumT, ErrorT)):
+        node = self.checked(d.value, scope)
+        value = convert(node.value, node.type, t, d.value.loc, f"constant '{d.name}'")
+        if value is None and not isinstance(node.type, (EnumT, ErrorT)):
             raise CompileError(d.value.loc, f"initializer of constant '{d.name}' is not a "
                                             f"compile-time constant")
-        return Val(t, const=v.const, json=v.json, extra={"is_const": True, "name": d.name})
+        return Val(t, const=value, extra={"is_const": True, "name": d.name})
 
     # ------------------------------------------------------------ instances
     def declare_instance(self, d, scope, control):

@@ -1,18 +1,23 @@
-"""Expression evaluation: name resolution, type checking, constant folding and
-lowering to BMv2 JSON expressions (the way p4c's BMv2 back end writes them)."""
+"""Expression evaluation in parser, control and action bodies: name resolution, type
+checking and lowering to BMv2 JSON expressions (the way p4c's BMv2 back end writes
+them); constant operands fold with values.fold_binary / fold_unary. Compile-time
+evaluation outside bodies (constants, widths, enum values, the passes' questions) is the
+checker's, check.py."""
 from dataclasses import dataclass
 from typing import Any
 
 from . import ast as A
 from .ast import name_loc
+from .check import convert
 from .desugar import has_side_effects
 from .errors import CompileError, unsupported
 from .symbols import (ActionSym, ExternFuncSym, ExternInstance, FuncSym, StateSym, TableSym,
                       TypeSym, ValueSetSym)
 from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StackT, StringT, StructT, TupleT,
-                    TypeVar, DontCareT, VarbitT, same_type, storage_width)
+                    DontCareT, VarbitT, same_type, storage_width)
 from .values import (DynHeaderRef, DynUnionRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
-                     as_bool, as_data, bool_expr, data_expr, expr, field_val, hexstr, mask_of)
+                     as_bool, as_data, bool_expr, data_expr, expr, field_val, fold_binary,
+                     fold_unary, hexstr, mask_of, wrap)
 
 _ARITH = {"+", "-", "*"}
 _CMP = {"==", "!=", "<", ">", "<=", ">="}
@@ -49,9 +54,6 @@ class StackLastRef:
 
 
 class ExprMixin:
-    def const_ctx(self, scope):
-        return Ctx(scope)
-
     def eval_expr(self, e, ctx, expected=None):
         method = getattr(self, "ev_" + type(e).__name__, None)
         if method is None:
@@ -65,21 +67,6 @@ class ExprMixin:
             what = self.describe(e)
             raise CompileError(e.loc, f"'{what}' is not a value")
         return v
-
-    # ------------------------------------------------------------ queries of the passes
-    def type_of(self, e, scope):
-        """The type of `e` in `scope`, evaluated without side effects (a call is refused).
-        The passes (hsindex.py, unroll.py) learn types and constants only through
-        type_of/const_value: the interface a typed IR will implement."""
-        return self.eval_value(e, Ctx(scope)).type
-
-    def const_value(self, e, scope, t=None, what="constant"):
-        """`e`'s compile-time value in `scope` (converted to `t` when given), or None when
-        it is known only at run time."""
-        v = self.eval_value(e, Ctx(scope), t)
-        if t is not None and v.const is not None:
-            v = self.coerce(v, t, e.loc, what)
-        return v.const
 
     def describe(self, e):
         if isinstance(e, A.Name):
@@ -109,7 +96,7 @@ class ExprMixin:
         if e.width is None:
             return Val(IntT(), const=e.value)
         t = Bits(e.width, e.signed)
-        return Val(t, const=self.wrap(e.value, t))
+        return Val(t, const=wrap(e.value, t))
 
     def ev_BoolLit(self, e, ctx, expected):
         return Val(BoolT(), const=e.value)
@@ -334,15 +321,14 @@ class ExprMixin:
         if e.op == "!":
             self.require_bool(v, e.expr.loc, "operand of '!'")
             if v.const is not None:
-                return Val(BoolT(), const=not v.const)
+                return Val(BoolT(), const=fold_unary("!", v.const, BoolT()))
             return bool_expr(expr("not", None, as_bool(v)))
         if not isinstance(v.type, (Bits, IntT)):
             raise CompileError(e.loc, f"operator '{e.op}' cannot be applied to {v.type}")
         if e.op == "+":
             return v
         if v.const is not None:
-            value = -v.const if e.op == "-" else ~v.const
-            return Val(v.type, const=self.wrap(value, v.type))
+            return Val(v.type, const=fold_unary(e.op, v.const, v.type))
         if e.op == "-":
             return self.fit(v.type, expr("-", hexstr(0), as_data(v)))
         return self.fit(v.type, expr("~", None, as_data(v)))
@@ -366,7 +352,7 @@ class ExprMixin:
         if op in ("|+|", "|-|"):
             return self.saturating(op, left, right, t, e)
         if left.const is not None and right.const is not None:
-            return Val(t, const=self.wrap(_fold(op, left.const, right.const), t))
+            return Val(t, const=fold_binary(op, left.const, right.const, t))
         j = expr(op, as_data(left), as_data(right))
         return self.fit(t, j) if op in _ARITH else data_expr(t, j)
 
@@ -389,8 +375,7 @@ class ExprMixin:
         right = self.eval_value(e.right, ctx)
         self.require_bool(right, e.right.loc, f"right operand of '{e.op}'")
         if left.const is not None and right.const is not None:
-            value = (left.const and right.const) if e.op == "&&" else (left.const or right.const)
-            return Val(BoolT(), const=bool(value))
+            return Val(BoolT(), const=fold_binary(e.op, left.const, right.const, BoolT()))
         return bool_expr(expr("and" if e.op == "&&" else "or", as_bool(left), as_bool(right)))
 
     def short_circuit(self, e, ctx, left):
@@ -450,7 +435,7 @@ class ExprMixin:
         else:
             _, left, right = self.unify(left, right, e, op)
         if left.const is not None and right.const is not None:
-            return Val(BoolT(), const=_fold(op, left.const, right.const))
+            return Val(BoolT(), const=fold_binary(op, left.const, right.const, BoolT()))
         return bool_expr(expr(op, as_data(left), as_data(right)))
 
     def aggregate_equal(self, left, right, e):
@@ -499,8 +484,7 @@ class ExprMixin:
             raise CompileError(e.left.loc, "the left operand of a shift by a run-time amount "
                                            "needs a width")
         if left.const is not None and right.const is not None:
-            value = left.const << right.const if op == "<<" else left.const >> right.const
-            return Val(t, const=self.wrap(value, t))
+            return Val(t, const=fold_binary(op, left.const, right.const, t))
         j = expr(op, as_data(left), as_data(right))
         return self.fit(t, j) if op == "<<" else data_expr(t, j)
 
@@ -511,7 +495,7 @@ class ExprMixin:
         t = Bits(left.type.width + right.type.width, left.type.signed)
         low_mask = mask_of(right.type.width)
         if left.const is not None and right.const is not None:
-            return Val(t, const=self.wrap((left.const << right.type.width) | (right.const & low_mask), t))
+            return Val(t, const=fold_binary("++", left.const, right.const, t, right.type))
         low = as_data(right)
         if right.type.signed:  # BMv2 holds int<W> sign-extended: keep only its W bits
             low = expr("&", low, hexstr(low_mask, right.type.width))
@@ -529,8 +513,7 @@ class ExprMixin:
                                      f"only unsigned values by powers of two)")
         if left.const < 0 or right.const < 0:
             raise CompileError(e.loc, f"'{op}' needs non-negative operands")
-        value = left.const // right.const if op == "/" else left.const % right.const
-        return Val(t, const=self.wrap(value, t))
+        return Val(t, const=fold_binary(op, left.const, right.const, t))
 
     def by_power_of_two(self, op, left, divisor, t):
         """Unsigned `x / 2^k` is `x >> k` and `x % 2^k` is `x & (2^k - 1)`, as p4c's
@@ -542,11 +525,8 @@ class ExprMixin:
     def saturating(self, op, left, right, t, e):
         if not isinstance(t, Bits):
             raise CompileError(e.loc, f"saturating '{op}' needs operands with a width")
-        lo, hi = ((-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed
-                  else (0, mask_of(t.width)))
         if left.const is not None and right.const is not None:
-            raw = left.const + right.const if op == "|+|" else left.const - right.const
-            return Val(t, const=min(hi, max(lo, raw)))
+            return Val(t, const=fold_binary(op, left.const, right.const, t))
         raw = expr("+" if op == "|+|" else "-", as_data(left), as_data(right))
         # BMv2's saturating casts, as p4c lowers |+| and |-|
         return Val(t, json=expr("sat_cast" if t.signed else "usat_cast", raw, hexstr(t.width)))
@@ -600,7 +580,7 @@ class ExprMixin:
 
     def cast_bits(self, v, src, t):
         if v.const is not None:
-            return Val(t, const=self.wrap(int(v.const), t))
+            return Val(t, const=wrap(int(v.const), t))
         src_bits = src.base if isinstance(src, EnumT) else src
         if isinstance(src_bits, Bits) and not src_bits.signed and not t.signed \
                 and src_bits.width <= t.width:
@@ -608,15 +588,6 @@ class ExprMixin:
         return self.fit(t, as_data(v))
 
     # ------------------------------------------------------------ helpers
-    def wrap(self, value, t):
-        """Truncate a constant to type t (two's complement for int<W>)."""
-        if isinstance(value, bool) or not isinstance(t, Bits):
-            return value
-        value &= mask_of(t.width)
-        if t.signed and value >> (t.width - 1):
-            value -= 1 << t.width
-        return value
-
     def fit(self, t, j):
         """Wrap a run-time result to its width: `& mask` (bit<W>) or two_comp_mod (int<W>)."""
         if isinstance(t, Bits) and t.signed:
@@ -626,27 +597,17 @@ class ExprMixin:
         return data_expr(t, j)
 
     def coerce(self, v, t, loc, what):
-        """Implicit conversion of `v` to type `t` (only untyped integer literals convert)."""
+        """Implicit conversion of `v` to type `t` (check.convert: only untyped integer
+        literals convert); a list's items one by one."""
         src = v.type
-        if isinstance(t, (TypeVar, DontCareT)) or t is None:
-            return v
-        if isinstance(src, IntT) and isinstance(t, Bits):
-            return Val(t, const=self.wrap(v.const, t)) if v.const is not None else v
-        if isinstance(src, IntT) and isinstance(t, EnumT) and t.base:
-            return Val(t, const=v.const)
-        if isinstance(src, IntT) and isinstance(t, IntT):
-            return v
-        if isinstance(src, TupleT) and isinstance(t, StructT):
-            return v
         if isinstance(src, TupleT) and isinstance(t, TupleT) and "items" in v.extra and \
                 len(src.elems) == len(t.elems):
             items = [self.coerce(x, et, loc, what) for x, et in zip(v.extra["items"], t.elems)]
             return Val(t, extra=dict(v.extra, items=items))
-        if isinstance(t, StructT) and isinstance(src, StructT) and t.name == src.name:
-            return v
-        if src is None or not same_type(src, t):
-            raise CompileError(loc, f"type mismatch in {what}: expected {t}, got "
-                                    f"{src if src is not None else 'a non-value'}")
+        const = convert(v.const, src, t, loc, what)
+        if isinstance(src, IntT) and (isinstance(t, Bits) and const is not None or
+                                      isinstance(t, EnumT) and t.base):
+            return Val(t, const=const)
         return v
 
 
@@ -658,12 +619,3 @@ def _type_text(tr):
     if tr.width is not None and isinstance(tr.width, A.IntLit):
         return f"{tr.name}<{tr.width.value}>"
     return tr.name
-
-
-
-def _fold(op, a, b):
-    import operator
-    table = {"+": operator.add, "-": operator.sub, "*": operator.mul, "&": operator.and_,
-             "|": operator.or_, "^": operator.xor, "==": operator.eq, "!=": operator.ne,
-             "<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge}
-    return table[op](a, b)

@@ -8,8 +8,8 @@ chain over the constant indices, `if (i == 0) <statement with [0]> else if (i ==
 parser the `if`s become select transitions). An index that is itself an operation is
 computed once into a temporary (`hsiVar$N`) first. An out-of-range index runs no
 branch. Action bodies keep run-time indices (BMv2's dereference_header_stack /
-dereference_union_stack), as in p4c. Types come from the checker passed in
-(`type_of`, `const_value`, `resolve_type`).
+dereference_union_stack), as in p4c. Types and constants come from the checker phase
+(check.py) through the compiler passed in (`type_of`, `const_value`, `resolve_type`).
 """
 from dataclasses import fields, is_dataclass, replace
 

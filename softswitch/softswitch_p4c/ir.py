@@ -29,7 +29,9 @@ class Node:
 # ------------------------------------------------------------------ expressions
 @dataclass(eq=False)
 class Expr(Node):
+    """`value`: the compile-time value the checker folded (None: known at run time)."""
     type: Any
+    value = None
 
 
 @dataclass(eq=False)
@@ -178,10 +180,11 @@ class Decl(Node):
 @dataclass(eq=False)
 class Variable(Decl):
     """A parameter, constructor parameter, local variable, local constant or value set
-    (`kind`: param | ctor | var | const | value_set)."""
+    (`kind`: param | ctor | var | const | value_set); a constant's `value`, folded."""
     type: Any = None
     kind: str = "var"
     init: Optional[Expr] = None
+    value: Any = None
 
 
 @dataclass(eq=False)

@@ -363,8 +363,7 @@ class StmtMixin:
             self.check_argc(e, [], "apply")
             return Val(None, extra={"apply_result": x["obj"].extra["table"], "loc": e.loc})
         if "method" in x and x["method"] in ("minSizeInBits", "minSizeInBytes"):
-            bits = x["obj"].type.width()
-            return Val(IntT(), const=bits if x["method"] == "minSizeInBits" else bits // 8)
+            return Val(IntT(), const=self.const_value(e, ctx.scope))      # the checker's
         if "method" in x and x["method"] == "lookahead":
             return self.lookahead_value(e, ctx)
         sym = x.get("callable")
@@ -596,8 +595,8 @@ class StmtMixin:
     # ------------------------------------------------------------ extern functions
     def extern_function(self, sym, call, ctx, dest):
         method = self.pick_overload(sym.overloads, call, sym.name)
-        if sym.name == "static_assert":
-            return self.static_assert(method, call, ctx)
+        if sym.name == "static_assert":         # decided by the checker
+            return Val(BoolT(), const=self.const_value(call, ctx.scope))
         handler = getattr(self, "fn_" + sym.name, None)
         if handler is None:
             raise unsupported(call.loc, f"extern function '{sym.name}'")
@@ -606,18 +605,6 @@ class StmtMixin:
         type_env = self.call_type_env(method, call, ctx)
         args = self.bind_args(call, method.params, sym.name, ctx, type_env)
         return handler(call, args, ctx, dest)
-
-    def static_assert(self, method, call, ctx):
-        """core.p4's static_assert: checked while compiling, its value is true."""
-        args = self.bind_args(call, method.params, "static_assert", Ctx(ctx.scope))
-        check = args["check"]
-        if not isinstance(check.type, BoolT) or check.const is None:
-            raise CompileError(call.args[0].loc, "static_assert needs a compile-time bool")
-        if not check.const:
-            message = args.get("message")
-            text = message.extra.get("str", "") if message is not None else ""
-            raise CompileError(call.loc, f"static assertion failed{': ' + text if text else ''}")
-        return Val(BoolT(), const=True)
 
     def pick_overload(self, overloads, call, name):
         n = len(call.args)

@@ -4,8 +4,8 @@ unrolls them too).
 A `for` loop with compile-time bounds becomes one block per iteration, each
 starting with the loop variables as constants. `break`/`continue` must be decided
 at compile time in each iteration: the `if`s around them are settled here, so the
-back-end never sees a jump out of a loop. Constants are evaluated by the checker
-passed in (`const_int`, `const_value`, `resolve_type`).
+back-end never sees a jump out of a loop. Constants are folded by the checker phase
+(check.py) through the compiler passed in (`const_int`, `const_value`, `resolve_type`).
 """
 from . import ast as A
 from .desugar import assigned_names

@@ -3,6 +3,7 @@
 A `Val` carries its type, and either a compile-time constant, a storage
 reference (field, header, stack, struct...) or a BMv2 JSON type-value object.
 """
+import operator
 from dataclasses import dataclass, field as dfield
 from typing import Any
 
@@ -18,6 +19,48 @@ def hexstr(value, width=None):
 
 def mask_of(width):
     return (1 << width) - 1
+
+
+# ------------------------------------------------------------------ compile-time values
+_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "&": operator.and_,
+              "|": operator.or_, "^": operator.xor, "==": operator.eq, "!=": operator.ne,
+              "<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge,
+              "<<": operator.lshift, ">>": operator.rshift, "/": operator.floordiv,
+              "%": operator.mod}
+
+
+def wrap(value, t):
+    """Truncate a constant to type t (two's complement for int<W>)."""
+    if isinstance(value, bool) or not isinstance(t, Bits):
+        return value
+    value &= mask_of(t.width)
+    if t.signed and value >> (t.width - 1):
+        value -= 1 << t.width
+    return value
+
+
+def fold_binary(op, a, b, t, right_type=None):
+    """`a op b` on compile-time operands (already converted to a common type where the
+    operator needs one), as a value of the result type `t`; `right_type`: the right
+    operand's type, for `++`. The one place the front-end computes constant operators:
+    the checker's folding and the emitter's both call it."""
+    if op in ("&&", "||"):
+        return bool(a and b) if op == "&&" else bool(a or b)
+    if op == "++":
+        return wrap((a << right_type.width) | (b & mask_of(right_type.width)), t)
+    if op in ("|+|", "|-|"):
+        lo, hi = ((-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed
+                  else (0, mask_of(t.width)))
+        return min(hi, max(lo, a + b if op == "|+|" else a - b))
+    return wrap(_OPERATORS[op](a, b), t)
+
+
+def fold_unary(op, v, t):
+    if op == "!":
+        return not v
+    if op == "+":
+        return v
+    return wrap(-v if op == "-" else ~v, t)
 
 
 def expr(op, left, right, **extra):

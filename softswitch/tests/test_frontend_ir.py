@@ -3,6 +3,7 @@ the Tofino lint that walks it (issue 18): names resolve to their declarations, s
 parameter that shadows a global constant is a run-time value. Last: the checker against
 the v1model corpora."""
 import pathlib
+import re
 
 import pytest
 
@@ -231,6 +232,47 @@ def check_v1model(path):
             BlockChecker(comp, d, {}).block()
         elif isinstance(d, (A.ActionDecl, A.FunctionDecl)):
             BlockChecker(comp, None, {}).function_body(d, ir.Function)
+
+
+def declared(text):
+    """A Compiler with the top-level declarations of `text` declared."""
+    program = parse(text, "top.p4")
+    comp = Compiler(program, "top.p4")
+    for d in program.decls:
+        comp.declare_global(d)
+    return comp
+
+
+def test_the_checker_folds_top_level_constants_widths_and_enum_values():
+    comp = declared("""
+const bit<8> WRAPPED = 300;
+const int<4> NEG = -1;
+const bit<16> SHIFTED = (bit<16>)WRAPPED << 4 | 16w0x3;
+const bit<8> SATURATED = WRAPPED |+| 250;
+const bool BIG = SHIFTED > 0x200 && !false;
+typedef bit<(WRAPPED >> 2)> narrow_t;
+enum bit<4> E { A = 2 + 3, B = (bit<4>)NEG }
+const bit<12> JOINED = 4w0xa ++ 8w1;
+const bit<4> PICKED = BIG ? 4w7 : 4w1;
+const E CHOSEN = E.B;
+""")
+    values = {name: comp.globals.lookup(name).const for name in (
+        "WRAPPED", "NEG", "SHIFTED", "SATURATED", "BIG", "JOINED", "PICKED", "CHOSEN")}
+    assert values == {"WRAPPED": 44, "NEG": -1, "SHIFTED": 44 << 4 | 3, "SATURATED": 255,
+                      "BIG": True, "JOINED": 0xa01, "PICKED": 7, "CHOSEN": 15}
+    assert comp.globals.lookup("narrow_t").type == Bits(11)
+    assert comp.globals.lookup("E").type.members == {"A": 5, "B": 15}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("const bit<8> X = 8w1 + 16w1;", "operands of '+' have different types"),
+    ("const bool X = 1;", "type mismatch in constant 'X': expected bool, got int"),
+    ("const bit<8> X = 8w4 / 0;", "division by zero"),
+    ("typedef bit<(3 > 2)> t;", "width must be a compile-time integer constant"),
+])
+def test_the_checker_refuses_bad_top_level_constants(text, message):
+    with pytest.raises(CompileError, match=re.escape(message)):
+        declared(text)
 
 
 @pytest.mark.parametrize("path", VALID_V1MODEL, ids=lambda p: p.stem)
