@@ -410,10 +410,10 @@ class ControlMixin:
         if not isinstance(sym, ActionSym):
             return None
         try:
-            vals = [self.eval_value(a, Ctx(ctx.scope)) for a in call.args]
+            values = [self.const_value(a, ctx.scope) for a in call.args]
         except CompileError:
             return None
-        if all(v.const is not None for v in vals):
+        if all(v is not None for v in values):
             return sym
         return None
 
@@ -704,10 +704,10 @@ class ControlMixin:
     def table_size(self, tsym, prop):
         if prop is None:
             return DEFAULT_TABLE_SIZE
-        v = self.eval_value(prop.value, Ctx(tsym.scope))
-        if v.const is None or int(v.const) <= 0:
+        size = self.const_value(prop.value, tsym.scope)
+        if size is None or int(size) <= 0:
             raise CompileError(prop.value.loc, "table size must be a positive constant")
-        return int(v.const)
+        return int(size)
 
     def table_actions(self, tsym, prop):
         actions, refs = [], []
@@ -787,8 +787,7 @@ class ControlMixin:
             elif name == "meters":
                 self.bind_direct(tsym, prop, "direct_meter", table, p4)
             elif name == "support_timeout":
-                v = self.eval_value(prop.value, Ctx(tsym.scope))
-                table["support_timeout"] = bool(v.const)
+                table["support_timeout"] = bool(self.const_value(prop.value, tsym.scope))
             elif name == "implementation":
                 self.bind_implementation(tsym, prop, table, p4)
             else:
@@ -898,8 +897,8 @@ class ControlMixin:
         prop = self.table_properties(tsym.decl).get("priority_delta")
         if prop is None:
             return
-        v = self.eval_value(prop.value, Ctx(tsym.scope))
-        if v.const is None or isinstance(v.const, bool) or v.const <= 0:
+        delta = self.const_value(prop.value, tsym.scope)
+        if delta is None or isinstance(delta, bool) or delta <= 0:
             raise CompileError(prop.value.loc, "priority_delta must be a positive integer")
         if any(p is not None for _, p in prios):
             raise unsupported(prop.loc, "priority_delta together with entries that give "
@@ -918,10 +917,10 @@ class ControlMixin:
         prop = self.table_properties(tsym.decl).get("largest_priority_wins")
         if prop is None:
             return True
-        v = self.eval_value(prop.value, Ctx(tsym.scope))
-        if not isinstance(v.const, bool):
+        wins = self.const_value(prop.value, tsym.scope)
+        if not isinstance(wins, bool):
             raise CompileError(prop.value.loc, "largest_priority_wins must be true or false")
-        return v.const
+        return wins
 
     def assign_priorities(self, entries, prios, largest_wins=True):
         """P4: explicit priorities (largest wins unless `largest_priority_wins = false`),

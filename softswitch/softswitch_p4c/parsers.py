@@ -106,7 +106,7 @@ class ParserMixin:
             if expanded != [st.stmts[i]]:
                 st = replace(st, stmts=st.stmts[:i] + expanded + st.stmts[i + 1:])
             s = st.stmts[i]
-            if isinstance(s, A.If) and self.eval_value(s.cond, Ctx(ctx.scope)).const is None:
+            if isinstance(s, A.If) and self.const_value(s.cond, ctx.scope) is None:
                 return self.split_state(st, i, ctx, states)
             sub = self.subparser_of_apply(s, ctx)
             if sub is not None:
@@ -431,10 +431,10 @@ class ParserMixin:
         return [(self.select_const(e, ctx, width), mask_of(width))]
 
     def select_const(self, e, ctx, width):
-        v = self.eval_value(e, Ctx(ctx.scope))
-        if v.const is None:
+        value = self.const_value(e, ctx.scope)
+        if value is None:
             raise CompileError(e.loc, "select case values must be compile-time constants")
-        value = int(v.const)
+        value = int(value)
         if value < 0:
             value &= mask_of(width)
         if value > mask_of(width):

@@ -16,15 +16,16 @@ Rules (each names the expression or statement at fault):
   from ingress and egress;
 - digests only from the ingress deparser.
 
-It walks the checked program's typed IR (`ir.py`): registers, tables, actions and
-constants are recognised by the declarations names resolve to, not by their text.
+It walks the checked program's typed IR (`ir.py`): registers, tables and actions are
+recognised by the declarations names resolve to, not by their text, and a constant
+operand by the value the checker folded (`SCALE + 1` is one, a divisor `QUARTER`
+declared 4 is a power of two).
 """
 from collections import namedtuple
 
 from . import ir
 from .errors import CompileError
-from .types import Bits, ExternT, IntT
-from .values import Val
+from .types import ExternT
 
 # One register access: where, and (method, index) for Register.read/write (None otherwise).
 Access = namedtuple("Access", "loc merge")
@@ -90,31 +91,8 @@ def _register_of(decl):
 
 
 def _is_const(e):
-    if isinstance(e, ir.Literal):
-        return _is_int(e)
-    if isinstance(e, ir.Ref):
-        d = e.decl
-        return isinstance(d, ir.Variable) and d.kind == "const" or \
-            isinstance(d, Val) and d.extra.get("is_const", False)
-    if isinstance(e, ir.Cast):
-        return _is_const(e.operand)
-    if isinstance(e, ir.Binary):
-        return _is_const(e.left) and _is_const(e.right)
-    if isinstance(e, ir.Unary):
-        return _is_const(e.operand)
-    return False
-
-
-def _is_int(literal):
-    return isinstance(literal.type, (IntT, Bits))
-
-
-def _const_value(e):
-    if isinstance(e, ir.Literal) and _is_int(e):
-        return e.value
-    if isinstance(e, ir.Cast):
-        return _const_value(e.operand)
-    return None
+    """A compile-time value (the checker folded it)."""
+    return e.value is not None
 
 
 class BlockLint:
@@ -170,7 +148,7 @@ class BlockLint:
             self.problem(n.loc, "multiplication of two run-time values: Tofino's MAU has no "
                                 "multiplier (use a table on a quantised operand, or a constant)")
         elif n.op in ("/", "%"):
-            v = _const_value(n.right)
+            v = n.right.value
             if v is None or v <= 0 or v & (v - 1):
                 self.problem(n.loc, f"'{n.op}' by {'a run-time value' if v is None else v}: "
                                     f"Tofino divides only by powers of two (constant shifts)")

@@ -82,6 +82,23 @@ control Ing(ING_PARAMS) {
         ["action scale(bit<32> SCALE) { md.c = md.a * SCALE; }"]
 
 
+def test_the_lint_takes_folded_constants_for_constants(tmp_path):
+    ingress = """
+const bit<32> QUARTER = 4;
+control Ing(ING_PARAMS) {
+    apply {
+        md.b = md.a * (SCALE + 1);
+        md.c = md.a / QUARTER;
+        md.b = md.a >> (bit<8>)SCALE;
+        md.c = md.a / SCALE;
+    }
+}
+"""
+    problems = check_tna_file(tna_program(tmp_path, ingress), "tna", "tofino")
+    assert [p.message for p in problems] == ["'/' by 3: Tofino divides only by powers of two "
+                                         "(constant shifts)"]
+
+
 def test_the_lint_reads_switch_case_bodies(tmp_path):
     ingress = """
 control Ing(ING_PARAMS) {
