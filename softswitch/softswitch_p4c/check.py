@@ -9,8 +9,10 @@ table actions; `bit<W>` widths that disagree in assignments, binary operators an
 arguments (actions, functions, extern methods: arity with `@optional` parameters and
 defaults, types with the instance's type arguments bound); conditions that are not
 `bool`; an initializer's methods that do not implement an abstract method of the
-extern (count, directions, types). Names in table entries, default actions, table properties and select keysets
-are resolved too. Not checked yet: the own type parameters of generic methods and
+extern (count, directions, types); duplicate parameters and parser states; undeclared
+match kinds, a second `lpm` key, default and entry actions missing from the table's
+actions list. Names in table entries, default actions, table properties and select
+keysets are resolved too. Not checked yet: the own type parameters of generic methods and
 functions (such arguments are unchecked), the arity and types of table entries' and
 default actions' arguments, select keyset types.
 
@@ -21,8 +23,9 @@ evaluation: the top level's constants, widths, stack sizes and enum values
 (`Compiler.declare_global`) and the passes' `type_of` / `const_value` check an expression
 here, in the emitter's scope (`outer`).
 
-Today the TNA/T2NA path (`tna.py`) runs it on whole blocks; the v1model path still checks
-block bodies in the BMv2 emitter (README.md, "Architecture: phases").
+Both paths run it on whole blocks before anything is lowered (`tna.check_program`,
+`check_v1model`); the BMv2 emitter does not read the IR yet and keeps its own copies of
+the body rules both have (README.md, "Architecture: phases").
 """
 from . import ast as A
 from .ast import name_loc
@@ -37,6 +40,7 @@ HEADER_METHODS = {"isValid": BoolT(), "setValid": VoidT(), "setInvalid": VoidT()
                   "minSizeInBits": IntT(), "minSizeInBytes": IntT()}
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 UNKNOWN = None      # a type this checker does not track (generic results); never an error
+FINAL_STATES = ("accept", "reject")
 STACK_MEMBERS = {"size": Bits(32), "lastIndex": Bits(32), "push_front": UNKNOWN,
                  "pop_front": UNKNOWN}        # `next` and `last` are elements
 
@@ -72,6 +76,8 @@ class BlockChecker:
         if isinstance(d, A.ParserDecl):
             states = [ir.State(st.loc, st.name, st) for st in d.states]
             for st in states:
+                if st.name in FINAL_STATES or isinstance(self.callables.get(st.name), ir.State):
+                    raise CompileError(st.loc, f"duplicate parser state '{st.name}'")
                 self.callables[st.name] = st
             for st in states:
                 st.stmts = self.stmts(st.ast.stmts)
@@ -182,6 +188,7 @@ class BlockChecker:
         for prop in t.properties:
             value = prop.value
             if prop.name == "key":
+                self.check_match_kinds(t, value)
                 table.keys += [self.expr(k.expr) for k in value]
             elif prop.name == "actions":
                 table.actions += [self.action_call(r.name, r.args or [], r.loc) for r in value]
@@ -194,7 +201,26 @@ class BlockChecker:
                 table.default_action = self.action_call(value.func, value.args, value.func.loc)
             else:
                 table.properties.append(ir.Property(prop.loc, prop.name, self.expr(value)))
+        listed = [a.callee for a in table.actions]
+        if table.default_action is not None and table.default_action.callee not in listed:
+            func = table.default_action.func
+            raise CompileError(func.loc, f"default action '{func.name}' is not in the actions "
+                                         f"list of table '{t.name}'")
+        for e in table.entries:
+            if e.action.callee not in listed:
+                raise CompileError(e.action.loc, f"action '{e.action.func.name}' is not in the "
+                                                 f"actions list of table '{t.name}'")
         return table
+
+    def check_match_kinds(self, t, keys):
+        """Every key's match kind is declared; at most one is lpm."""
+        lpm_seen = False
+        for k in keys:
+            if k.match_kind not in self.comp.match_kinds:
+                raise CompileError(k.match_loc, f"undeclared match kind '{k.match_kind}'")
+            if k.match_kind == "lpm" and lpm_seen:
+                raise CompileError(k.loc, f"table '{t.name}' has more than one lpm key")
+            lpm_seen = lpm_seen or k.match_kind == "lpm"
 
     def action_call(self, func, args, loc):
         """An action a table names (actions list, default action, entry), with arguments."""
@@ -298,7 +324,7 @@ class BlockChecker:
                               for _loc, _keyset, state, state_loc in tr.cases])
 
     def state(self, name, loc):
-        if name in ("accept", "reject"):
+        if name in FINAL_STATES:
             return name
         if name not in self.callables:
             raise CompileError(loc, f"undeclared parser state '{name}'")
@@ -572,6 +598,45 @@ class BlockChecker:
     def e_ListExpr(self, e):
         items = [self.expr(x) for x in e.items]
         return ir.ListExpr(e.loc, TupleT([x.type for x in items]), items)
+
+
+def check_parameters(program):
+    """No parameter list of a parser, control, package, action or function (top-level, or
+    an action or function inside a block) names a parameter twice."""
+    for d in program.decls:
+        if not isinstance(d, (A.ParserDecl, A.ControlDecl, A.PackageDecl, A.ActionDecl,
+                              A.FunctionDecl)):
+            continue
+        for params in [d.params] + [local.params for local in getattr(d, "locals", [])
+                                    if isinstance(local, (A.ActionDecl, A.FunctionDecl))]:
+            seen = set()
+            for p in params:
+                if p.name in seen:
+                    raise CompileError(p.loc, f"duplicate parameter '{p.name}'")
+                seen.add(p.name)
+
+
+def check_functions(comp, program, externs):
+    """The top-level actions and functions, in declaration order: name -> ir.Action /
+    ir.Function (each sees those declared before it)."""
+    top = {}
+    for d in program.decls:
+        if isinstance(d, (A.ActionDecl, A.FunctionDecl)):
+            kind = ir.Action if isinstance(d, A.ActionDecl) else ir.Function
+            top[d.name] = BlockChecker(comp, None, externs, top).function_body(d, kind)
+    return top
+
+
+def check_v1model(comp, program):
+    """The v1model checker phase, after the declarations: the top-level actions and
+    functions, then every parser and control with a body, in declaration order (the BMv2
+    emitter does not read the IR yet: README.md, "Architecture: phases")."""
+    check_parameters(program)
+    top = check_functions(comp, program, {})
+    for d in program.decls:
+        if isinstance(d, A.ControlDecl) and d.body is not None or \
+                isinstance(d, A.ParserDecl) and d.states:
+            BlockChecker(comp, d, {}, top).block()
 
 
 def _type_of_decl(decl):

@@ -5,7 +5,7 @@ program's headers and metadata as BMv2 header instances, then lowers the
 V1Switch blocks (mixins in exprs/stmts/controls/parsers) into BMv2 JSON.
 """
 from . import ast as A
-from .check import BlockChecker, convert
+from .check import BlockChecker, check_v1model, convert
 from .controls import ControlMixin
 from .desugar import ConditionSplitter, instantiate_direct_calls
 from .errors import CompileError, unsupported
@@ -69,12 +69,17 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
     def compile(self):
         for d in self.program.decls:
             self.declare_global(d)
+        self.check_blocks()
         instantiate_direct_calls(self.program, self.globals)
         main = self.globals.lookup("main")
         if main is None:
             raise CompileError(None, "program has no 'main' package instance")
         self.lower_main(main)
         return self.assemble_json()
+
+    def check_blocks(self):
+        """The checker phase (check.py) over the declared program, before lowering."""
+        check_v1model(self, self.program)
 
     # ------------------------------------------------------------ declarations
     def declare_global(self, d):
@@ -103,7 +108,6 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         elif isinstance(d, (A.ParserDecl, A.ControlDecl, A.PackageDecl)):
             self.declare_block(d)
         elif isinstance(d, A.ActionDecl):
-            self.check_params(d.params)
             scope.declare(d.name, ActionSym(d, None, scope), d.loc)
         elif isinstance(d, A.FunctionDecl):
             scope.declare(d.name, FuncSym(d, scope), d.loc)
@@ -126,17 +130,9 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
                       (isinstance(d, A.ControlDecl) and d.body is None))
         if isinstance(existing, BlockSym):
             raise CompileError(d.loc, f"duplicate declaration of '{d.name}'")
-        self.check_params(d.params)
         if is_def and d.ctor_params and not isinstance(d, (A.ControlDecl, A.ParserDecl)):
             raise unsupported(d.loc, f"constructor parameters of '{d.name}'")
         self.globals.declare(d.name, BlockSym(d), d.loc)
-
-    def check_params(self, params):
-        seen = set()
-        for p in params:
-            if p.name in seen:
-                raise CompileError(p.loc, f"duplicate parameter '{p.name}'")
-            seen.add(p.name)
 
     def declare_extern_func(self, d):
         existing = self.globals.names.get(d.name)

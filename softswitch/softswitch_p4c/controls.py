@@ -164,7 +164,6 @@ class ControlMixin:
     def declare_control_local(self, d, info, ctx):
         scope = info.scope
         if isinstance(d, A.ActionDecl):
-            self.check_params(d.params)
             scope.declare(d.name, ActionSym(d, info, scope), d.loc)
         elif isinstance(d, A.TableDecl):
             scope.declare(d.name, TableSym(d, self.qualified(d.annos, d.name, info), info, scope),
@@ -603,7 +602,7 @@ class ControlMixin:
               "json": table, "selector_inputs": selector_inputs}
         self.table_default(tsym, props.get("default_action"), table, refs, p4)
         if "entries" in props:
-            table["entries"] = self.table_entries(tsym, props["entries"], keys, refs, match_type)
+            table["entries"] = self.table_entries(tsym, props["entries"], keys, match_type)
             p4["is_const"] = props["entries"].is_const
             if "size" not in props:                  # p4c: an unsized table holds its entries
                 table["max_size"] = len(table["entries"])
@@ -629,18 +628,10 @@ class ControlMixin:
     def table_keys(self, tsym, prop, key_temps, selector_inputs):
         keys, p4 = [], []
         ctx = Ctx(tsym.scope, None, "control", tsym.control)
-        lpm_seen = False
-        for k in prop.value if prop else []:
-            if k.match_kind not in self.match_kinds:
-                raise CompileError(k.match_loc, f"undeclared match kind '{k.match_kind}'")
+        for k in prop.value if prop else []:      # match kinds: check.py
             if k.match_kind == "selector":          # hashed by the action selector
                 selector_inputs.append(self.selector_input(k, ctx))
                 continue
-            if k.match_kind == "lpm":
-                if lpm_seen:
-                    raise CompileError(k.loc, f"table '{tsym.decl.name}' has more than one "
-                                                    f"lpm key")
-                lpm_seen = True
             v = self.eval_value(k.expr, ctx)
             if not v.type.is_scalar or isinstance(v.type, IntT):
                 raise CompileError(k.loc, f"table key must be a fixed-width scalar, not {v.type}")
@@ -752,10 +743,7 @@ class ControlMixin:
         if not isinstance(call.func, A.Name):
             raise CompileError(call.loc, "default_action must name an action")
         sym = self.resolve_action_ref(tsym, A.ActionRef(call.func.loc, [], call.func, None))
-        action = self.action_json(sym)
-        if action["name"] not in table["next_tables"]:
-            raise CompileError(call.func.loc, f"default action '{call.func.name}' is not in the "
-                                              f"actions list of table '{tsym.decl.name}'")
+        action = self.action_json(sym)                 # listed: check.py
         data = self.const_action_data(sym, call, tsym)
         table["default_entry"] = {"action_id": action["id"], "action_const": prop.is_const,
                                   "action_data": data, "action_entry_const": prop.is_const}
@@ -861,7 +849,7 @@ class ControlMixin:
         p4["direct"].append(inst)
 
     # ------------------------------------------------------------ const entries
-    def table_entries(self, tsym, prop, keys, refs, match_type):
+    def table_entries(self, tsym, prop, keys, match_type):
         entries, prios = [], []
         ctx = Ctx(tsym.scope)
         for i, e in enumerate(prop.value):
@@ -870,10 +858,7 @@ class ControlMixin:
                                           f"'{tsym.decl.name}' has {len(keys)} keys")
             match_key = [self.entry_key(k, kv, ctx) for k, kv in zip(keys, e.keys)]
             sym = self.resolve_action_ref(tsym, e.action)
-            action = self.action_json(sym)
-            if action["name"] not in [r["name"] for r in refs]:
-                raise CompileError(e.action.loc, f"action '{e.action.name.name}' is not in the "
-                                                 f"actions list of table '{tsym.decl.name}'")
+            action = self.action_json(sym)             # listed: check.py
             call = A.Call(e.action.loc, e.action.name, [], e.action.args or [])
             data = self.const_action_data(sym, call, tsym)
             entry = {"source_info": source_info(e.loc), "match_key": match_key,

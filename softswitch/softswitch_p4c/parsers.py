@@ -85,12 +85,7 @@ class ParserMixin:
                                          "compressed_bitwidth": width})
 
     def declare_states(self, decl, scope):
-        states = {}
-        for st in decl.states:
-            if st.name in states or st.name in _FINAL_STATES:
-                raise CompileError(st.loc, f"duplicate parser state '{st.name}'")
-            states[st.name] = st
-        return states
+        return {st.name: st for st in decl.states}      # unique: check.py
 
     def next_state_id(self):
         self.state_count = getattr(self, "state_count", 0) + 1

@@ -10,7 +10,7 @@ target is `tna_lower.py`'s.
 """
 from . import ast as A
 from . import ir
-from .check import BlockChecker
+from .check import BlockChecker, check_functions, check_parameters
 from .compiler import Compiler
 from .errors import CompileError
 
@@ -32,22 +32,13 @@ def check_program(program, source_name):
             instances[d.name] = d
         else:
             comp.declare_global(d)
+    check_parameters(program)
     pipelines = [_pipeline_blocks(comp, instances, arg) for arg in _switch_args(instances)]
     externs = _global_externs(comp, instances)
-    top = _top_level_functions(comp, program, externs)
+    top = check_functions(comp, program, externs)
     checked = [{role: BlockChecker(comp, decl, externs, top).block()
                 for role, decl in blocks.items()} for blocks in pipelines]
     return ir.Program(program, checked, externs, top)
-
-
-def _top_level_functions(comp, program, externs):
-    """Top-level actions and functions, in declaration order: name -> ir.Action/Function."""
-    top = {}
-    for d in program.decls:
-        if isinstance(d, (A.ActionDecl, A.FunctionDecl)):
-            kind = ir.Action if isinstance(d, A.ActionDecl) else ir.Function
-            top[d.name] = BlockChecker(comp, None, externs, top).function_body(d, kind)
-    return top
 
 
 def _global_externs(comp, instances):

@@ -70,6 +70,9 @@ class TnaCompiler(Compiler):
     """The v1model lowering plus the engine's TNA primitives, and the traffic manager's
     queue unit (`@tna_cell_bytes(N)` on the lowered `main`) as the JSON's `__tna__`."""
 
+    def check_blocks(self):
+        """None: the blocks were checked as TNA (tna.check_program) before lowering."""
+
     def compile(self):
         bmv2_json = super().compile()
         cell = A.find_annotation(self.main_decl().annos, CELL_ANNOTATION).args[0].value

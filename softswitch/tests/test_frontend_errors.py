@@ -59,11 +59,11 @@ CASES = [
     ("switch on a bool", dict(apply="switch (meta.m8 == 1) { true: { } }"), "meta.m8 == 1",
      "switch expression"),
     ("two varbit fields", dict(decls="header opt_t { varbit<32> a; varbit<32> b; }",
-                               headers="ethernet_t ethernet; opt_t opt;"), "varbit<32> b",
+                               headers="ethernet_t ethernet; ipv4_t ipv4; opt_t opt;"), "varbit<32> b",
      "varbit"),
     ("varbit extract without length", dict(
         decls="header opt_t { varbit<320> options; }",
-        headers="ethernet_t ethernet; opt_t opt;",
+        headers="ethernet_t ethernet; ipv4_t ipv4; opt_t opt;",
         states="state start { pkt.extract(hdr.opt); transition accept; }"),
      "pkt.extract(hdr.opt)", "length"),
     ("division at run time", dict(apply="meta.m8 = meta.m8 / 3;"), "meta.m8 / 3", "division"),

@@ -7,8 +7,7 @@ import re
 
 import pytest
 
-from softswitch_p4c import ast as A, ir
-from softswitch_p4c.check import BlockChecker
+from softswitch_p4c import ast as A, check, ir
 from softswitch_p4c.compiler import Compiler
 from softswitch_p4c.driver import check_tna_file, check_tna_to_ir, compile_to_objects
 from softswitch_p4c.errors import CompileError
@@ -237,18 +236,13 @@ NEGATIVE_V1MODEL = sorted((ROOT / "softswitch/tests/corpus/negative").glob("*.p4
 
 
 def check_v1model(path):
-    """Declare the program's globals, then check every parser, control, top-level action
-    and function with check.py (raises the first CompileError)."""
+    """Declare the program's globals, then run the checker phase alone (raises the first
+    CompileError)."""
     program = parse(preprocess(str(path), (), ()), str(path))
     comp = Compiler(program, str(path))
     for d in program.decls:
         comp.declare_global(d)
-    for d in program.decls:
-        if isinstance(d, A.ControlDecl) and d.body is not None or \
-                isinstance(d, A.ParserDecl) and d.states:
-            BlockChecker(comp, d, {}).block()
-        elif isinstance(d, (A.ActionDecl, A.FunctionDecl)):
-            BlockChecker(comp, None, {}).function_body(d, ir.Function)
+    check.check_v1model(comp, program)
 
 
 def declared(text):
