@@ -111,12 +111,19 @@ class P4Switch(Switch):
         return found
 
     def start(self, controllers):
+        """Launch the target; Mininet then calls batchStartup with every switch."""
         command = self.command_line()
         command[0] = self.executable()
         self.proc = self.lab.popen(self, command, self.log_path.name,
                                    watch=f"{self.command} {self.name}")
-        wait_for_port(self.grpc_port, self.proc, self.log_path)
-        self.after_start()
+
+    @classmethod
+    def batchStartup(cls, switches):
+        """Wait until each switch listens for P4Runtime (they start side by side)."""
+        for switch in switches:
+            wait_for_port(switch.grpc_port, switch.proc, switch.log_path)
+            switch.after_start()
+        return switches
 
     def after_start(self):
         pass

@@ -29,11 +29,14 @@ from pathlib import Path
 from aqmlab.config import ConfigError, Experiment, Scenario
 
 COMPLETE, FAILED = "complete", "failed"
-# Per-run overhead besides the traffic, from `make run` (10 runs of 15 s with
-# 8 hosts, --jobs 2: 155 s wall, i.e. ~16 s of overhead per run on 2 cores).
-SETUP_SECONDS = 9.0           # lab build, pipeline push, agents, start lead
-SETUP_SECONDS_PER_HOST = 0.1
-STOP_SECONDS = 4.0            # clients' and senders' last records, teardown, files
+# Per-run overhead besides the traffic: a run's `aqmlab run --only` process
+# (what --jobs and Slurm start per run) less its 10 s of traffic, measured on
+# 2 cores shared with other work (mininet/README.md, "Where a run's time goes"):
+# RFC 2884 quick point (24 model hosts, 2 per pair) 10.8 s, RFC 2415 quick point
+# (34) 8.3 s (load 3.5-7), 65 RFC 2415 pairs (130) 24 s (load 12).
+SETUP_SECONDS = 4.0           # process start, lab build, pipeline push, agents, start lead
+SETUP_SECONDS_PER_HOST = 0.12
+STOP_SECONDS = 2.0            # clients' and senders' last records, teardown, files
 
 
 @dataclass(frozen=True)
