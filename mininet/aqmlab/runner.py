@@ -274,8 +274,8 @@ def run_study(experiment, source_path, out_dir, runs, quick=False, build_dir=Non
 def run_one(experiment, run, out_dir, source_text, quick, build_dir, progress):
     """One run into its folder -> None when complete, else why it failed.
     An interrupt marks the folder failed ("interrupted") and propagates."""
+    clock = PhaseClock()      # the run's own wall time starts with its folder
     folder = study.start_run_folder(out_dir, run, experiment, source_text, quick)
-    clock = PhaseClock()
     try:
         result = run_scenario(experiment, run.scenario, run.seed, folder / "lab", progress,
                               build_dir, clock)

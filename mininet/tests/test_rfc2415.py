@@ -384,6 +384,29 @@ def test_run_part_keeps_slot_seconds_and_measured_traffic(tmp_path, monkeypatch)
     assert common.overhead_estimate(old) == (10.0, 5)
 
 
+def test_run_part_counts_each_runs_own_wall_seconds_not_idle_slots(tmp_path, monkeypatch):
+    """6 runs of 100 s traffic with --jobs 4 take two rounds (220 s of wall),
+    the second with 2 slots idle: each run's overhead is its own 10 s (its
+    phase_seconds), not (4 x 220 - 600) / 6 = 47 s."""
+    clock = iter([0.0, 220.0])
+    monkeypatch.setattr(common.time, "monotonic", lambda: next(clock))
+
+    def call(command):
+        for i in range(6):
+            folder = tmp_path / "halves" / f"p0{i}-r0"
+            folder.mkdir(parents=True)
+            (folder / "result.json").write_text(json.dumps({
+                "epoch": 1000.0, "window": [1010.0, 1100.0],
+                "phase_seconds": {"lab build": 6.0, "traffic": 100.0, "teardown": 4.0}}))
+            (folder / "complete").write_text("")
+        return 0
+    monkeypatch.setattr(common.subprocess, "call", call)
+    assert common.run_part(tmp_path, "halves", FILES / "halves.toml", ["--jobs", "4"]) == 0
+    wall = common.read_wall(tmp_path)
+    assert wall["halves"]["slot_seconds"] == 660.0 and wall["halves"]["traffic_seconds"] == 600.0
+    assert common.overhead_estimate(wall) == (10.0, 6)
+
+
 def test_makespan_is_the_runners_pool_in_order():
     assert common.makespan([10, 10, 10, 10, 10], 4) == 20
     assert common.makespan([30, 10, 10, 10], 2) == 30

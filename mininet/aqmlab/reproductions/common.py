@@ -110,11 +110,11 @@ def fidelity_lines(parts):
 # ---------------------------------------------------------------- wall times
 
 def overhead_estimate(wall):
-    """Mean seconds a run took beyond its traffic (lab set-up and teardown,
-    and any waiting for a free slot), from the measured wall times -> (seconds,
-    runs measured) or (nan, 0). A part run `jobs` at a time kept that many
-    slots busy: its slot-seconds (wall x jobs) less its runs' measured traffic
-    seconds; older entries without them: wall less runs x the file's duration."""
+    """Mean seconds a run took beyond its traffic (lab set-up and teardown),
+    from the measured wall times -> (seconds, runs measured) or (nan, 0): a
+    part's slot-seconds (its runs' own wall seconds, see run_part) less its
+    runs' measured traffic seconds; older entries without them: wall less runs
+    x the file's duration."""
     runs = sum(w["runs"] for w in wall.values())
     if not runs:
         return math.nan, 0
@@ -130,6 +130,15 @@ def traffic_seconds_of(run_folder, duration):
     result = json.loads((Path(run_folder) / "result.json").read_text())
     window, epoch = result.get("window"), result.get("epoch")
     return window[1] - epoch if window and epoch is not None else duration
+
+
+def run_wall_seconds(run_folder):
+    """A complete run's own wall seconds, from its folder's creation to its
+    files (the sum of result.json phase_seconds; a --jobs worker's interpreter
+    start, ~1-2 s, is not in it), or None for a run made before they were kept."""
+    result = json.loads((Path(run_folder) / "result.json").read_text())
+    phases = result.get("phase_seconds")
+    return sum(phases.values()) if phases else None
 
 
 def read_wall(root):
@@ -176,8 +185,11 @@ def save_report(path, lines, figures, plots, heading):
 
 def run_part(root, part, source, extra):
     """`aqmlab run` of one file into root/part (resumed); its wall time, the
-    runs it completed, their traffic seconds and the slot-seconds it used
-    (wall x its --jobs) are added to root/wall_times.json -> exit code."""
+    runs it completed, their traffic seconds and the slot-seconds they used
+    are added to root/wall_times.json -> exit code. Slot-seconds are the runs'
+    own wall seconds (result.json phase_seconds: a slot left idle while the
+    last runs finish is no run's overhead); for runs without them, wall x
+    its --jobs."""
     out_dir = Path(root) / part
     command = [sys.executable, "-m", "aqmlab", "run", str(source), "--out", str(out_dir),
                "--resume"] + extra
@@ -195,9 +207,10 @@ def run_part(root, part, source, extra):
     if "traffic_seconds" not in entry:      # measured before slot-seconds were kept
         entry.update(slot_seconds=entry["seconds"],
                      traffic_seconds=entry["runs"] * entry.get("duration", duration))
+    own = [run_wall_seconds(folder) for folder in new]
+    slots = sum(own) if new and None not in own else seconds * max(1, min(jobs, len(new)))
     entry.update(seconds=entry["seconds"] + seconds, runs=entry["runs"] + len(new),
-                 duration=duration,
-                 slot_seconds=entry["slot_seconds"] + seconds * max(1, min(jobs, len(new))),
+                 duration=duration, slot_seconds=entry["slot_seconds"] + slots,
                  traffic_seconds=entry["traffic_seconds"] + sum(
                      traffic_seconds_of(folder, duration) for folder in new))
     path.write_text(json.dumps(wall, indent=2))
