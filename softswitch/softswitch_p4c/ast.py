@@ -18,6 +18,37 @@ def name_loc(e):
     return getattr(e, "name_loc", e.loc)
 
 
+def describe(e):
+    """The source text of an expression, as the error messages and p4c's key names quote it."""
+    if isinstance(e, Name):
+        return e.name
+    if isinstance(e, Member):
+        return f"{describe(e.expr)}.{e.name}"
+    if isinstance(e, Index):
+        return f"{describe(e.expr)}[{describe(e.index)}]"
+    if isinstance(e, IntLit):
+        return f"{e.width}{'s' if e.signed else 'w'}{e.value}" if e.width else str(e.value)
+    if isinstance(e, Call):
+        return f"{describe(e.func)}()"
+    if isinstance(e, Slice):
+        return f"{describe(e.expr)}[{describe(e.hi)}:{describe(e.lo)}]"
+    if isinstance(e, BoolLit):
+        return str(e.value).lower()
+    if isinstance(e, Binary):                 # p4c names such keys by their text
+        return f"{describe(e.left)} {e.op} {describe(e.right)}"
+    if isinstance(e, Unary):
+        return f"{e.op}{describe(e.expr)}"
+    if isinstance(e, Cast):
+        return f"({_type_text(e.type)}){describe(e.expr)}"
+    return type(e).__name__.lower()
+
+
+def _type_text(tr):
+    if tr.width is not None and isinstance(tr.width, IntLit):
+        return f"{tr.name}<{tr.width.value}>"
+    return tr.name
+
+
 def find_annotation(annos, name):
     for a in annos or ():
         if a.name == name:

@@ -6,15 +6,15 @@ functions and states, then the top level's); expressions get their types. Type e
 raise CompileError at the first one, with the BMv2 emitter's message for the same rule:
 undeclared names, fields, enum and error members, extern methods, parser states and
 table actions; `bit<W>` widths that disagree in assignments, binary operators and call
-arguments (actions, functions, extern methods: arity with `@optional` parameters and
-defaults, types with the instance's type arguments bound); conditions that are not
-`bool`; an initializer's methods that do not implement an abstract method of the
-extern (count, directions, types); duplicate parameters and parser states; undeclared
-match kinds, a second `lpm` key, default and entry actions missing from the table's
-actions list. Names in table entries, default actions, table properties and select
-keysets are resolved too. Not checked yet: the own type parameters of generic methods and
-functions (such arguments are unchecked), the arity and types of table entries' and
-default actions' arguments, select keyset types.
+arguments (actions, functions, a table's default and entry actions, extern methods:
+arity with `@optional` parameters and defaults, types with the instance's type
+arguments bound); conditions that are not `bool`; assignments to constants and to
+read-only parameters; an initializer's methods that do not implement an abstract
+method of the extern (count, directions, types); duplicate parameters and parser
+states; undeclared match kinds, a second `lpm` key, default and entry actions missing
+from the table's actions list. Names in table properties and select keysets are
+resolved too. Not checked yet: the own type parameters of generic methods and
+functions (such arguments are unchecked), select keyset types, extern functions.
 
 Every typed expression also carries its compile-time `value` (constant folding: literals,
 constants, enum and error members, a stack's size, minSizeInBits/Bytes, operators, casts,
@@ -28,7 +28,7 @@ Both paths run it on whole blocks before anything is lowered (`tna.check_program
 the body rules both have (README.md, "Architecture: phases").
 """
 from . import ast as A
-from .ast import name_loc
+from .ast import describe, name_loc
 from . import ir
 from .errors import CompileError, unsupported
 from .symbols import ActionSym, ExternFuncSym, ExternInstance, TypeSym
@@ -134,8 +134,11 @@ class BlockChecker:
         self.scopes[-1][decl.name] = decl
         return decl
 
-    def param(self, p, kind="param"):
-        return self.bind(ir.Variable(p.loc, p.name, p, self.resolve(p.type), kind))
+    def param(self, p, kind="param", read_only=("in",)):
+        """A parameter: of a block, read-only when `in`; of an action or function
+        (`read_only` ("", "in")), directionless ones too."""
+        return self.bind(ir.Variable(p.loc, p.name, p, self.resolve(p.type), kind,
+                                     read_only=kind == "param" and p.direction in read_only))
 
     def lookup(self, name, loc):
         """The IR declaration of `name`, or its global symbol."""
@@ -176,7 +179,7 @@ class BlockChecker:
             self.callables[d.name] = fn
         self.scopes.append({})
         outer_env, self.type_env = self.type_env, _type_params(d)
-        fn.params = [self.param(p) for p in d.params]
+        fn.params = [self.param(p, read_only=("", "in")) for p in d.params]
         fn.body = self.stmt(d.body)
         self.scopes.pop()
         self.type_env = outer_env
@@ -195,10 +198,11 @@ class BlockChecker:
             elif prop.name == "entries":
                 table.entries += [self.entry(e) for e in value]
             elif prop.name == "default_action" and isinstance(value, A.Name):
-                table.default_action = self.action_call(value, [], value.loc)
+                table.default_action = self.action_call(value, [], value.loc, all_args=True)
             elif prop.name == "default_action" and isinstance(value, A.Call) and \
                     isinstance(value.func, A.Name):
-                table.default_action = self.action_call(value.func, value.args, value.func.loc)
+                table.default_action = self.action_call(value.func, value.args, value.func.loc,
+                                                        all_args=True)
             else:
                 table.properties.append(ir.Property(prop.loc, prop.name, self.expr(value)))
         listed = [a.callee for a in table.actions]
@@ -222,18 +226,25 @@ class BlockChecker:
                 raise CompileError(k.loc, f"table '{t.name}' has more than one lpm key")
             lpm_seen = lpm_seen or k.match_kind == "lpm"
 
-    def action_call(self, func, args, loc):
-        """An action a table names (actions list, default action, entry), with arguments."""
+    def action_call(self, func, args, loc, all_args=False):
+        """An action a table names (actions list, default action, entry), with arguments:
+        `all_args` (default action, entry), one for every parameter, checked; in the
+        actions list, those of the directional parameters only."""
         action = self.callables.get(func.name) or self.top.get(func.name) or \
             self.outer.lookup(func.name)
         if not isinstance(action, (ir.Action, ActionSym)):
             raise CompileError(loc, f"undeclared action '{func.name}'")
-        return ir.Call(loc, UNKNOWN, ir.Ref(func.loc, UNKNOWN, func.name, action),
+        call = ir.Call(loc, UNKNOWN, ir.Ref(func.loc, UNKNOWN, func.name, action),
                        [self.expr(_arg_value(a)) for a in args], action)
+        if all_args:
+            self.check_args(loc, action.decl if isinstance(action, ActionSym) else action.ast,
+                            call.args)
+        return call
 
     def entry(self, e):
         keys = [self.expr(k) for k in e.keys]
-        action = self.action_call(e.action.name, e.action.args or [], e.action.loc)
+        action = self.action_call(e.action.name, e.action.args or [], e.action.loc,
+                                  all_args=True)
         priority = self.expr(e.priority) if e.priority is not None else None
         return ir.Entry(e.loc, keys, action, priority)
 
@@ -309,9 +320,27 @@ class BlockChecker:
         return self.bind(ir.Variable(d.loc, d.name, d, t, "var", init))
 
     def assign(self, s):
-        lhs, rhs = self.expr(s.lhs), self.expr(s.rhs)
+        lhs = self.expr(s.lhs)
+        self.check_writable(lhs, s.lhs)
+        rhs = self.expr(s.rhs)
         self.compatible(lhs.type, rhs.type, s.loc, "assignment")
         return ir.Assign(s.loc, lhs, rhs)
+
+    def check_writable(self, node, e):
+        """An assignment's target is not a constant, nor inside a read-only parameter (`in`;
+        an action's or function's directionless one, which the control plane or the caller
+        gives)."""
+        root = node
+        while isinstance(root, (ir.Member, ir.Slice)) or \
+                isinstance(root, ir.Untyped) and root.form == "Index":
+            root = root.parts[0] if isinstance(root, ir.Untyped) else root.base
+        d = root.decl if isinstance(root, ir.Ref) else None
+        if isinstance(d, Val) and d.extra.get("is_const") or \
+                isinstance(d, ir.Variable) and d.kind == "const":
+            raise CompileError(e.loc, f"cannot assign to constant '{describe(e)}'")
+        if isinstance(d, ir.Variable) and d.read_only:
+            raise CompileError(e.loc, f"cannot assign to '{describe(e)}': it is a read-only "
+                                      f"(in) parameter")
 
     def transition_stmt(self, tr):
         if tr.next is not None:
@@ -511,15 +540,20 @@ class BlockChecker:
         return True
 
     def local_call(self, e, decl, args):
+        self.check_args(e.loc, decl, args)
+        env = _type_params(decl)
+        ret = getattr(decl, "ret", None)
+        return UNKNOWN if ret is None or ret.name in env else self.resolve(ret, env)
+
+    def check_args(self, loc, decl, args):
+        """Arguments for the parameters of action or function `decl`: count, widths."""
         need = [p for p in decl.params if p.default is None]
         if not len(need) <= len(args) <= len(decl.params):
-            raise CompileError(e.loc, f"wrong number of arguments to '{decl.name}': expected "
-                                      f"{len(need)}, got {len(args)}")
+            raise CompileError(loc, f"wrong number of arguments to '{decl.name}': expected "
+                                    f"{len(need)}, got {len(args)}")
         env = _type_params(decl)
         for p, a in zip(decl.params, args):
             self.compatible_arg(self.resolve(p.type, env), a.type, a.loc, p.name, decl.name)
-        ret = getattr(decl, "ret", None)
-        return UNKNOWN if ret is None or ret.name in env else self.resolve(ret, env)
 
     def extern_method(self, e, ext, name, args):
         """The method of extern type `ext` a call with `args` selects (arity, then types)."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import ast as A
+from .ast import describe
 from .copyinout import params_needing_copies
 from .desugar import calls_function, has_apply, is_hit_test, switch_as_ifs
 from .errors import CompileError, unsupported
@@ -649,8 +650,8 @@ class ControlMixin:
             return a.args[0].value
         if isinstance(k.expr, A.Call) and isinstance(k.expr.func, A.Member) and \
                 k.expr.func.name == "isValid":
-            return f"{self.describe(k.expr.func.expr)}.$valid$"
-        return self.describe(k.expr)
+            return f"{describe(k.expr.func.expr)}.$valid$"
+        return describe(k.expr)
 
     def key_target(self, v, k, key_temps, ctx):
         """(JSON target, mask, P4Info width) of a key, as p4c's SimplifyKey leaves it: a
@@ -791,7 +792,7 @@ class ControlMixin:
                 prop.value.func.name in _PROFILE_TYPES:
             inst = self.anonymous_profile(prop, tsym)
         if inst is None or inst.type.name not in _PROFILE_TYPES:
-            raise unsupported(prop.loc, f"table implementation '{self.describe(prop.value)}' "
+            raise unsupported(prop.loc, f"table implementation '{describe(prop.value)}' "
                                         f"(only an action_profile/action_selector)")
         if "entries" in table:
             raise CompileError(prop.loc, "a table with an implementation cannot have entries")

@@ -6,8 +6,7 @@ checker's, check.py."""
 from dataclasses import dataclass
 from typing import Any
 
-from . import ast as A
-from .ast import name_loc
+from .ast import describe, name_loc
 from .check import convert
 from .desugar import has_side_effects
 from .errors import CompileError, unsupported
@@ -64,32 +63,9 @@ class ExprMixin:
         """Evaluate and require a scalar or aggregate value (not a type or method)."""
         v = self.eval_expr(e, ctx, expected)
         if v.type is None:
-            what = self.describe(e)
+            what = describe(e)
             raise CompileError(e.loc, f"'{what}' is not a value")
         return v
-
-    def describe(self, e):
-        if isinstance(e, A.Name):
-            return e.name
-        if isinstance(e, A.Member):
-            return f"{self.describe(e.expr)}.{e.name}"
-        if isinstance(e, A.Index):
-            return f"{self.describe(e.expr)}[{self.describe(e.index)}]"
-        if isinstance(e, A.IntLit):
-            return f"{e.width}{'s' if e.signed else 'w'}{e.value}" if e.width else str(e.value)
-        if isinstance(e, A.Call):
-            return f"{self.describe(e.func)}()"
-        if isinstance(e, A.Slice):
-            return f"{self.describe(e.expr)}[{self.describe(e.hi)}:{self.describe(e.lo)}]"
-        if isinstance(e, A.BoolLit):
-            return str(e.value).lower()
-        if isinstance(e, A.Binary):                 # p4c names such keys by their text
-            return f"{self.describe(e.left)} {e.op} {self.describe(e.right)}"
-        if isinstance(e, A.Unary):
-            return f"{e.op}{self.describe(e.expr)}"
-        if isinstance(e, A.Cast):
-            return f"({_type_text(e.type)}){self.describe(e.expr)}"
-        return type(e).__name__.lower()
 
     # ------------------------------------------------------------ leaves
     def ev_IntLit(self, e, ctx, expected):
@@ -613,9 +589,3 @@ class ExprMixin:
 
 def _is_power_of_two(n):
     return n is not None and n > 0 and n & (n - 1) == 0
-
-
-def _type_text(tr):
-    if tr.width is not None and isinstance(tr.width, A.IntLit):
-        return f"{tr.name}<{tr.width.value}>"
-    return tr.name

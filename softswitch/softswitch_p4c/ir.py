@@ -180,11 +180,13 @@ class Decl(Node):
 @dataclass(eq=False)
 class Variable(Decl):
     """A parameter, constructor parameter, local variable, local constant or value set
-    (`kind`: param | ctor | var | const | value_set); a constant's `value`, folded."""
+    (`kind`: param | ctor | var | const | value_set); a constant's `value`, folded;
+    `read_only`: a parameter its block or callable may not write."""
     type: Any = None
     kind: str = "var"
     init: Optional[Expr] = None
     value: Any = None
+    read_only: bool = False
 
 
 @dataclass(eq=False)

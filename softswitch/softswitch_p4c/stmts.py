@@ -4,6 +4,7 @@ Conditionals inside actions become `_jump_if_zero`/`_jump`; action and function
 calls are inlined; extern calls become BMv2 primitives.
 """
 from . import ast as A
+from .ast import describe
 from .errors import CompileError, unsupported
 from .copyinout import params_needing_copies, storage_of
 from .desugar import has_side_effects, select_as_if, switch_as_ifs
@@ -87,14 +88,14 @@ class StmtMixin:
 
     def check_lvalue(self, v, e):
         if v.extra.get("is_const") or v.const is not None:
-            raise CompileError(e.loc, f"cannot assign to constant '{self.describe(e)}'")
+            raise CompileError(e.loc, f"cannot assign to constant '{describe(e)}'")
         if v.extra.get("readonly"):
-            raise CompileError(e.loc, f"cannot assign to '{self.describe(e)}': it is a "
+            raise CompileError(e.loc, f"cannot assign to '{describe(e)}': it is a "
                                       f"read-only (in) parameter")
         ok = (v.ref is not None and not isinstance(v.ref, StackLastRef)) or "slice" in v.extra \
             or v.extra.get("lvalue")
         if not ok:
-            raise CompileError(e.loc, f"'{self.describe(e)}' is not assignable")
+            raise CompileError(e.loc, f"'{describe(e)}' is not assignable")
         if "slice" in v.extra:
             self.check_lvalue(v.extra["slice"][0], e)
 
@@ -347,7 +348,7 @@ class StmtMixin:
                 return self.extern_function(sym, call, ctx, dest)
         if "method" in x:
             return self.method_call(f, call, ctx, dest, stmt)
-        raise CompileError(call.loc, f"'{self.describe(call.func)}' is not callable")
+        raise CompileError(call.loc, f"'{describe(call.func)}' is not callable")
 
     def check_no_dest(self, dest, call, what):
         if dest is not None:
@@ -370,11 +371,11 @@ class StmtMixin:
         if isinstance(sym, ExternFuncSym) and sym.name == "static_assert":
             return self.extern_function(sym, e, ctx, None)
         if ctx.prims is None:
-            raise CompileError(e.loc, f"call to '{self.describe(e.func)}' is not allowed in "
+            raise CompileError(e.loc, f"call to '{describe(e.func)}' is not allowed in "
                                       f"this expression")
         result = self.lower_call(e, ctx, dest=None)
         if result is None:
-            raise CompileError(e.loc, f"'{self.describe(e.func)}' does not return a value")
+            raise CompileError(e.loc, f"'{describe(e.func)}' does not return a value")
         return result
 
     def is_valid(self, obj, e):

@@ -98,6 +98,23 @@ control Ing(ING_PARAMS) {
                                          "(constant shifts)"]
 
 
+@pytest.mark.parametrize("body, message", [
+    ("action a(bit<32> x) { x = 1; } apply { a(1); }",
+     "cannot assign to 'x': it is a read-only (in) parameter"),
+    ("apply { ig_intr_md.ingress_port = 1; }",
+     "cannot assign to 'ig_intr_md.ingress_port': it is a read-only (in) parameter"),
+    ("apply { SCALE = 4; }", "cannot assign to constant 'SCALE'"),
+    ("action a(bit<8> x) { md.k = x; } "
+     "table t { key = { md.k: exact; } actions = { a; } default_action = a(16w1); } "
+     "apply { t.apply(); }",
+     "argument 'x' of 'a' has type bit<16>, but bit<8> is expected (width mismatch)"),
+])
+def test_the_checker_refuses_writes_to_read_only_names_and_bad_table_arguments(
+        tmp_path, body, message):
+    with pytest.raises(CompileError, match=re.escape(message)):
+        check_tna_to_ir(tna_program(tmp_path, f"control Ing(ING_PARAMS) {{ {body} }}"), "tna")
+
+
 def test_the_lint_reads_switch_case_bodies(tmp_path):
     ingress = """
 control Ing(ING_PARAMS) {
@@ -291,14 +308,23 @@ def test_the_checker_takes_every_valid_v1model_program(path):
     check_v1model(path)
 
 
+# Negative programs whose error only the BMv2 emitter finds (README.md, "Architecture:
+# phases"): the ratchet for moving its rules into check.py.
+EMITTER_ONLY = {"duplicate_action", "type_extract_struct", "unsupported_runtime_division",
+                "unsupported_table_applied_twice", "unsupported_user_extern",
+                "unsupported_wide_field_in_expression", "wrong_arg_count_extern"}
+
+
 @pytest.mark.parametrize("path", NEGATIVE_V1MODEL, ids=lambda p: p.stem)
-def test_the_checker_reports_what_the_emitter_reports(path):
-    with pytest.raises(CompileError) as emitter:
+def test_the_checker_reports_the_compilers_error(path):
+    with pytest.raises(CompileError) as compiler:
         compile_to_objects(str(path))
-    try:
+    if path.stem in EMITTER_ONLY:
         check_v1model(path)
-    except CompileError as e:
-        assert e.render() == emitter.value.render()
+        return
+    with pytest.raises(CompileError) as checker:
+        check_v1model(path)
+    assert checker.value.render() == compiler.value.render()
 
 
 SUB_CONTROL = """
