@@ -11,10 +11,11 @@ arity with `@optional` parameters and defaults, types with the instance's type
 arguments bound); conditions that are not `bool`; assignments to constants and to
 read-only parameters; an initializer's methods that do not implement an abstract
 method of the extern (count, directions, types); duplicate parameters and parser
-states; undeclared match kinds, a second `lpm` key, default and entry actions missing
-from the table's actions list. Names in table properties and select keysets are
+states; duplicate local declarations of a block; undeclared match kinds, a second `lpm`
+key, default and entry actions missing from the table's actions list; extern function
+calls (overloads by arity, widths); `extract` of anything but a header. Names in table properties and select keysets are
 resolved too. Not checked yet: the own type parameters of generic methods and
-functions (such arguments are unchecked), select keyset types, extern functions.
+functions (such arguments are unchecked), select keyset types.
 
 Every typed expression also carries its compile-time `value` (constant folding: literals,
 constants, enum and error members, a stack's size, minSizeInBits/Bytes, operators, casts,
@@ -72,6 +73,7 @@ class BlockChecker:
         d = self.decl
         params = [self.param(p) for p in d.params]
         params += [self.param(p, "ctor") for p in d.ctor_params or []]
+        _unique_names(d.locals)
         locals_ = [self.declare_local(local) for local in d.locals]
         if isinstance(d, A.ParserDecl):
             states = [ir.State(st.loc, st.name, st) for st in d.states]
@@ -522,6 +524,9 @@ class BlockChecker:
         elif isinstance(func, ir.Ref) and isinstance(func.decl, ExternFuncSym) and \
                 func.name == "static_assert":
             call.type, call.value = BoolT(), self.static_assert(e, args)
+        elif isinstance(func, ir.Ref) and isinstance(func.decl, ExternFuncSym):
+            call.callee = self.overload(e, func.decl.overloads, func.name, args, {})
+            call.type = self.method_type(call.callee.ret, call.callee, {})
         elif isinstance(func, ir.Ref) and isinstance(func.decl, (ir.Action, ir.Function)):
             call.callee = func.decl
             call.type = self.local_call(e, func.decl.ast, args)
@@ -560,13 +565,23 @@ class BlockChecker:
         methods = [m for m in ext.decl.methods if m.name == name]
         if not methods:
             raise CompileError(name_loc(e.func), f"extern {ext.name} has no method '{name}'")
+        m = self.overload(e, methods, name, args, dict(zip(ext.decl.type_params, ext.type_args)))
+        if ext.name == "packet_in" and name == "extract":
+            t = args[0].type
+            if t is not UNKNOWN and not (isinstance(t, StructT) and
+                                         t.kind in ("header", "header_union")):
+                raise CompileError(e.args[0].loc, f"extract needs a header, not {t}")
+        return m
+
+    def overload(self, e, methods, name, args, env):
+        """The one of `methods` (an extern method's or function's overloads) a call with
+        `args` selects (arity, then types; `env` binds the instance's type parameters)."""
         fitting = [m for m in methods if _min_args(m) <= len(args) <= len(m.params)]
         if not fitting:
             counts = sorted({len(m.params) for m in methods})
             raise CompileError(e.loc, f"wrong number of arguments to '{name}': expected "
                                       f"{' or '.join(map(str, counts))}, got {len(args)}")
         m = fitting[0]
-        env = dict(zip(ext.decl.type_params, ext.type_args))
         for p, a in zip(m.params, args):
             self.compatible_arg(self.method_type(p.type, m, env), a.type, a.loc, p.name, name)
         return m
@@ -715,6 +730,16 @@ def _cast_value(v, src, t):
     return v
 
 
+def _unique_names(decls):
+    """A block's local declarations (actions, tables, variables, instances...) share one
+    namespace."""
+    seen = set()
+    for d in decls:
+        if d.name in seen:
+            raise CompileError(d.loc, f"duplicate declaration of '{d.name}'")
+        seen.add(d.name)
+
+
 def _arg_value(a):
     """A call argument's expression (a named argument's value)."""
     return a.value if isinstance(a, A.NamedArg) else a
@@ -726,7 +751,9 @@ def _type_params(decl):
 
 
 def _min_args(method):
-    return sum(1 for p in method.params if not any(a.name == "optional" for a in p.annos))
+    """The arguments a method needs: its parameters without a default or `@optional`."""
+    return sum(1 for p in method.params
+               if p.default is None and not any(a.name == "optional" for a in p.annos))
 
 
 def _enum_bits(a, b):
