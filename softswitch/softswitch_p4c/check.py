@@ -497,6 +497,8 @@ class BlockChecker:
             return ir.Member(e.loc, UNKNOWN, base, e.name, e.name)
         if isinstance(getattr(base, "decl", None), ir.Table) and e.name == "apply":
             return ir.Member(e.loc, UNKNOWN, base, e.name, e.name)
+        if _applies_table(base) and e.name in ("hit", "miss"):
+            return ir.Member(e.loc, BoolT(), base, e.name)
         return ir.Member(e.loc, UNKNOWN, base, e.name)
 
     def type_member(self, t, e):
@@ -728,6 +730,12 @@ def _cast_value(v, src, t):
     if isinstance(t, Bits):
         return int(v) if isinstance(src, BoolT) else wrap(int(v), t)
     return v
+
+
+def _applies_table(node):
+    """`t.apply()`."""
+    return isinstance(node, ir.Call) and isinstance(node.func, ir.Member) and \
+        isinstance(getattr(node.func.base, "decl", None), ir.Table) and node.func.name == "apply"
 
 
 def _unique_names(decls):

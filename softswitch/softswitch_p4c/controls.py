@@ -443,7 +443,6 @@ class ControlMixin:
             return entry, self.branch_exits(
                 table, [(hit_key, t_entry, t_exits), (miss_key, f_entry, f_exits)])
         cond = self.eval_value(s.cond, Ctx(ctx.scope, None, "control", ctx.control))
-        self.require_bool(cond, s.cond.loc, "condition of 'if'")
         if cond.const is not None:
             branch = s.then if cond.const else s.other
             return self.g_branch(branch, ctx) if branch is not None else (None, None)

@@ -295,7 +295,6 @@ class ExprMixin:
     def ev_Unary(self, e, ctx, expected):
         v = self.eval_value(e.expr, ctx, expected)
         if e.op == "!":
-            self.require_bool(v, e.expr.loc, "operand of '!'")
             if v.const is not None:
                 return Val(BoolT(), const=fold_unary("!", v.const, BoolT()))
             return bool_expr(expr("not", None, as_bool(v)))
@@ -345,11 +344,9 @@ class ExprMixin:
 
     def logical(self, e, ctx):
         left = self.eval_value(e.left, ctx)
-        self.require_bool(left, e.left.loc, f"left operand of '{e.op}'")
         if ctx.prims is not None and has_side_effects(e.right):
             return self.short_circuit(e, ctx, left)
         right = self.eval_value(e.right, ctx)
-        self.require_bool(right, e.right.loc, f"right operand of '{e.op}'")
         if left.const is not None and right.const is not None:
             return Val(BoolT(), const=fold_binary(e.op, left.const, right.const, BoolT()))
         return bool_expr(expr("and" if e.op == "&&" else "or", as_bool(left), as_bool(right)))
@@ -365,12 +362,12 @@ class ExprMixin:
         decided = result.json if e.op == "&&" else expr("^", result.json, hexstr(1, 1))
         jump = self.emit(ctx, "_jump_if_zero", [decided, hexstr(0)], e.loc)
         right = self.eval_value(e.right, ctx)
-        self.require_bool(right, e.right.loc, f"right operand of '{e.op}'")
         self.assign(ctx, result, right, e.loc)
         self.patch_jump(jump, len(ctx.prims))
         return result
 
     def require_bool(self, v, loc, what):
+        """A bool argument (conditions and operators are the checker's, check.py)."""
         if not isinstance(v.type, BoolT):
             raise CompileError(loc, f"{what} must be bool, not {v.type}")
 
@@ -509,7 +506,6 @@ class ExprMixin:
 
     def ev_Ternary(self, e, ctx, expected):
         cond = self.eval_value(e.cond, ctx)
-        self.require_bool(cond, e.cond.loc, "condition of '?:'")
         then = self.eval_value(e.then, ctx, expected)
         other = self.eval_value(e.other, ctx, then.type)
         t = then.type if not isinstance(then.type, IntT) else other.type

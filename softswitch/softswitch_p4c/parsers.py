@@ -152,7 +152,6 @@ class ParserMixin:
         `<state>_true` / `<state>_false` states that continue in `<state>_join`."""
         s = st.stmts[i]
         cond = self.eval_value(s.cond, ctx)
-        self.require_bool(cond, s.cond.loc, "condition of 'if'")
         flag = self.new_scalar(self.unique_name("cond"), Bits(1))
         ctx.prims.append({"op": "set", "parameters": [flag.ref.json(), op_param(as_data(cond))]})
         join = self.synthetic_state(f"{st.name}_join", states)

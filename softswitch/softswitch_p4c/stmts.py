@@ -133,7 +133,6 @@ class StmtMixin:
 
     def st_If(self, s, ctx):
         cond = self.eval_value(s.cond, ctx)
-        self.require_bool(cond, s.cond.loc, "condition of 'if'")
         if cond.const is not None:
             branch = s.then if cond.const else s.other
             if branch is not None:
@@ -174,7 +173,6 @@ class StmtMixin:
         exits = []
         if s.cond is not None:
             cond = self.eval_value(s.cond, inner)
-            self.require_bool(cond, s.cond.loc, "loop condition")
             exits.append(self.emit(inner, "_jump_if_zero",
                                    [expr("b2d", None, as_bool(cond)), hexstr(0)], s.cond.loc))
         body = inner.child(Scope(inner.scope))
