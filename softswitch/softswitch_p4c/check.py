@@ -11,8 +11,8 @@ arity with `@optional` parameters and defaults, types with the instance's type
 arguments bound); conditions that are not `bool`; assignments to constants and to
 read-only parameters; an initializer's methods that do not implement an abstract
 method of the extern (count, directions, types); duplicate parameters and parser
-states; duplicate local declarations of a block; undeclared match kinds, a second `lpm`
-key, default and entry actions missing from the table's actions list; extern function
+states; duplicate local declarations of a block; duplicate table properties, undeclared
+match kinds, a second `lpm` key, default and entry actions missing from the table's actions list; extern function
 calls (overloads by arity, widths); `extract` of anything but a header. Names in table properties and select keysets are
 resolved too. Not checked yet: the own type parameters of generic methods and
 functions (such arguments are unchecked), select keyset types.
@@ -190,7 +190,11 @@ class BlockChecker:
     def table(self, t):
         table = ir.Table(t.loc, t.name, t)
         self.callables[t.name] = table
+        seen = set()
         for prop in t.properties:
+            if prop.name in seen:
+                raise CompileError(prop.loc, f"duplicate table property '{prop.name}'")
+            seen.add(prop.name)
             value = prop.value
             if prop.name == "key":
                 self.check_match_kinds(t, value)

@@ -612,12 +612,8 @@ class ControlMixin:
         return table
 
     def table_properties(self, d):
-        props = {}
-        for p in d.properties:
-            if p.name in props:
-                raise CompileError(p.loc, f"duplicate table property '{p.name}'")
-            props[p.name] = p
-        return props
+        """name -> property (each named once: check.py)."""
+        return {p.name: p for p in d.properties}
 
     def selector_input(self, k, ctx):
         v = self.eval_value(k.expr, ctx)

@@ -108,8 +108,10 @@ control Ing(ING_PARAMS) {
      "table t { key = { md.k: exact; } actions = { a; } default_action = a(16w1); } "
      "apply { t.apply(); }",
      "argument 'x' of 'a' has type bit<16>, but bit<8> is expected (width mismatch)"),
+    ("table t { key = { md.k: exact; } actions = { NoAction; } size = 4; size = 8; } "
+     "apply { t.apply(); }", "duplicate table property 'size'"),
 ])
-def test_the_checker_refuses_writes_to_read_only_names_and_bad_table_arguments(
+def test_the_checker_refuses_bad_writes_and_bad_tables(
         tmp_path, body, message):
     with pytest.raises(CompileError, match=re.escape(message)):
         check_tna_to_ir(tna_program(tmp_path, f"control Ing(ING_PARAMS) {{ {body} }}"), "tna")
