@@ -29,30 +29,37 @@ type ExprFn = Box<dyn Fn(&Executor, &State, &PacketState, &[i128]) -> i128 + Sen
 type OpFn = Box<dyn Fn(&mut Executor, &State, &mut PacketState, &[i128]) + Send + Sync>;
 
 /// One primitive: the plain assignments inline (no call), the rest a closure.
-enum Op {
+pub(crate) enum Op {
     /// field = constant (already truncated)
     Set(usize, i128),
     /// field = other field & mask
     Copy(usize, usize, u128),
     /// field = action parameter & mask
     Param(usize, usize, u128),
+    /// Consecutive `Param`s (an entry action's `field = parameter` run): one op, one loop.
+    Params(Box<[(usize, usize, u128)]>),
     Call(OpFn),
 }
 
 impl Op {
     #[inline(always)]
-    fn run(&self, ex: &mut Executor, st: &State, pkt: &mut PacketState, args: &[i128]) {
+    pub(crate) fn run(&self, ex: &mut Executor, st: &State, pkt: &mut PacketState, args: &[i128]) {
         match self {
             Op::Set(f, c) => pkt.fields[*f] = *c,
             Op::Copy(f, x, mask) => pkt.fields[*f] = (pkt.fields[*x] as u128 & mask) as i128,
             Op::Param(f, i, mask) => pkt.fields[*f] = (args.get(*i).copied().unwrap_or(0) as u128 & mask) as i128,
+            Op::Params(moves) => {
+                for (f, i, mask) in moves.iter() {
+                    pkt.fields[*f] = (args.get(*i).copied().unwrap_or(0) as u128 & mask) as i128;
+                }
+            }
             Op::Call(op) => op(ex, st, pkt, args),
         }
     }
 }
 
 /// An expression operand: leaves are read inline, the rest is a closure.
-enum Val {
+pub(crate) enum Val {
     Const(i128),
     Field(usize),
     Local(usize),
@@ -75,7 +82,7 @@ impl Val {
 }
 
 /// A condition (a value tested against 0).
-enum Test {
+pub(crate) enum Test {
     One(Test64),
     /// `a && b`, `a || b` of two exact u64 conditions, short-circuited in place.
     And(Test64, Test64),
@@ -84,7 +91,7 @@ enum Test {
 }
 
 /// An exact u64 condition.
-enum Test64 {
+pub(crate) enum Test64 {
     Fn(Expr64Fn),
     Valid(usize),
 }
@@ -101,7 +108,7 @@ impl Test64 {
 
 impl Test {
     #[inline(always)]
-    fn holds(&self, ex: &Executor, st: &State, pkt: &PacketState) -> bool {
+    pub(crate) fn holds(&self, ex: &Executor, st: &State, pkt: &PacketState) -> bool {
         match self {
             Test::One(t) => t.holds(ex, st, pkt),
             Test::And(a, b) => a.holds(ex, st, pkt) && b.holds(ex, st, pkt),
@@ -109,6 +116,32 @@ impl Test {
             Test::Wide(v) => v.get(ex, st, pkt, &[]) != 0,
         }
     }
+}
+
+/// Runs of two or more `Op::Param` become one `Op::Params` (none of them can exit).
+fn fuse_params(ops: Vec<Op>) -> Vec<Op> {
+    let mut out: Vec<Op> = Vec::with_capacity(ops.len());
+    let mut run: Vec<(usize, usize, u128)> = Vec::new();
+    let flush = |run: &mut Vec<(usize, usize, u128)>, out: &mut Vec<Op>| match run.len() {
+        0 => {}
+        1 => {
+            let (f, i, m) = run[0];
+            out.push(Op::Param(f, i, m));
+            run.clear();
+        }
+        _ => out.push(Op::Params(std::mem::take(run).into_boxed_slice())),
+    };
+    for op in ops {
+        match op {
+            Op::Param(f, i, m) => run.push((f, i, m)),
+            op => {
+                flush(&mut run, &mut out);
+                out.push(op);
+            }
+        }
+    }
+    flush(&mut run, &mut out);
+    out
 }
 
 /// A binary operator over two operands, specialised on their kinds.
@@ -209,13 +242,13 @@ fn unary64(a: V64, f: impl Fn(u64) -> u64 + Copy + Send + Sync + 'static) -> V64
 }
 
 /// The all-ones mask covering every value up to `bound`.
-fn cover(bound: u128) -> u128 {
+pub(crate) fn cover(bound: u128) -> u128 {
     u128::MAX >> bound.leading_zeros()
 }
 
 /// `e` without outer `& m` whose `m` keeps every bit of `keep` (a write of the
 /// result masks to `keep` anyway).
-fn strip_mask(mut e: &Expr, keep: u128) -> &Expr {
+pub(crate) fn strip_mask(mut e: &Expr, keep: u128) -> &Expr {
     loop {
         match e {
             Expr::Bin(BinOp::BitAnd, a, m) | Expr::Bin(BinOp::BitAnd, m, a) if matches!(**m, Expr::Const(c) if c as u128 & keep == keep) => e = a,
@@ -234,7 +267,7 @@ enum Src {
 /// `off` from the start, `width` bits; in word k it sits shifted by
 /// 64 * (k + 1) - off - width (left when positive, right when negative).
 #[derive(Clone, Copy)]
-struct Part {
+pub(crate) struct Part {
     src: Src,
     mask: u128,
     shift: i32,
@@ -242,33 +275,33 @@ struct Part {
 
 /// Fields read with `signed`/`width` and their (word, shift) pieces (at most 3: width <= 128).
 #[derive(Clone, Copy)]
-struct FieldRead {
-    field: usize,
-    width: u32,
-    signed: bool,
-    mask: u128,
-    pieces: [(u8, i8); 3],
-    n: u8,
+pub(crate) struct FieldRead {
+    pub(crate) field: usize,
+    pub(crate) width: u32,
+    pub(crate) signed: bool,
+    pub(crate) mask: u128,
+    pub(crate) pieces: [(u8, i8); 3],
+    pub(crate) n: u8,
 }
 
 /// Headers up to this many 64-bit words are read through words (else the interpreter extracts).
-const MAX_READ_WORDS: usize = 8;
+pub(crate) const MAX_READ_WORDS: usize = 8;
 
 /// What a field of up to 64 bits contributes to one word when written, in
 /// u64 arithmetic without a branch.
-struct Narrow {
-    field: usize,
-    mask: u64,
-    shr: u32,
-    shl: u32,
+pub(crate) struct Narrow {
+    pub(crate) field: usize,
+    pub(crate) mask: u64,
+    pub(crate) shr: u32,
+    pub(crate) shl: u32,
 }
 
 /// A word to write: the constants' bits, OR-ed with the fields' parts (wider
 /// fields through u128).
-struct Word {
-    consts: u64,
-    narrow: Vec<Narrow>,
-    wide: Vec<Part>,
+pub(crate) struct Word {
+    pub(crate) consts: u64,
+    pub(crate) narrow: Vec<Narrow>,
+    pub(crate) wide: Vec<Part>,
 }
 
 /// A field of up to 64 bits that ends in word `word` at `shift` bits from its
@@ -281,13 +314,16 @@ struct QuickRead {
 }
 
 /// Items laid out back to back over `bytes` bytes: written word by word, read field by field.
-struct Layout {
+pub(crate) struct Layout {
     bytes: usize,
-    words: Vec<Word>,
-    reads: Vec<FieldRead>,
+    pub(crate) words: Vec<Word>,
+    pub(crate) reads: Vec<FieldRead>,
     /// When every read field is unsigned, at most 64 bits wide and the fields
     /// are consecutive: the first field and one quick read per field.
     quick: Option<(usize, Vec<QuickRead>)>,
+    /// `write` and `read` as native code (`jit::layouts`), where built.
+    pub(crate) native_write: Option<crate::jit::WriteFn>,
+    pub(crate) native_read: Option<crate::jit::ReadFn>,
 }
 
 impl Layout {
@@ -344,7 +380,7 @@ impl Layout {
             })
             .collect();
         let quick = Self::quick_reads(&reads);
-        Some(Layout { bytes, words, reads, quick })
+        Some(Layout { bytes, words, reads, quick, native_write: None, native_read: None })
     }
 
     fn quick_reads(reads: &[FieldRead]) -> Option<(usize, Vec<QuickRead>)> {
@@ -396,6 +432,18 @@ impl Layout {
     /// Appends the items' bytes to `out`.
     #[inline]
     fn write(&self, pkt: &PacketState, out: &mut Vec<u8>) {
+        if let Some(write) = self.native_write {
+            let len = out.len();
+            out.reserve(8 * self.words.len());
+            // SAFETY: `write` stores the layout's whole words, within the capacity
+            // just reserved, of which the first `bytes` are the layout's; it reads
+            // fields of the program `pkt` is laid out for.
+            unsafe {
+                write(pkt.fields.as_ptr(), out.as_mut_ptr().add(len));
+                out.set_len(len + self.bytes);
+            }
+            return;
+        }
         let end = out.len() + self.bytes;
         for k in 0..self.words.len() {
             out.extend_from_slice(&self.word(k, pkt).to_be_bytes());
@@ -406,6 +454,24 @@ impl Layout {
     /// Reads the fields from `frame` at byte `base` (the caller checked the bytes are there).
     #[inline]
     fn read(&self, frame: &[u8], base: usize, pkt: &mut PacketState) {
+        if let Some(read) = self.native_read {
+            let whole = 8 * self.words.len();
+            let fields = pkt.fields.as_mut_ptr();
+            // SAFETY: `read` loads the layout's whole words from the pointer it gets
+            // (the frame, or a zero-padded copy of its last bytes) and stores fields
+            // of the program `pkt` is laid out for.
+            match frame.get(base..base + whole) {
+                Some(words) => unsafe { read(words.as_ptr(), fields) },
+                None => {
+                    let mut padded = [0u8; 8 * MAX_READ_WORDS];
+                    let rest = &frame[base.min(frame.len())..];
+                    let n = rest.len().min(whole);
+                    padded[..n].copy_from_slice(&rest[..n]);
+                    unsafe { read(padded.as_ptr(), fields) }
+                }
+            }
+            return;
+        }
         // words[k + 1] is the layout's word k; words[0] stays 0 (nothing before word 0).
         let mut words = [0u64; MAX_READ_WORDS + 1];
         for (k, w) in words[1..].iter_mut().enumerate().take(self.words.len()) {
@@ -497,7 +563,7 @@ fn may_read_header(prog: &Program, e: &Expr, h: usize) -> bool {
 }
 
 /// A fixed-size header's layout.
-struct HeaderIo {
+pub(crate) struct HeaderIo {
     header: usize,
     /// Neither metadata nor a union member: extracting it only sets its validity.
     plain: bool,
@@ -551,36 +617,40 @@ struct ChecksumCode {
 /// A way out of a node: the fixed runs (keyless constant tables, action calls)
 /// that only this node leads to, fused along their chain, then the next node
 /// (`usize` indexes `PipelineCode::nodes`).
-struct Edge {
-    ops: Vec<Op>,
-    next: Option<usize>,
+pub(crate) struct Edge {
+    pub(crate) ops: Vec<Op>,
+    /// The action calls (action, arguments) whose primitives `ops` are, in order.
+    pub(crate) calls: Vec<(usize, Box<[i128]>)>,
+    pub(crate) next: Option<usize>,
 }
 
 /// A control-graph node.
-enum NodeCode {
+pub(crate) enum NodeCode {
     /// A fixed run that more than one node leads to (or the first node).
     Run(Edge),
-    Cond { cond: Test, on_true: Edge, on_false: Edge },
+    Cond { cond: Test, expr: Expr, on_true: Edge, on_false: Edge },
     Table(TableCode),
 }
 
-struct TableCode {
+pub(crate) struct TableCode {
     table: usize,
     /// The lpm key of a table indexed per prefix length (`state::lpm_index`).
     lpm: Option<usize>,
     keys: Vec<(Val, u128)>,
-    next_hit: Option<Edge>,
-    next_miss: Option<Edge>,
-    next_by_action: Vec<Option<Edge>>,
-    base_default_next: Edge,
+    pub(crate) next_hit: Option<Edge>,
+    pub(crate) next_miss: Option<Edge>,
+    pub(crate) next_by_action: Vec<Option<Edge>>,
+    pub(crate) base_default_next: Edge,
 }
 
 /// Table keys of up to this many fields are built on the stack.
 const SHORT_KEY: usize = 4;
 
-struct PipelineCode {
-    nodes: Vec<NodeCode>,
-    init: Option<usize>,
+pub(crate) struct PipelineCode {
+    pub(crate) nodes: Vec<NodeCode>,
+    pub(crate) init: Option<usize>,
+    /// The graph as native code (`jit.rs`); None runs the node loop.
+    jit: Option<crate::jit::Control>,
 }
 
 /// How much of the program runs through the interpreter (reported at load).
@@ -600,6 +670,9 @@ pub(crate) struct Compiled {
     prog: Arc<Program>,
     /// Per action, for table entries (arguments at run time).
     actions: Vec<Vec<Op>>,
+    /// The same as native code where it covers them (`jit::actions`), and its module.
+    native_actions: Vec<Option<crate::jit::ActionCode>>,
+    _native_actions: Option<crate::jit::Native>,
     /// Whether any primitive can end the control early (exit, assert).
     may_exit: bool,
     ingress: PipelineCode,
@@ -608,6 +681,8 @@ pub(crate) struct Compiled {
     checksums: Vec<(ChecksumCode, bool, bool)>,
     /// None: the deparser has a header the layouts do not cover.
     deparser: Option<Vec<HeaderIo>>,
+    /// The native code of the parser's and the deparser's header layouts.
+    _layouts: Option<crate::jit::Native>,
     pub(crate) coverage: Coverage,
 }
 
@@ -969,7 +1044,8 @@ impl Compiler {
         let ops = if a.prims.iter().any(|p| matches!(p, Prim::Jump(_) | Prim::JumpIfZero(..))) {
             vec![self.jumping_action(&a.prims)]
         } else {
-            a.prims.iter().filter(|p| !matches!(p, Prim::NoOp)).map(|p| self.prim(p)).collect()
+            let ops: Vec<Op> = a.prims.iter().filter(|p| !matches!(p, Prim::NoOp)).map(|p| self.prim(p)).collect();
+            fuse_params(ops)
         };
         self.fixed_args = None;
         ops
@@ -1048,22 +1124,24 @@ impl Compiler {
             calls.extend(call);
             next = after;
         }
-        let ops = calls.into_iter().flat_map(|(a, args)| self.action(a, Some(&args))).collect();
-        Edge { ops, next: next.map(|n| self.node_index(n)) }
+        let ops = calls.iter().flat_map(|(a, args)| self.action(*a, Some(args))).collect();
+        Edge { ops, calls, next: next.map(|n| self.node_index(n)) }
     }
 
     fn node(&mut self, n: Node, fused: &[bool]) -> NodeCode {
         if let Some((call, next)) = self.fixed_run(n) {
-            let mut ops: Vec<Op> = call.into_iter().flat_map(|(a, args)| self.action(a, Some(&args))).collect();
+            let mut calls: Vec<(usize, Box<[i128]>)> = call.into_iter().collect();
+            let mut ops: Vec<Op> = calls.iter().flat_map(|(a, args)| self.action(*a, Some(args))).collect();
             let rest = self.edge(next, fused);
             ops.extend(rest.ops);
-            return NodeCode::Run(Edge { ops, next: rest.next });
+            calls.extend(rest.calls);
+            return NodeCode::Run(Edge { ops, calls, next: rest.next });
         }
         match n {
             Node::Cond(c) => {
                 let c = self.prog.conditionals[c].clone();
                 let cond = self.test(&c.expr);
-                NodeCode::Cond { cond, on_true: self.edge(c.true_next, fused), on_false: self.edge(c.false_next, fused) }
+                NodeCode::Cond { cond, expr: c.expr, on_true: self.edge(c.true_next, fused), on_false: self.edge(c.false_next, fused) }
             }
             Node::Table(ti) => {
                 let prog = self.prog.clone();
@@ -1156,9 +1234,15 @@ impl Compiler {
         let nodes = all
             .iter()
             .enumerate()
-            .map(|(i, n)| if reachable[i] && !fused[i] { self.node(*n, &fused) } else { NodeCode::Run(Edge { ops: Vec::new(), next: None }) })
+            .map(|(i, n)| {
+                if reachable[i] && !fused[i] {
+                    self.node(*n, &fused)
+                } else {
+                    NodeCode::Run(Edge { ops: Vec::new(), calls: Vec::new(), next: None })
+                }
+            })
             .collect();
-        Some(PipelineCode { nodes, init: p.init.map(|n| self.node_index(n)) })
+        Some(PipelineCode { nodes, init: p.init.map(|n| self.node_index(n)), jit: None })
     }
 
     fn parse_state(&mut self, ps: &ParseState) -> ParseStateCode {
@@ -1246,12 +1330,18 @@ impl Compiled {
     pub(crate) fn new(prog: Arc<Program>) -> Option<Compiled> {
         let mut c = Compiler { prog: prog.clone(), cov: Coverage::default(), fixed_args: None };
         let actions = (0..prog.actions.len()).map(|a| c.action(a, None)).collect();
-        let ingress = c.pipeline(&prog.ingress)?;
-        let egress = c.pipeline(&prog.egress)?;
-        let parser = prog.parser.states.iter().map(|s| c.parse_state(s)).collect();
+        let mut ingress = c.pipeline(&prog.ingress)?;
+        let mut egress = c.pipeline(&prog.egress)?;
+        let mut parser: Vec<ParseStateCode> = prog.parser.states.iter().map(|s| c.parse_state(s)).collect();
         let checksums: Vec<_> = prog.checksums.iter().map(|k| (c.checksum(k), k.verify, k.update)).collect();
-        let deparser: Option<Vec<HeaderIo>> =
+        let mut deparser: Option<Vec<HeaderIo>> =
             prog.deparser.iter().filter(|h| !prog.headers[**h].metadata).map(|h| header_io(&prog, *h)).collect();
+        let extracts = parser.iter_mut().flat_map(|s| &mut s.ops).filter_map(|op| match op {
+            ParseOp::Extract(io) => Some(&mut io.layout),
+            ParseOp::Interpreted(_) => None,
+        });
+        let mut layouts: Vec<&mut Layout> = extracts.chain(deparser.iter_mut().flatten().map(|io| &mut io.layout)).collect();
+        let _layouts = crate::jit::layouts(&mut layouts);
         c.cov.interpreted_deparser = deparser.is_none();
         let mut checksums: Vec<(ChecksumCode, bool, bool)> = checksums;
         if let Some(headers) = &deparser {
@@ -1261,7 +1351,17 @@ impl Compiled {
         }
         let may_exit = prog.actions.iter().flat_map(|a| &a.prims).any(|p| matches!(p, Prim::Exit | Prim::Assert(_)))
             || prog.parser.states.iter().flat_map(|s| &s.ops).any(|o| matches!(o, ParserOp::Primitive(Prim::Exit | Prim::Assert(_))));
-        Some(Compiled { prog, actions, may_exit, ingress, egress, parser, checksums, deparser, coverage: c.cov })
+        let (mut native_actions, mut _native_actions) = (vec![None; prog.actions.len()], None);
+        if !may_exit {
+            // The native code never checks for `exit`; with it, the node loop runs.
+            for code in [&mut ingress, &mut egress] {
+                code.jit = crate::jit::Control::new(&prog, code);
+            }
+            if let Some((native, codes)) = crate::jit::actions(&prog) {
+                (native_actions, _native_actions) = (codes, Some(native));
+            }
+        }
+        Some(Compiled { prog, actions, native_actions, _native_actions, may_exit, ingress, egress, parser, checksums, deparser, _layouts, coverage: c.cov })
     }
 
     /// Runs ops, stopping at `exit` as the interpreter does (checked before each primitive).
@@ -1288,6 +1388,10 @@ impl Compiled {
     }
 
     fn run_pipeline(&self, code: &PipelineCode, ex: &mut Executor, st: &State, pkt: &mut PacketState) {
+        if let Some(jit) = &code.jit {
+            jit.run(self, ex, st, pkt);
+            return;
+        }
         let mut node = code.init;
         while let Some(n) = node {
             if self.may_exit && ex.flags.exit {
@@ -1295,7 +1399,7 @@ impl Compiled {
             }
             let edge = match &code.nodes[n] {
                 NodeCode::Run(edge) => edge,
-                NodeCode::Cond { cond, on_true, on_false } => {
+                NodeCode::Cond { cond, on_true, on_false, .. } => {
                     if cond.holds(ex, st, pkt) {
                         on_true
                     } else {
@@ -1313,7 +1417,7 @@ impl Compiled {
         }
     }
 
-    fn apply_table<'a>(&self, tc: &'a TableCode, ex: &mut Executor, st: &State, pkt: &mut PacketState) -> &'a Edge {
+    pub(crate) fn apply_table<'a>(&self, tc: &'a TableCode, ex: &mut Executor, st: &State, pkt: &mut PacketState) -> &'a Edge {
         let t = &self.prog.tables[tc.table];
         // Keys on the stack (no vector to fill) for the usual few key fields.
         let mut short = [0u128; SHORT_KEY];
@@ -1350,7 +1454,10 @@ impl Compiled {
     fn run_entry(&self, ex: &mut Executor, st: &State, pkt: &mut PacketState, t: &Table, act: &EntryAction) -> Option<usize> {
         match act {
             EntryAction::Call(c) => {
-                self.run_ops(&self.actions[c.action], ex, st, pkt, &c.args);
+                match self.native_actions[c.action].filter(|code| c.args.len() >= code.args) {
+                    Some(code) => code.run(self, ex, st, pkt, &c.args),
+                    None => self.run_ops(&self.actions[c.action], ex, st, pkt, &c.args),
+                }
                 Some(c.action)
             }
             EntryAction::Indirect(_) => ex.run_entry(&self.prog, st, pkt, t, act),
@@ -1508,6 +1615,15 @@ mod tests {
         };
         assert_eq!(in_place("red_ecn.json"), [true], "IPv4's header checksum");
         assert_eq!(in_place("l3_stack.json"), [false, false], "UDP's checksum reads IPv4's addresses; UDP's covers two headers");
+    }
+
+    #[test]
+    fn red_ecn_runs_as_native_code() {
+        let c = Compiled::new(Arc::new(program("red_ecn.json"))).unwrap();
+        assert!(c.ingress.jit.is_some() && c.egress.jit.is_some(), "each control is one native function");
+        let set_red = c.prog.actions.iter().position(|a| a.name == "MyEgress.set_red").unwrap();
+        assert!(c.native_actions[set_red].is_some(), "set_red's parameter copies run natively from table entries");
+        assert!(c.deparser.as_ref().unwrap().iter().all(|io| io.layout.native_write.is_some()), "Ethernet and IPv4 are written natively");
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod bits;
 mod compile;
 mod exec;
 mod hash;
+mod jit;
 mod load;
 mod program;
 mod state;

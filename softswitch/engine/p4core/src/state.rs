@@ -329,6 +329,23 @@ pub struct CloneSession {
     pub truncate: usize,
 }
 
+/// A register's cells as native code finds them: the address of the first
+/// and how many (0 for wide registers, which it never reads).
+#[repr(C)]
+pub(crate) struct CellsView {
+    pub(crate) base: usize,
+    pub(crate) len: usize,
+}
+
+impl CellsView {
+    fn of(r: &RegisterCells) -> CellsView {
+        match r {
+            RegisterCells::Narrow(cells) => CellsView { base: cells.as_ptr() as usize, len: cells.len() },
+            RegisterCells::Wide(_) => CellsView { base: 0, len: 0 },
+        }
+    }
+}
+
 /// Register cells: lock-free for widths up to 64 bits (the common case).
 pub(crate) enum RegisterCells {
     Narrow(Vec<AtomicU64>),
@@ -380,6 +397,8 @@ pub struct State {
     pub(crate) tables: Vec<RwLock<TableState>>,
     pub(crate) counters: Vec<CounterCells>,
     pub(crate) registers: Vec<RegisterCells>,
+    /// Where each register's cells are (`jit.rs` reads and writes them directly).
+    pub(crate) register_views: Vec<CellsView>,
     pub(crate) meters: Vec<Mutex<Vec<Meter>>>,
     pub(crate) mc_groups: RwLock<HashMap<u32, Vec<(u32, u32)>>>,
     pub(crate) clone_sessions: RwLock<HashMap<u32, CloneSession>>,
@@ -427,11 +446,13 @@ impl State {
                 RwLock::new(ts)
             })
             .collect();
+        let registers: Vec<RegisterCells> = prog.registers.iter().map(RegisterCells::new).collect();
         State {
             prog: prog.clone(),
             tables,
             counters: prog.counters.iter().map(|c| CounterCells { pkts: atomics(c.size), bytes: atomics(c.size) }).collect(),
-            registers: prog.registers.iter().map(RegisterCells::new).collect(),
+            register_views: registers.iter().map(CellsView::of).collect(),
+            registers,
             meters: prog.meters.iter().map(|m| Mutex::new(vec![Meter::default(); m.size])).collect(),
             mc_groups: RwLock::new(HashMap::new()),
             clone_sessions: RwLock::new(HashMap::new()),
