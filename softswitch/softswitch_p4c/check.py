@@ -242,9 +242,10 @@ class BlockChecker:
             raise CompileError(loc, f"undeclared action '{func.name}'")
         call = ir.Call(loc, UNKNOWN, ir.Ref(func.loc, UNKNOWN, func.name, action),
                        [self.expr(_arg_value(a)) for a in args], action)
+        decl = action.decl if isinstance(action, ActionSym) else action.ast
         if all_args:
-            self.check_args(loc, action.decl if isinstance(action, ActionSym) else action.ast,
-                            call.args)
+            self.check_args(loc, decl, call.args)
+        self.check_out_args(decl.params, args, call.args)
         return call
 
     def entry(self, e):
@@ -333,16 +334,17 @@ class BlockChecker:
         return ir.Assign(s.loc, lhs, rhs)
 
     def check_writable(self, node, e):
-        """An assignment's target is not a constant, nor inside a read-only parameter (`in`;
-        an action's or function's directionless one, which the control plane or the caller
-        gives)."""
+        """What is written (an assignment's target, an `out`/`inout` argument, a header made
+        valid or invalid) is not a constant (constructor parameters included), nor inside a
+        read-only parameter (`in`; an action's or function's directionless one, which the
+        control plane or the caller gives)."""
         root = node
         while isinstance(root, (ir.Member, ir.Slice)) or \
                 isinstance(root, ir.Untyped) and root.form == "Index":
             root = root.parts[0] if isinstance(root, ir.Untyped) else root.base
         d = root.decl if isinstance(root, ir.Ref) else None
-        if isinstance(d, Val) and d.extra.get("is_const") or \
-                isinstance(d, ir.Variable) and d.kind == "const":
+        if node.value is not None or isinstance(d, Val) and d.extra.get("is_const") or \
+                isinstance(d, ir.Variable) and d.kind in ("const", "ctor"):
             raise CompileError(e.loc, f"cannot assign to constant '{describe(e)}'")
         if isinstance(d, ir.Variable) and d.read_only:
             raise CompileError(e.loc, f"cannot assign to '{describe(e)}': it is a read-only "
@@ -519,6 +521,8 @@ class BlockChecker:
         if isinstance(func, ir.Member) and isinstance(func.base.type, StructT) and \
                 func.method is not None:
             call.type, call.callee = HEADER_METHODS[func.name], func.method
+            if func.name in ("setValid", "setInvalid"):
+                self.check_writable(func.base, e.func)
             if func.name.startswith("minSizeIn"):       # P4-16 8.9: a constant
                 bits = func.base.type.width()
                 call.value = bits if func.name == "minSizeInBits" else bits // 8
@@ -536,7 +540,21 @@ class BlockChecker:
         elif isinstance(func, ir.Ref) and isinstance(func.decl, (ir.Action, ir.Function)):
             call.callee = func.decl
             call.type = self.local_call(e, func.decl.ast, args)
+        if isinstance(call.callee, (A.Method, ir.Action, ir.Function)):
+            decl = call.callee if isinstance(call.callee, A.Method) else call.callee.ast
+            self.check_out_args(decl.params, e.args, args)
         return call
+
+    def check_out_args(self, params, arg_asts, args):
+        """`out` and `inout` arguments are written: no constants, nothing read-only."""
+        if any(isinstance(a, A.NamedArg) for a in arg_asts):
+            by_name = {a.name: (a, n) for a, n in zip(arg_asts, args)}
+            pairs = [(p, by_name.get(p.name)) for p in params]
+        else:
+            pairs = list(zip(params, zip(arg_asts, args)))
+        for p, pair in pairs:
+            if pair is not None and p.direction in ("out", "inout"):
+                self.check_writable(pair[1], _arg_value(pair[0]))
 
     def static_assert(self, e, args):
         """core.p4's static_assert, decided here: its value is true, or the compile fails."""

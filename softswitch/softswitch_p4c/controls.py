@@ -148,8 +148,6 @@ class ControlMixin:
                 raise CompileError(p.type.loc, f"parameter '{p.name}' of '{decl.name}' has type "
                                                f"{t}, which does not match the V1Switch "
                                                f"architecture")
-            if p.direction == "in" and v.ref is not None:
-                v = self.readonly_view(v)
             scope.declare(p.name, v, p.loc)
 
     # ------------------------------------------------------------ control scope
@@ -363,9 +361,7 @@ class ControlMixin:
         bound = self.bind_args(call, d.params, sub.name, Ctx(ctx.scope))
         scope = Scope(self.globals)
         for p in d.ctor_params or []:
-            arg = sub.ctor_args[p.name]
-            scope.declare(p.name, arg if isinstance(arg, SubControlSym) else
-                          self.readonly_view(arg), p.loc)
+            scope.declare(p.name, sub.ctor_args[p.name], p.loc)
         # a control reaches the caller's storage only through its parameters: copies are
         # needed when two arguments overlap (copy-in/copy-out, P4-16 6.8)
         copies = params_needing_copies(d.params, bound, [], scope, set())
@@ -1049,8 +1045,7 @@ class ControlMixin:
                                                f"fixed-width type, not {t}")
             runtime_data.append({"name": p.name, "bitwidth": storage_width(t)})
             p4_params.append({"name": p.name, "bitwidth": storage_width(t), "type": t})
-            scope.declare(p.name, Val(t, json={"type": "runtime_data", "value": i},
-                                      extra={"readonly": True}), p.loc)
+            scope.declare(p.name, Val(t, json={"type": "runtime_data", "value": i}), p.loc)
         prims = []
         ctx = Ctx(scope, prims, "action", sym.control)
         copy_out = self.bind_directional(d, binding, scope, prims, sym) if binding else []

@@ -115,11 +115,7 @@ class ExprMixin:
     # ------------------------------------------------------------ member access
     def ev_Member(self, e, ctx, expected):
         base = self.eval_expr(e.expr, ctx)
-        v = self.member_of(base, e)
-        if base.extra.get("readonly") and v.type is not None and not v.extra.get("readonly"):
-            v = Val(v.type, const=v.const, json=v.json, ref=v.ref, is_boolexpr=v.is_boolexpr,
-                    extra=dict(v.extra, readonly=True))
-        return v
+        return self.member_of(base, e)
 
     def member_of(self, base, e):
         x = base.extra

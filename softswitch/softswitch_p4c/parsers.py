@@ -208,7 +208,7 @@ class ParserMixin:
         bound = self.bind_args(call, d.params, sub.name, Ctx(ctx.scope))
         scope = Scope(self.globals)
         for p in d.ctor_params or []:
-            scope.declare(p.name, self.readonly_view(sub.ctor_args[p.name]), p.loc)
+            scope.declare(p.name, sub.ctor_args[p.name], p.loc)
         copies = params_needing_copies(d.params, bound, [], scope, set())
         copy_out = self.bind_callee_params(d.params, bound, copies, scope,
                                            lambda tmp, arg, loc: self.assign(ctx, tmp, arg, loc))

@@ -87,11 +87,7 @@ class StmtMixin:
         self.assign(ctx, lhs, rhs, s.loc)
 
     def check_lvalue(self, v, e):
-        if v.extra.get("is_const") or v.const is not None:
-            raise CompileError(e.loc, f"cannot assign to constant '{describe(e)}'")
-        if v.extra.get("readonly"):
-            raise CompileError(e.loc, f"cannot assign to '{describe(e)}': it is a "
-                                      f"read-only (in) parameter")
+        """`v` is storage BMv2 can write (constants and read-only parameters: check.py)."""
         ok = (v.ref is not None and not isinstance(v.ref, StackLastRef)) or "slice" in v.extra \
             or v.extra.get("lvalue")
         if not ok:
@@ -471,17 +467,8 @@ class StmtMixin:
                 if p.direction in ("out", "inout"):
                     copy_out.append((v, tmp, p.loc))
                 v = tmp
-            scope.declare(p.name, self.readonly_view(v) if p.direction in ("", "in") else v,
-                          p.loc)
+            scope.declare(p.name, v, p.loc)      # writes to in/directionless ones: check.py
         return copy_out
-
-    def readonly_view(self, v):
-        """`v` as a read-only binding (an in parameter): assignments to it are refused."""
-        if isinstance(v.ref, StructRef):
-            members = {k: self.readonly_view(m) for k, m in v.ref.members.items()}
-            return Val(v.type, ref=StructRef(v.type, members), extra={"readonly": True})
-        return Val(v.type, const=v.const, json=v.json, ref=v.ref, is_boolexpr=v.is_boolexpr,
-                   extra=dict(v.extra, readonly=True))
 
     def temporary(self, hint, t):
         if t.is_scalar and not isinstance(t, IntT):

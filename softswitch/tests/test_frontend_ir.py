@@ -104,6 +104,10 @@ control Ing(ING_PARAMS) {
     ("apply { ig_intr_md.ingress_port = 1; }",
      "cannot assign to 'ig_intr_md.ingress_port': it is a read-only (in) parameter"),
     ("apply { SCALE = 4; }", "cannot assign to constant 'SCALE'"),
+    ("action a(out bit<32> x) { x = 1; } apply { a(SCALE); }",
+     "cannot assign to constant 'SCALE'"),
+    ("apply { ig_intr_md.setInvalid(); }",
+     "cannot assign to 'ig_intr_md.setInvalid': it is a read-only (in) parameter"),
     ("action a(bit<8> x) { md.k = x; } "
      "table t { key = { md.k: exact; } actions = { a; } default_action = a(16w1); } "
      "apply { t.apply(); }",
