@@ -2,11 +2,13 @@
 //! actions cannot `exit` becomes one function: its conditions and the
 //! assignments whose values u64 arithmetic gives exactly (the rules of
 //! `Compiler::expr64`: a value is its low 64 bits, and with a bound the value
-//! itself) run inline, with register reads and writes as direct calls; table
-//! applies, and every condition or primitive it does not cover, call back into
-//! the closures `compile.rs` built for them (`TableCode`, `Test`, `Op`). So the
-//! native code walks the same graph with the same results, node by node.
-//! Header layouts (`Layout`) get native readers and writers the same way.
+//! itself) run inline, and so do register reads and writes (on the cells
+//! `State::register_views` locates); table applies, and every condition or
+//! primitive it does not cover, call back into the closures `compile.rs` built
+//! for them (`TableCode`, `Test`, `Op`). So the native code walks the same
+//! graph with the same results, node by node. Actions as table entries run
+//! them (`actions`) and header layouts (`layouts`: parser reads, deparser
+//! writes) get native code the same way, where every piece is covered.
 
 use crate::compile::{cover, strip_mask, Compiled, Edge, Layout, NodeCode, Op, PipelineCode, TableCode, Test, MAX_READ_WORDS};
 use crate::exec::{Executor, PacketState};
