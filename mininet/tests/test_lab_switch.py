@@ -171,3 +171,14 @@ def test_maximum_window_caps_goodput_at_window_over_rtt(lab):
         assert 0.5 * ceiling < goodput < 1.02 * ceiling
     finally:
         network.close_controllers()
+
+
+def test_a_switch_that_exits_at_start_fails_the_build_naming_its_log(lab, monkeypatch):
+    """Both switches start side by side; the one that exits is named by its log."""
+    from aqmlab.p4switch import SoftSwitch
+
+    command_line = SoftSwitch.command_line
+    monkeypatch.setattr(SoftSwitch, "command_line", lambda switch: command_line(switch) + (
+        ["--no-such-option"] if switch.name == f"{lab.tag}s2" else []))
+    with pytest.raises(RuntimeError, match=rf"switch exited with code \d+; log \S*{lab.tag}s2\.log"):
+        build(scenario(workload=[{"kind": "bulk"}]), "softswitch", lab)
