@@ -13,7 +13,8 @@ read-only parameters; an initializer's methods that do not implement an abstract
 method of the extern (count, directions, types); duplicate parameters and parser
 states; duplicate local declarations of a block; duplicate table properties, undeclared
 match kinds, a second `lpm` key, default and entry actions missing from the table's actions list; extern function
-calls (overloads by arity, widths); `extract` of anything but a header. Names in table properties and select keysets are
+calls (overloads by arity, widths); `extract` of anything but a header; a `switch` on
+anything but a bit<>, int<>, enum or error value or a table's `apply().action_run`. Names in table properties and select keysets are
 resolved too. Not checked yet: the own type parameters of generic methods and
 functions (such arguments are unchecked), select keyset types.
 
@@ -277,7 +278,7 @@ class BlockChecker:
         if isinstance(s, A.VarDecl):
             return self.var_decl(s)
         if isinstance(s, A.Switch):
-            return ir.Switch(s.loc, self.expr(s.expr), [self.stmt(c.body) for c in s.cases])
+            return ir.Switch(s.loc, self.switch_expr(s.expr), [self.stmt(c.body) for c in s.cases])
         if isinstance(s, A.Return):
             return ir.Return(s.loc, self.expr(s.value) if s.value is not None else None)
         if isinstance(s, A.Exit):
@@ -291,6 +292,18 @@ class BlockChecker:
         if isinstance(s, (A.Break, A.Continue)):
             return ir.Jump(s.loc, type(s).__name__.lower())
         raise unsupported(s.loc, f"statement {type(s).__name__}")
+
+    def switch_expr(self, e):
+        """A switch is on a table's `apply().action_run` or on a bit<>, int<>, enum or error
+        value."""
+        node = self.expr(e)
+        t = node.type
+        on_action_run = isinstance(node, ir.Member) and node.name == "action_run" and \
+            _applies_table(node.base)
+        if not on_action_run and t is not UNKNOWN and not isinstance(t, (Bits, EnumT, ErrorT)):
+            raise CompileError(e.loc, f"switch expression must be bit<>, int<>, an enum or "
+                                      f"error, not {t}")
+        return node
 
     def loop(self, s):
         """A loop's variables are in scope in its condition, updates and body only."""

@@ -17,7 +17,7 @@ from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
 from .symbols import ActionSym, BlockSym, Scope, SubControlSym, TableSym
-from .types import Bits, EnumT, ErrorT, ExternT, IntT, StructT, storage_width
+from .types import Bits, ExternT, IntT, StructT, storage_width
 from .values import FieldRef, HeaderRef, Val, as_bool, hexstr, mask_of
 
 END = "__END__"
@@ -510,10 +510,9 @@ class ControlMixin:
                 isinstance(e.expr, A.Call) and self.table_of_apply(e.expr, ctx)):
             if self.contains_apply(e):
                 raise unsupported(s.loc, "switch on a table apply result other than action_run")
-            v = self.eval_value(e, Ctx(ctx.scope, None, "control", ctx.control))
-            if not isinstance(v.type, (Bits, EnumT, ErrorT)):
-                raise CompileError(e.loc, f"switch expression must be bit<>, int<>, an enum or "
-                                          f"error, not {v.type}")
+            # a value (its type: check.py), evaluated here without primitives so that a
+            # call, which each label's test would repeat, is refused
+            self.eval_value(e, Ctx(ctx.scope, None, "control", ctx.control))
             return self.g_if(switch_as_ifs(s), ctx)
         tsym = self.table_of_apply(e.expr, ctx)
         table_entry, table = self.apply_table(tsym, e.expr)

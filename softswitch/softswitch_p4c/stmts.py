@@ -11,7 +11,7 @@ from .desugar import has_side_effects, select_as_if, switch_as_ifs
 from .exprs import Ctx, StackLastRef
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope, TypeSym
 from .unroll import NotUnrollable
-from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StackT, StructT, TupleT,
+from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
                     TypeVar, VarbitT, VoidT, storage_width)
 from .values import (DynHeaderRef, DynUnionRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, bool_expr, expr, field_val, hexstr, param)
@@ -220,11 +220,7 @@ class StmtMixin:
         if has_side_effects(s.expr):
             raise unsupported(s.expr.loc, "'switch' inside an action on an expression with side "
                                           "effects")
-        v = self.eval_value(s.expr, ctx)
-        if not isinstance(v.type, (Bits, EnumT, ErrorT)):
-            raise CompileError(s.expr.loc, f"switch expression must be bit<>, int<>, an enum or "
-                                           f"error, not {v.type}")
-        self.lower_stmt(switch_as_ifs(s), ctx)
+        self.lower_stmt(switch_as_ifs(s), ctx)    # a bit<>, enum or error value: check.py
 
     def st_CallStmt(self, s, ctx):
         self.lower_call(s.call, ctx, stmt=True)

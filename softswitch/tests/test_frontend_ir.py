@@ -106,6 +106,8 @@ control Ing(ING_PARAMS) {
     ("apply { SCALE = 4; }", "cannot assign to constant 'SCALE'"),
     ("action a(out bit<32> x) { x = 1; } apply { a(SCALE); }",
      "cannot assign to constant 'SCALE'"),
+    ("apply { switch (md.k == 1) { true: { } } }",
+     "switch expression must be bit<>, int<>, an enum or error, not bool"),
     ("apply { ig_intr_md.setInvalid(); }",
      "cannot assign to 'ig_intr_md.setInvalid': it is a read-only (in) parameter"),
     ("action a(bit<8> x) { md.k = x; } "
