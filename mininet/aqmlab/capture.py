@@ -4,7 +4,8 @@ captures R1 (the softswitch) writes with `--pcap` when an experiment sets
 
 Each of R1's ports has one pcap file holding both directions. Every data
 packet (destination: a client) that enters R1 from a server inside the
-measurement window is looked for among the packets leaving on the bottleneck
+window of the port counters' two snapshots (so that the workloads' drops and
+marks add up to the port's) is looked for among the packets leaving on the bottleneck
 port (at any time), by its IPv4 identification, addresses and TCP sequence
 number: one that never leaves was dropped (RED or buffer overflow), one that
 leaves with ECN = CE (11) was marked. A workload is the set of its client

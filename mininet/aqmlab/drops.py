@@ -6,6 +6,10 @@ drop time to DIR/port<N>.drops.pcap. `drop_rows` turns the bottleneck port's
 file into drops.csv rows: time after the run's epoch, the TCP flow
 (sender:port>receiver:port), its workload and sequence number.
 
+The softswitch records them in every run (`drop_times`): they are the exact
+count of the bottleneck's overflow drops between the counter snapshots, which
+the counters alone can only estimate (runner.bottleneck_stats).
+
 `switch_timing` reads the per-port timing line the softswitch prints when it
 stops (how late frames went out against their due time)."""
 
@@ -22,6 +26,18 @@ DROP_FIELDS = ("t", "flow", "workload", "seq")
 TIMING = re.compile(r"softswitch: port (\d+) timing: (\d+) frames sent, ([\d.]+) us late on "
                     r"average, max (\d+) us, (\d+) more than 1 ms late")
 CPU = re.compile(r"softswitch: cpu: ([\d.]+) s over ([\d.]+) s")
+
+
+def drop_times(pcap_path):
+    """Wall-clock time of every frame in a drops pcap (any protocol)."""
+    path = Path(pcap_path)
+    if not path.exists():
+        return []
+    reader = RawPcapReader(str(path))
+    try:
+        return [meta.sec + meta.usec / 1e6 for _, meta in reader]
+    finally:
+        reader.close()
 
 
 def drop_rows(pcap_path, epoch, workload_of_client):

@@ -93,26 +93,35 @@ class TelemetryCollector(threading.Thread):
 
 
 def snapshot(network):
-    """Switch counters at the bottleneck and packets the servers sent."""
+    """Switch counters at the bottleneck and packets the servers sent; `time`
+    is the middle of the reads, the instant the counters stand for (a read can
+    take a while on a loaded machine, and drops come in bursts)."""
+    before = time.time()
     counters = network.bottleneck_controller.port_counters(network.r1_bottleneck_port)
     counters["server_tx_packets"] = network.interface_counter(network.servers, "tx_packets")
-    counters["time"] = time.time()
+    counters["time"] = (before + time.time()) / 2
     return counters
 
 
-def bottleneck_stats(before, after, rate_bps):
+def bottleneck_stats(before, after, rate_bps, tail_drops=None):
     """Drop/mark rates and utilisation over the window between two snapshots.
 
     The pipeline counts RED's drops; buffer-overflow drops happen in the
-    traffic manager before it, so they are the arrivals (packets the servers
-    sent) minus what the port sent or RED dropped; the error is at most the
-    change in queue length between the snapshots."""
+    traffic manager before it. The softswitch records each one (tail_drops:
+    their wall-clock times), so they are counted exactly inside the window.
+    Otherwise (BMv2) they are estimated as the arrivals (packets the servers
+    sent) minus what the port sent or RED dropped, whose error is the change
+    in the packets between the servers and the port (queue, socket backlog)
+    from one snapshot to the other: tens of packets on a loaded machine."""
     stats = metrics.counter_rates(
         {k: before[k] for k in ("packets", "bytes", "early_marks", "early_drops", "forced_drops")},
         {k: after[k] for k in ("packets", "bytes", "early_marks", "early_drops", "forced_drops")})
     arrivals = after["server_tx_packets"] - before["server_tx_packets"]
     red_drops = stats["early_drops"] + stats["forced_drops"]
-    overflow = max(0, arrivals - stats["packets"] - red_drops)
+    if tail_drops is None:
+        overflow = max(0, arrivals - stats["packets"] - red_drops)
+    else:
+        overflow = sum(1 for t in tail_drops if before["time"] <= t <= after["time"])
     seconds = after["time"] - before["time"]
     stats.update({
         "arrivals": arrivals, "overflow_drops": overflow,
@@ -134,7 +143,8 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir, clock
     rate = scenario.topology.bottleneck.rate_bps
     period = max(1, rate // MTU_BITS // SAMPLES_PER_SECOND)
     capture_dir = Path(workdir) / "pcap" if experiment.capture else None
-    drops_dir = Path(workdir) / "drops" if experiment.drop_records else None
+    # the softswitch records its tail drops in every run: they count overflow exactly
+    drops_dir = Path(workdir) / "drops" if experiment.target == "softswitch" else None
     clock = clock or PhaseClock()
     with LabNetwork(workdir=workdir) as lab:
         try:
@@ -179,9 +189,14 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir, clock
     window = (run.epoch + experiment.warmup, run.ended)
     workloads = metrics.workload_summary(records, window, [w.name for w in scenario.workloads])
     if capture_dir:         # R1 has stopped: its pcaps are complete
-        for name, counts in per_workload_packets(network, capture_dir, window).items():
+        # the counters' window, not the nominal one: a workload's share of the
+        # port's drops and marks must add up to the port's counts
+        counted = (snapshots["start"]["time"], snapshots["end"]["time"])
+        for name, counts in per_workload_packets(network, capture_dir, counted).items():
             workloads[name].update(counts)
-    bottleneck = bottleneck_stats(snapshots["start"], snapshots["end"], rate)
+    tail_drops, drop_rows = read_tail_drops(network, drops_dir, run.epoch,
+                                            experiment.drop_records)
+    bottleneck = bottleneck_stats(snapshots["start"], snapshots["end"], rate, tail_drops)
     bottleneck["switch_timing"] = drops.switch_timing(network.r1.log_path,
                                                       network.r1_bottleneck_port)
     return {
@@ -196,16 +211,19 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir, clock
         "queue": metrics.queue_summary(
             [s for s in collector.samples if experiment.warmup <= s["t"]], rate, period),
         "records": records, "samples": collector.samples,
-        "drops": drop_records(network, drops_dir, run.epoch) if drops_dir else None,
+        "drops": drop_rows,
     }
 
 
-def drop_records(network, drops_dir, epoch):
-    """R1's per-packet bottleneck drop records (then the pcaps are removed)."""
+def read_tail_drops(network, drops_dir, epoch, with_rows):
+    """R1's bottleneck tail drops -> (their wall-clock times, drops.csv rows
+    if with_rows else None); (None, None) without records. The pcaps go."""
+    if not drops_dir:
+        return None, None
+    pcap = Path(drops_dir) / f"port{network.r1_bottleneck_port}.drops.pcap"
     clients = {pair.client.ip: pair.workload.name for pair in network.pairs}
     try:
-        return drops.drop_rows(Path(drops_dir) / f"port{network.r1_bottleneck_port}.drops.pcap",
-                               epoch, clients)
+        return drops.drop_times(pcap), drops.drop_rows(pcap, epoch, clients) if with_rows else None
     finally:
         shutil.rmtree(drops_dir, ignore_errors=True)
 

@@ -7,7 +7,8 @@ from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
 from aqmlab.config import ConfigError, parse_experiment
-from aqmlab.drops import drop_rows, switch_timing
+from aqmlab.drops import drop_rows, drop_times, switch_timing
+from aqmlab.runner import bottleneck_stats
 
 EPOCH = 1000.0
 
@@ -35,6 +36,25 @@ def test_each_dropped_segment_becomes_a_row_with_its_flow_and_workload(tmp_path)
 
 def test_no_drop_file_means_no_drops(tmp_path):
     assert drop_rows(tmp_path / "port1.drops.pcap", EPOCH, {}) == []
+
+
+def test_overflow_drops_are_the_recorded_tail_drops_between_the_snapshots(tmp_path):
+    """Every protocol counts, and only drops between the two counter reads; the
+    servers' packet counts (which lag the switch's) no longer enter them."""
+    frames = [segment(EPOCH + t, "10.1.0.1", "10.2.0.1", 5001, 41000, 1) for t in (0.5, 1.5, 2.5)]
+    frames.append(Ether() / IP(src="10.1.0.1", dst="10.2.0.1") / UDP())
+    frames[-1].time = EPOCH + 2.0
+    wrpcap(str(tmp_path / "port2.drops.pcap"), frames)
+    times = drop_times(tmp_path / "port2.drops.pcap")
+    assert times == pytest.approx([EPOCH + 0.5, EPOCH + 1.5, EPOCH + 2.5, EPOCH + 2.0])
+    counters = {"packets": 0, "bytes": 0, "early_marks": 0, "early_drops": 0, "forced_drops": 0}
+    before = {**counters, "server_tx_packets": 0, "time": EPOCH + 1.0}
+    after = {**counters, "packets": 90, "bytes": 135000, "early_drops": 4,
+             "server_tx_packets": 150, "time": EPOCH + 3.0}
+    exact = bottleneck_stats(before, after, 10e6, times)
+    assert exact["overflow_drops"] == 3 and exact["drop_rate"] == pytest.approx(7 / 150)
+    assert bottleneck_stats(before, after, 10e6)["overflow_drops"] == 150 - 90 - 4   # estimate
+    assert drop_times(tmp_path / "none.drops.pcap") == []
 
 
 def test_timing_line_of_one_port(tmp_path):
