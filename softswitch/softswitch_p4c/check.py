@@ -1,5 +1,5 @@
-"""The checker phase: a parser's or control's AST resolved and typed into the IR (`ir.py`),
-with the parsers and controls it instantiates.
+"""The checker phase: a program's parsers and controls (with those they instantiate),
+actions and functions resolved and typed into the IR (`ir.py`); compile-time values.
 
 Names resolve to their declarations (block scopes, then the block's actions, tables,
 functions and states, then the top level's); expressions get their types. Type errors
@@ -11,10 +11,11 @@ arity with `@optional` parameters and defaults, types with the instance's type
 arguments bound); conditions that are not `bool`; assignments to constants and to
 read-only parameters; an initializer's methods that do not implement an abstract
 method of the extern (count, directions, types); duplicate parameters and parser
-states; duplicate local declarations of a block; duplicate table properties, undeclared
-match kinds, a second `lpm` key, default and entry actions missing from the table's actions list; extern function
-calls (overloads by arity, widths); `extract` of anything but a header; a `switch` on
-anything but a bit<>, int<>, enum or error value or a table's `apply().action_run`. Names in table properties and select keysets are
+states; duplicate local declarations of a block; duplicate table properties,
+undeclared match kinds, a second `lpm` key, default and entry actions missing from the
+table's actions list; extern function calls (overloads by arity, widths); `extract` of
+anything but a header; a `switch` on anything but a bit<>, int<>, enum or error value
+or a table's `apply().action_run`. Names in table properties and select keysets are
 resolved too. Not checked yet: the own type parameters of generic methods and
 functions (such arguments are unchecked), select keyset types.
 
@@ -278,7 +279,8 @@ class BlockChecker:
         if isinstance(s, A.VarDecl):
             return self.var_decl(s)
         if isinstance(s, A.Switch):
-            return ir.Switch(s.loc, self.switch_expr(s.expr), [self.stmt(c.body) for c in s.cases])
+            return ir.Switch(s.loc, self.switch_expr(s.expr),
+                             [self.stmt(c.body) for c in s.cases])
         if isinstance(s, A.Return):
             return ir.Return(s.loc, self.expr(s.value) if s.value is not None else None)
         if isinstance(s, A.Exit):
