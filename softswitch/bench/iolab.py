@@ -73,7 +73,7 @@ DEFAULT_OFFLOADS = ("rx", "on", "tx", "on", "sg", "on", "tso", "on", "gso", "on"
 class VethLab:
     """Two hosts in namespaces, each wired to a switch port in the root namespace."""
 
-    tag: str = field(default_factory=lambda: secrets.token_hex(2))
+    tag: str = field(default_factory=lambda: secrets.token_hex(4))  # names <= 12 of 15 chars
     hosts: dict[str, Host] = field(default_factory=dict)
     _made: list = field(default_factory=list)  # netlab objects, deleted in reverse order
 
