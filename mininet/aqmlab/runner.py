@@ -125,6 +125,7 @@ def bottleneck_stats(before, after, rate_bps, tail_drops=None):
     seconds = after["time"] - before["time"]
     stats.update({
         "arrivals": arrivals, "overflow_drops": overflow,
+        "overflow_drops_from": "estimate" if tail_drops is None else "tail-drop records",
         "drop_rate": (red_drops + overflow) / arrivals if arrivals else 0.0,
         "mark_rate": stats["early_marks"] / arrivals if arrivals else 0.0,
         "utilisation": metrics.utilisation(stats["bytes"], rate_bps, seconds),

@@ -53,7 +53,9 @@ def test_overflow_drops_are_the_recorded_tail_drops_between_the_snapshots(tmp_pa
              "server_tx_packets": 150, "time": EPOCH + 3.0}
     exact = bottleneck_stats(before, after, 10e6, times)
     assert exact["overflow_drops"] == 3 and exact["drop_rate"] == pytest.approx(7 / 150)
-    assert bottleneck_stats(before, after, 10e6)["overflow_drops"] == 150 - 90 - 4   # estimate
+    assert exact["overflow_drops_from"] == "tail-drop records"
+    estimate = bottleneck_stats(before, after, 10e6)
+    assert estimate["overflow_drops"] == 150 - 90 - 4 and estimate["overflow_drops_from"] == "estimate"
     assert drop_times(tmp_path / "none.drops.pcap") == []
 
 
