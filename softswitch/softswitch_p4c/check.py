@@ -8,7 +8,10 @@ undeclared names, fields, enum and error members, extern methods, parser states 
 table actions; `bit<W>` widths that disagree in assignments, binary operators and call
 arguments (actions, functions, a table's default and entry actions, extern methods:
 arity with `@optional` parameters and defaults, types with the instance's type
-arguments bound); conditions that are not `bool`; assignments to constants and to
+arguments bound); the arity of every call and instance but a package's: constructors (extern instances, top-level
+ones as they are declared, and `implementation = action_profile(N)`; a parser's or
+control's constructor parameters), header and stack methods, a table's and a
+sub-block's `apply`; conditions that are not `bool`; assignments to constants and to
 read-only parameters; an initializer's methods that do not implement an abstract
 method of the extern (count, directions, types); duplicate parameters and parser
 states; duplicate local declarations of a block; duplicate table properties,
@@ -34,7 +37,7 @@ from . import ast as A
 from .ast import describe, name_loc
 from . import ir
 from .errors import CompileError, unsupported
-from .symbols import ActionSym, ExternFuncSym, ExternInstance, TypeSym
+from .symbols import ActionSym, BlockSym, ExternFuncSym, ExternInstance, TypeSym
 from .types import (BlockT, Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, StackT,
                     StructT, StringT, TupleT, TypeVar, VoidT, same_type)
 from .values import Val, fold_binary, fold_unary, mask_of, wrap
@@ -95,7 +98,8 @@ class BlockChecker:
         methods of its initializer (a RegisterAction's `apply`); of a parser or control
         type with a body (a sub-block), that block checked."""
         inst = ir.Instance(d.loc, d.name, d, self.resolve(d.type),
-                           [self.expr(a) for a in d.args])
+                           [self.expr(_arg_value(a)) for a in d.args])
+        self.check_constructor(d, inst.type, inst.args)
         self.bind(inst)
         self.scopes.append({})              # instances declared in the initializer
         for m in d.initializer or []:
@@ -111,6 +115,16 @@ class BlockChecker:
             inst.block = BlockChecker(self.comp, sub, self.externs, self.top).block()
         return inst
 
+    def check_constructor(self, d, t, args):
+        """The constructor arguments `args` of instance (or call) `d` of type `t`: of an
+        extern, they select one of its constructors (arity, types); of a parser or control,
+        they fit its constructor parameters (arity)."""
+        if isinstance(t, ExternT):
+            ctors = [m for m in t.decl.methods if m.ret is None]
+            self.overload(d, ctors, t.name, args, dict(zip(t.decl.type_params, t.type_args)))
+        elif isinstance(t, BlockT) and not isinstance(t.decl, A.PackageDecl):
+            check_arity(d.loc, t.decl.name, t.decl.ctor_params or [], len(args))
+
     def check_implements(self, m, inst):
         """A method of an initializer implements an abstract method of the extern, with its
         parameters' count, directions and types (the instance's type arguments bound)."""
@@ -119,10 +133,10 @@ class BlockChecker:
                         None) if isinstance(ext, ExternT) else None
         if abstract is None:
             raise CompileError(m.loc, f"'{m.name}' is not an abstract method of {ext}")
-        if not _min_args(abstract) <= len(m.params) <= len(abstract.params):
+        if not min_args(abstract) <= len(m.params) <= len(abstract.params):
             raise CompileError(m.loc, f"'{m.name}' of '{inst.name}' has {len(m.params)} "
                                       f"parameters; {ext.name}.{m.name} takes "
-                                      f"{_min_args(abstract)} to {len(abstract.params)}")
+                                      f"{min_args(abstract)} to {len(abstract.params)}")
         env = dict(zip(ext.decl.type_params, ext.type_args))
         for p, ap in zip(m.params, abstract.params):
             if p.direction != ap.direction:
@@ -535,6 +549,7 @@ class BlockChecker:
         call = ir.Call(e.loc, UNKNOWN, func, args)
         if isinstance(func, ir.Member) and isinstance(func.base.type, StructT) and \
                 func.method is not None:
+            check_count(e.loc, func.name, len(args), 0, 0)
             call.type, call.callee = HEADER_METHODS[func.name], func.method
             if func.name in ("setValid", "setInvalid"):
                 self.check_writable(func.base, e.func)
@@ -555,10 +570,32 @@ class BlockChecker:
         elif isinstance(func, ir.Ref) and isinstance(func.decl, (ir.Action, ir.Function)):
             call.callee = func.decl
             call.type = self.local_call(e, func.decl.ast, args)
+        elif isinstance(func, ir.Ref) and isinstance(func.decl, TypeSym) and \
+                isinstance(func.decl.type, ExternT):       # `implementation = action_profile(N)`
+            call.type = func.decl.type
+            self.check_constructor(e, call.type, args)
+        elif isinstance(func, ir.Member):
+            self.check_apply_and_stack_arity(e, func, args)
         if isinstance(call.callee, (A.Method, ir.Action, ir.Function)):
             decl = call.callee if isinstance(call.callee, A.Method) else call.callee.ast
             self.check_out_args(decl.params, e.args, args)
         return call
+
+    def check_apply_and_stack_arity(self, e, func, args):
+        """A table's `apply()` takes no arguments; a sub-parser's or sub-control's `apply` (of an
+        instance, or of its type: direct invocation) takes the block's parameters; a stack's
+        push_front / pop_front, a count."""
+        decl = getattr(func.base, "decl", None)
+        if isinstance(decl, ir.Table) and func.name == "apply" and args:
+            raise CompileError(e.loc, "table apply() takes no arguments")
+        elif isinstance(func.base.type, StackT) and func.name in ("push_front", "pop_front"):
+            check_count(e.loc, func.name, len(args), 1, 1)
+        elif func.name == "apply" and isinstance(decl, (ir.Instance, ir.Variable)) and \
+                isinstance(decl.type, BlockT):          # an instance, a constructor parameter
+            check_arity(e.loc, decl.name, decl.type.decl.params, len(args))
+        elif func.name == "apply" and isinstance(decl, BlockSym) and \
+                isinstance(decl.decl, (A.ControlDecl, A.ParserDecl)):
+            check_arity(e.loc, decl.decl.name, decl.decl.params, len(args))
 
     def check_out_args(self, params, arg_asts, args):
         """`out` and `inout` arguments are written: no constants, nothing read-only."""
@@ -591,10 +628,7 @@ class BlockChecker:
 
     def check_args(self, loc, decl, args):
         """Arguments for the parameters of action or function `decl`: count, widths."""
-        need = [p for p in decl.params if p.default is None]
-        if not len(need) <= len(args) <= len(decl.params):
-            raise CompileError(loc, f"wrong number of arguments to '{decl.name}': expected "
-                                    f"{len(need)}, got {len(args)}")
+        check_arity(loc, decl.name, decl.params, len(args))
         env = _type_params(decl)
         for p, a in zip(decl.params, args):
             self.compatible_arg(self.resolve(p.type, env), a.type, a.loc, p.name, decl.name)
@@ -615,7 +649,7 @@ class BlockChecker:
     def overload(self, e, methods, name, args, env):
         """The one of `methods` (an extern method's or function's overloads) a call with
         `args` selects (arity, then types; `env` binds the instance's type parameters)."""
-        fitting = [m for m in methods if _min_args(m) <= len(args) <= len(m.params)]
+        fitting = [m for m in methods if min_args(m) <= len(args) <= len(m.params)]
         if not fitting:
             counts = sorted({len(m.params) for m in methods})
             raise CompileError(e.loc, f"wrong number of arguments to '{name}': expected "
@@ -795,10 +829,23 @@ def _type_params(decl):
     return {t: TypeVar(t) for t in getattr(decl, "type_params", [])}
 
 
-def _min_args(method):
+def min_args(method):
     """The arguments a method needs: its parameters without a default or `@optional`."""
     return sum(1 for p in method.params
                if p.default is None and not any(a.name == "optional" for a in p.annos))
+
+
+def check_arity(loc, name, params, count):
+    """`count` arguments for the parameters `params`: at least those without a default, at
+    most all of them."""
+    need = sum(1 for p in params if p.default is None)
+    check_count(loc, name, count, need, len(params))
+
+
+def check_count(loc, name, count, need, most):
+    if not need <= count <= most:
+        raise CompileError(loc, f"wrong number of arguments to '{name}': expected {need}, "
+                                f"got {count}")
 
 
 def _enum_bits(a, b):

@@ -380,6 +380,8 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
             return
         if not isinstance(t, ExternT):
             raise CompileError(d.type.loc, f"cannot instantiate {t}")
+        if control is None:         # a top-level instance is checked as it is declared
+            BlockChecker(self, None, {}).instance(d)
         inst = self.make_extern_instance(d, t, scope, control)
         scope.declare(d.name, inst, d.loc)
 

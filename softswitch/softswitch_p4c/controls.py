@@ -335,8 +335,6 @@ class ControlMixin:
         if isinstance(f, A.Member) and f.name == "apply" and isinstance(f.expr, A.Name):
             sym = ctx.scope.lookup(f.expr.name)
             if isinstance(sym, TableSym):
-                if call.args:
-                    raise CompileError(call.loc, "table apply() takes no arguments")
                 return sym
         return None
 

@@ -264,10 +264,7 @@ class ParserMixin:
             if name == "extract":
                 return self.parser_extract(call, ctx)
             if name == "advance":
-                n = self.eval_value(call.args[0], ctx, Bits(32)) if len(call.args) == 1 else None
-                if n is None:
-                    raise CompileError(call.loc, "wrong number of arguments to 'advance': "
-                                                 "expected 1")
+                n = self.eval_value(call.args[0], ctx, Bits(32))
                 ctx.prims.append({"op": "advance", "parameters": [op_param(as_data(n))]})
                 return None
             if name == "lookahead":
@@ -280,9 +277,6 @@ class ParserMixin:
         raise CompileError(call.loc, f"packet method '{name}' can only be used in a {where}")
 
     def parser_extract(self, call, ctx):
-        if len(call.args) not in (1, 2):
-            raise CompileError(call.loc, f"wrong number of arguments to 'extract': expected 1 "
-                                         f"or 2, got {len(call.args)}")
         v = self.eval_value(call.args[0], ctx)
         has_varbit = isinstance(v.type, StructT) and any(
             isinstance(t, VarbitT) for _, t in v.type.fields)
@@ -464,9 +458,6 @@ class ParserMixin:
         obj = self.eval_value(call.func.expr, ctx)
         if obj.extra.get("packet") != "packet_out":
             raise CompileError(call.loc, "emit() must be called on the packet_out parameter")
-        if len(call.args) != 1:
-            raise CompileError(call.loc, f"wrong number of arguments to 'emit': expected 1, "
-                                         f"got {len(call.args)}")
         v = self.eval_value(call.args[0], ctx)
         names = self.emit_order(v, call.args[0])
         for n in names:
@@ -517,7 +508,7 @@ class ParserMixin:
         sym = self.globals.lookup(name)
         if not isinstance(sym, ExternFuncSym):
             raise CompileError(call.loc, f"undeclared function '{name}'")
-        method = self.pick_overload(sym.overloads, call, name)
+        method = self.pick_overload(sym.overloads, call)
         args = self.bind_args(call, method.params, name, ctx,
                               self.call_type_env(method, call, ctx))
         cond = args["condition"]

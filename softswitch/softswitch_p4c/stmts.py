@@ -5,6 +5,7 @@ calls are inlined; extern calls become BMv2 primitives.
 """
 from . import ast as A
 from .ast import describe
+from .check import min_args
 from .errors import CompileError, unsupported
 from .copyinout import params_needing_copies, storage_of
 from .desugar import has_side_effects, select_as_if, switch_as_ifs
@@ -348,10 +349,8 @@ class StmtMixin:
         f = self.eval_expr(e.func, ctx)
         x = f.extra
         if "method" in x and x["method"] in ("isValid",):
-            self.check_argc(e, [], "isValid")
             return self.is_valid(x["obj"], e)
         if "method" in x and "table" in x["obj"].extra and x["method"] == "apply":
-            self.check_argc(e, [], "apply")
             return Val(None, extra={"apply_result": x["obj"].extra["table"], "loc": e.loc})
         if "method" in x and x["method"] in ("minSizeInBits", "minSizeInBytes"):
             return Val(IntT(), const=self.const_value(e, ctx.scope))      # the checker's
@@ -378,15 +377,9 @@ class StmtMixin:
             return bool_expr(expr("valid", None, ref.json()))
         raise unsupported(e.loc, "isValid() on this expression")
 
-    def check_argc(self, call, params, name):
-        need = [p for p in params if p.default is None]
-        if not (len(need) <= len(call.args) <= len(params)):
-            raise CompileError(call.loc, f"wrong number of arguments to '{name}': expected "
-                                         f"{len(need)}, got {len(call.args)}")
-
     def bind_args(self, call, params, name, ctx, type_env=None):
-        """Evaluate call arguments against `params`; returns {param name: Val}."""
-        self.check_argc(call, params, name)
+        """Evaluate call arguments against `params` (their count is the checker's);
+        returns {param name: Val}."""
         if any(isinstance(a, A.NamedArg) for a in call.args):
             by_name = {a.name: a for a in call.args if isinstance(a, A.NamedArg)}
             exprs = [by_name.get(p.name, p.default) for p in params]
@@ -576,7 +569,7 @@ class StmtMixin:
 
     # ------------------------------------------------------------ extern functions
     def extern_function(self, sym, call, ctx, dest):
-        method = self.pick_overload(sym.overloads, call, sym.name)
+        method = self.pick_overload(sym.overloads, call)
         if sym.name == "static_assert":         # decided by the checker
             return Val(BoolT(), const=self.const_value(call, ctx.scope))
         handler = getattr(self, "fn_" + sym.name, None)
@@ -588,16 +581,10 @@ class StmtMixin:
         args = self.bind_args(call, method.params, sym.name, ctx, type_env)
         return handler(call, args, ctx, dest)
 
-    def pick_overload(self, overloads, call, name):
+    def pick_overload(self, overloads, call):
+        """The overload the checker selected for `call` (the first that fits its arity)."""
         n = len(call.args)
-        for m in overloads:
-            need = [p for p in m.params if p.default is None]
-            if len(need) <= n <= len(m.params):
-                return m
-        counts = sorted({len(m.params) for m in overloads})
-        want = " or ".join(map(str, counts))
-        raise CompileError(call.loc, f"wrong number of arguments to '{name}': expected {want}, "
-                                     f"got {n}")
+        return next(m for m in overloads if min_args(m) <= n <= len(m.params))
 
     def call_type_env(self, method, call, ctx, base_env=None):
         env = dict(base_env or {})
@@ -827,10 +814,8 @@ class StmtMixin:
     def method_call(self, f, call, ctx, dest, stmt=False):
         name, obj = f.extra["method"], f.extra["obj"]
         if name == "isValid":
-            self.check_argc(call, [], name)
             return self.is_valid(obj, call)
         if name in ("setValid", "setInvalid"):
-            self.check_argc(call, [], name)
             self.check_lvalue(obj, call.func)
             op = "add_header" if name == "setValid" else "remove_header"
             self.emit(ctx, op, [obj.ref.json()], call.loc)
@@ -860,7 +845,7 @@ class StmtMixin:
 
     def extern_method(self, inst, name, call, ctx, dest, stmt=False):
         et = inst.type
-        method = self.pick_overload(self.find_methods(et, name, call), call, name)
+        method = self.pick_overload(self.find_methods(et, name, call), call)
         if stmt and A.find_annotation(method.annos, "noSideEffects"):
             raise CompileError(call.loc, f"wrong number of arguments to '{name}' in a call "
                                          f"statement: this form only returns a value, which "
@@ -923,7 +908,7 @@ class StmtMixin:
                                           f"externs are implemented)")
         ctors = [m for m in t.decl.methods if m.ret is None]
         call = A.Call(d.loc, A.Name(d.loc, t.name), [], d.args)
-        ctor = self.pick_overload(ctors, call, t.name)
+        ctor = self.pick_overload(ctors, call)
         args = self.bind_args(call, ctor.params, t.name, Ctx(scope), self.extern_env(t))
         name = self.qualified(d.annos, d.name, control)
         inst = type(self).make_instance_obj(name, t, list(args.values()), d)

@@ -14,6 +14,8 @@ from softswitch_p4c.errors import CompileError
 from softswitch_p4c.parser import parse
 from softswitch_p4c.preprocess import preprocess
 from softswitch_p4c.types import Bits
+from test_frontend_errors import line_of
+from test_frontend_lowering import program
 
 PRELUDE = pathlib.Path(__file__).parent / "tofino_lint" / "prelude.p4"
 PIPELINE = pathlib.Path(__file__).parent / "tofino_lint" / "pipeline.p4"
@@ -332,6 +334,68 @@ def test_the_checker_reports_the_compilers_error(path):
     with pytest.raises(CompileError) as checker:
         check_v1model(path)
     assert checker.value.render() == compiler.value.render()
+
+
+TABLE_T = "action a() { } table t { key = { meta.m8: exact; } actions = { a; } }"
+SUB = "control Sub(inout bit<8> x) { apply { x = 1; } }"
+ARITY_ERRORS = [
+    # (program kwargs, text at the error, message): the checker's alone (the emitter's
+    # copies went), as the emitter said it (a direct `Sub.apply()` names the type, which
+    # the emitter named by its generated instance, 'Sub_inst')
+    (dict(apply="hdr.ipv4.setValid(1);"), "hdr.ipv4.setValid(1)",
+     "wrong number of arguments to 'setValid': expected 0, got 1"),
+    (dict(apply="if (hdr.ipv4.isValid(1)) { meta.m8 = 1; }"), "hdr.ipv4.isValid(1)",
+     "wrong number of arguments to 'isValid': expected 0, got 1"),
+    (dict(apply="hdr.hops.push_front();"), "hdr.hops.push_front()",
+     "wrong number of arguments to 'push_front': expected 1, got 0"),
+    (dict(ingress=TABLE_T, apply="t.apply(1);"), "t.apply(1)",
+     "table apply() takes no arguments"),
+    (dict(ingress=TABLE_T, apply="if (t.apply(1).hit) { meta.m8 = 1; }"), "t.apply(1)",
+     "table apply() takes no arguments"),
+    (dict(controls=SUB, ingress="Sub() s;", apply="s.apply();"), "s.apply()",
+     "wrong number of arguments to 's': expected 1, got 0"),
+    (dict(controls="control Sub(inout bit<8> x) { apply { x = 1; } }\n"
+                   "control Outer(inout bit<8> y)(Sub s) { apply { s.apply(y, y); } }",
+          ingress="Sub() s; Outer(s) o;", apply="o.apply(meta.m8);"), "s.apply(y, y)",
+     "wrong number of arguments to 's': expected 1, got 2"),
+    (dict(controls="parser Sub(packet_in p, out ethernet_t e) { state start { p.extract(e); "
+                   "transition accept; } }",
+          states="Sub() sp; state start { sp.apply(pkt); transition accept; }"), "sp.apply(pkt)",
+     "wrong number of arguments to 'sp': expected 2, got 1"),
+    (dict(controls=SUB, apply="Sub.apply(meta.m8, meta.m8);"), "Sub.apply(",
+     "wrong number of arguments to 'Sub': expected 1, got 2"),
+    (dict(controls="control Sub(inout bit<8> x)(bit<8> k) { apply { x = k; } }",
+          ingress="Sub() s;", apply="s.apply(meta.m8);"), "Sub() s",
+     "wrong number of arguments to 'Sub': expected 1, got 0"),
+    (dict(ingress="register<bit<8>>() r;"), "register<bit<8>>() r",
+     "wrong number of arguments to 'register': expected 1, got 0"),
+    (dict(decls="counter(4, CounterType.packets, 1) c;"), "counter(4",
+     "wrong number of arguments to 'counter': expected 2, got 3"),
+    (dict(ingress=TABLE_T[:-1] + " implementation = action_profile(); }",
+          apply="t.apply();"), "action_profile()",
+     "wrong number of arguments to 'action_profile': expected 1, got 0"),
+    (dict(states="state start { pkt.extract(); transition accept; }"), "pkt.extract()",
+     "wrong number of arguments to 'extract': expected 1 or 2, got 0"),
+    (dict(deparse="pkt.emit(hdr.ethernet, hdr.ipv4);"), "pkt.emit(",
+     "wrong number of arguments to 'emit': expected 1, got 2"),
+]
+
+
+@pytest.mark.parametrize("kw, needle, message", ARITY_ERRORS,
+                         ids=[case[1].split("(")[0] + str(i)
+                              for i, case in enumerate(ARITY_ERRORS)])
+def test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path):
+    source = program(**kw)
+    path = tmp_path / "arity.p4"
+    path.write_text(source)
+    with pytest.raises(CompileError) as checker:
+        check_v1model(path)
+    with pytest.raises(CompileError) as compiler:
+        compile_to_objects(str(path))
+    line, col = line_of(source, needle)
+    assert checker.value.render() == compiler.value.render()
+    assert (checker.value.loc.line, checker.value.loc.col, checker.value.message) == \
+        (line, col, message)
 
 
 SUB_CONTROL = """
