@@ -158,6 +158,7 @@ pub(crate) struct Entry {
     /// BMv2 priority (there, lower numbers win).
     pub rank: i64,
     pub priority: i32,
+    /// Insertion order, which is also the entry's handle.
     pub seq: u64,
     pub act: EntryAction,
     pub pkts: AtomicU64,
@@ -189,15 +190,84 @@ impl KeyVals {
     }
 }
 
+/// A table's entries in one dense vector: the match indexes hold an entry's
+/// slot there, so a lookup costs one hash probe (the key's) instead of two (key
+/// to handle, handle to entry). Deleting moves the last entry into the freed slot.
+#[derive(Debug, Default)]
+pub(crate) struct Entries {
+    slots: Vec<Entry>,
+    slot_of: FxHashMap<u64, usize>,
+}
+
+impl Entries {
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    #[inline]
+    fn at(&self, slot: usize) -> &Entry {
+        &self.slots[slot]
+    }
+
+    pub fn get(&self, h: &u64) -> Option<&Entry> {
+        self.slot_of.get(h).map(|s| &self.slots[*s])
+    }
+
+    pub fn get_mut(&mut self, h: &u64) -> Option<&mut Entry> {
+        self.slot_of.get(h).map(|s| &mut self.slots[*s])
+    }
+
+    pub fn contains_key(&self, h: &u64) -> bool {
+        self.slot_of.contains_key(h)
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &Entry> {
+        self.slots.iter()
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &u64> {
+        self.slots.iter().map(|e| &e.seq)
+    }
+
+    /// Stores an entry under its handle (`Entry::seq`); returns its slot.
+    fn push(&mut self, e: Entry) -> usize {
+        self.slot_of.insert(e.seq, self.slots.len());
+        self.slots.push(e);
+        self.slots.len() - 1
+    }
+
+    /// Takes the entry out; returns it and the slot it held, where the
+    /// entry that was last (at slot `len()` now) has moved.
+    fn remove(&mut self, h: &u64) -> Option<(Entry, usize)> {
+        let slot = self.slot_of.remove(h)?;
+        let e = self.slots.swap_remove(slot);
+        if let Some(moved) = self.slots.get(slot) {
+            self.slot_of.insert(moved.seq, slot);
+        }
+        Some((e, slot))
+    }
+}
+
+impl std::ops::Index<&u64> for Entries {
+    type Output = Entry;
+    fn index(&self, h: &u64) -> &Entry {
+        self.get(h).expect("entry handle")
+    }
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct TableState {
-    pub entries: FxHashMap<u64, Entry>,
-    /// Exact tables: key values -> handle.
-    pub exact: FxHashMap<KeyVals, u64>,
+    pub entries: Entries,
+    /// Exact tables: key values -> slot in `entries`.
+    pub exact: FxHashMap<KeyVals, usize>,
     /// Other tables: handles ordered by (rank desc, seq asc).
     pub order: Vec<u64>,
-    /// lpm tables (exact + one lpm key): per prefix length, longest first, key values -> handle.
-    pub by_prefix: Vec<(u32, FxHashMap<KeyVals, u64>)>,
+    /// lpm tables (exact + one lpm key): per prefix length, longest first, key values -> slot in `entries`.
+    pub by_prefix: Vec<(u32, FxHashMap<KeyVals, usize>)>,
     pub default: Option<EntryAction>,
     next_handle: u64,
 }
@@ -211,10 +281,6 @@ impl TableState {
     fn insert(&mut self, t: &Table, key: Vec<KeyElem>, rank: i64, priority: i32, act: EntryAction) -> u64 {
         let h = self.next_handle;
         self.next_handle += 1;
-        if t.all_exact {
-            let values: Vec<u128> = key.iter().map(|k| k.value).collect();
-            self.exact.insert(KeyVals::of(&values), h);
-        }
         let entry = Entry {
             key,
             rank,
@@ -225,16 +291,18 @@ impl TableState {
             bytes: AtomicU64::new(0),
             meter: Mutex::new(Meter::default()),
         };
-        if let Some(li) = lpm_index(t) {
-            let plen = entry.key[li].plen;
-            let values = KeyVals::of(&entry.key.iter().map(|k| k.value).collect::<Vec<_>>());
+        let values = key_vals(&entry);
+        let plen = lpm_index(t).map(|li| entry.key[li].plen);
+        let slot = self.entries.push(entry);
+        if t.all_exact {
+            self.exact.insert(values, slot);
+        } else if let Some(plen) = plen {
             let pos = self.by_prefix.partition_point(|(p, _)| *p > plen);
             if self.by_prefix.get(pos).is_none_or(|(p, _)| *p != plen) {
                 self.by_prefix.insert(pos, (plen, FxHashMap::default()));
             }
-            self.by_prefix[pos].1.insert(values, h);
+            self.by_prefix[pos].1.insert(values, slot);
         }
-        self.entries.insert(h, entry);
         if !t.all_exact {
             let k = self.order_key(h);
             let pos = self.order.partition_point(|x| self.order_key(*x) < k);
@@ -244,26 +312,27 @@ impl TableState {
     }
 
     fn remove(&mut self, h: u64) {
-        if let Some(e) = self.entries.remove(&h) {
-            let k = KeyVals::of(&e.key.iter().map(|k| k.value).collect::<Vec<_>>());
-            if self.exact.get(&k) == Some(&h) {
-                self.exact.remove(&k);
+        let Some((e, slot)) = self.entries.remove(&h) else { return };
+        let k = key_vals(&e);
+        // The entry that was last now sits in `slot`: its index entry follows it.
+        let moved = (slot < self.entries.len()).then(|| key_vals(self.entries.at(slot)));
+        let last = self.entries.len();
+        for map in std::iter::once(&mut self.exact).chain(self.by_prefix.iter_mut().map(|(_, map)| map)) {
+            if map.get(&k) == Some(&slot) {
+                map.remove(&k);
             }
-            for (_, map) in self.by_prefix.iter_mut() {
-                if map.get(&k) == Some(&h) {
-                    map.remove(&k);
+            if let Some(m) = &moved {
+                if let Some(s) = map.get_mut(m).filter(|s| **s == last) {
+                    *s = slot;
                 }
             }
-            self.by_prefix.retain(|(_, map)| !map.is_empty());
-            self.order.retain(|x| *x != h);
         }
+        self.by_prefix.retain(|(_, map)| !map.is_empty());
+        self.order.retain(|x| *x != h);
     }
 
     fn find_duplicate(&self, key: &[KeyElem], priority: i32) -> Option<u64> {
-        self.entries
-            .iter()
-            .find(|(_, e)| e.key == key && e.priority == priority)
-            .map(|(h, _)| *h)
+        self.entries.values().find(|e| e.key == key && e.priority == priority).map(|e| e.seq)
     }
 
     /// The matching entry with the highest rank, if any.
@@ -277,7 +346,7 @@ impl TableState {
             return None;
         }
         if t.all_exact {
-            return self.exact.get(&KeyVals::of(key)).map(|h| &self.entries[h]);
+            return self.exact.get(&KeyVals::of(key)).map(|s| self.entries.at(*s));
         }
         if let Some(li) = lpm {
             // One hash probe per prefix length in use, longest first.
@@ -287,7 +356,7 @@ impl TableState {
             let width = t.keys[li].width;
             return self.by_prefix.iter().find_map(|(plen, map)| {
                 probe[li] = key[li] & prefix_mask(width, *plen);
-                map.get(&KeyVals::of(probe)).map(|h| &self.entries[h])
+                map.get(&KeyVals::of(probe)).map(|s| self.entries.at(*s))
             });
         }
         self.order.iter().map(|h| &self.entries[h]).find(|e| entry_matches(t, e, key))
@@ -295,6 +364,11 @@ impl TableState {
 }
 
 const MAX_INDEXED_KEYS: usize = 8;
+
+/// An entry's key values, as the exact and lpm indexes hold them.
+fn key_vals(e: &Entry) -> KeyVals {
+    KeyVals::of(&e.key.iter().map(|k| k.value).collect::<Vec<_>>())
+}
 
 /// The lpm key position of a table that is indexed per prefix length
 /// (exact/valid keys plus one lpm key, no priorities).

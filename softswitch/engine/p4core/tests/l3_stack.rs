@@ -312,6 +312,32 @@ fn lpm_index_agrees_with_brute_force() {
     }
 }
 
+/// Deleting any entry (not only the newest) leaves every other entry of an exact
+/// or lpm table matching: the indexes follow the entry that fills the freed slot.
+#[test]
+fn deletions_anywhere_keep_exact_and_lpm_entries_matching() {
+    let (_, st, mut ex) = load("l3_stack.json");
+    let mac = |i: u8| [0, 0, 0, 0, 1, i];
+    let port_of = |ex: &mut Executor, frame: &[u8]| ex.ingress(&st, 0, frame, 0).queued.first().map(|q| q.egress_port);
+    let l2: Vec<u64> = (1..=6u8)
+        .map(|i| st.table_add("ingress.l2", &[MatchKey::Exact(mac(i).to_vec())], "ingress.l2_forward", &[vec![0, i]], 0).unwrap())
+        .collect();
+    let lpm: Vec<u64> = (1..=6u8)
+        .map(|i| st.table_add("ingress.ipv4_lpm", &[MatchKey::Lpm(vec![10, i, 0, 0], 16)], "ingress.set_nhop", &[vec![0, i], mac(i).to_vec()], 0).unwrap())
+        .collect();
+    for gone in [0, 3, 1] {
+        st.table_delete("ingress.l2", l2[gone]).unwrap();
+        st.table_delete("ingress.ipv4_lpm", lpm[gone]).unwrap();
+    }
+    for i in 1..=6u8 {
+        let kept = ![1, 4, 2].contains(&i);
+        let want = kept.then_some(i as u32);
+        assert_eq!(port_of(&mut ex, &eth(mac(i), MAC_A, 0x9000, &[0; 46])), want, "l2 entry {i}");
+        assert_eq!(port_of(&mut ex, &udp_frame([1, 1, 1, 1], [10, i, 0, 1], 80)), want, "route {i}");
+    }
+    assert_eq!(st.table_len("ingress.l2").unwrap(), 3);
+}
+
 /// l3_stack.json edited in place: returns the program, state and executor.
 fn load_edited(edit: impl FnOnce(&mut serde_json::Value)) -> (std::sync::Arc<Program>, State, Executor) {
     let path = format!("{}/tests/programs/l3_stack.json", env!("CARGO_MANIFEST_DIR"));
