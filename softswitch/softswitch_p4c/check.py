@@ -18,9 +18,15 @@ states; duplicate local declarations of a block; duplicate table properties,
 undeclared match kinds, a second `lpm` key, default and entry actions missing from the
 table's actions list; extern function calls (overloads by arity, widths); `extract` of
 anything but a header; a `switch` on anything but a bit<>, int<>, enum or error value
-or a table's `apply().action_run`. Names in table properties and select keysets are
-resolved too. Not checked yet: the own type parameters of generic methods and
-functions (such arguments are unchecked), select keyset types.
+or a table's `apply().action_run`; operators applied to what they do not take
+(arithmetic and `-`/`~` on anything but bit<>, int<> and integers; comparisons of
+bool, enum, error, varbit, header, struct and stack values with other types or with an
+ordering operator, but a serializable enum's). A call's result has its type when a
+generic method or function returns one of its own type parameters (bound by the
+call's type arguments, `lookahead<T>()`, or its arguments' types), and a generic
+top-level function's body is checked again for each call with those types. Names in
+table properties and select keysets are resolved too. Not checked yet: arguments of
+generic methods' and functions' own type parameters, select keyset types.
 
 Every typed expression also carries its compile-time `value` (constant folding: literals,
 constants, enum and error members, a stack's size, minSizeInBits/Bytes, operators, casts,
@@ -39,7 +45,7 @@ from . import ir
 from .errors import CompileError, unsupported
 from .symbols import ActionSym, BlockSym, ExternFuncSym, ExternInstance, TypeSym
 from .types import (BlockT, Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, StackT,
-                    StructT, StringT, TupleT, TypeVar, VoidT, same_type)
+                    StructT, StringT, TupleT, TypeVar, VarbitT, VoidT, same_type)
 from .values import Val, fold_binary, fold_unary, mask_of, wrap
 
 HEADER_METHODS = {"isValid": BoolT(), "setValid": VoidT(), "setInvalid": VoidT(),
@@ -189,14 +195,15 @@ class BlockChecker:
             return self.bind(ir.Variable(d.loc, d.name, d, self.resolve(d.type), "value_set"))
         raise unsupported(d.loc, f"local declaration {type(d).__name__}")
 
-    def function_body(self, d, kind, named=True):
+    def function_body(self, d, kind, named=True, type_env=None):
         """An action, function or (`named` False) an extern method an initializer
-        implements; a block's own is named before its body is checked (it may recurse)."""
+        implements; a block's own is named before its body is checked (it may recurse).
+        A generic function's type parameters are TypeVars, or `type_env`'s types."""
         fn = kind(d.loc, d.name, d)
         if named:
             self.callables[d.name] = fn
         self.scopes.append({})
-        outer_env, self.type_env = self.type_env, _type_params(d)
+        outer_env, self.type_env = self.type_env, type_env or _type_params(d)
         fn.params = [self.param(p, read_only=("", "in")) for p in d.params]
         fn.body = self.stmt(d.body)
         self.scopes.pop()
@@ -560,16 +567,17 @@ class BlockChecker:
             call.callee = self.extern_method(e, func.base.type, func.name, args)
             func.method = call.callee
             env = dict(zip(func.base.type.decl.type_params, func.base.type.type_args))
-            call.type = self.method_type(call.callee.ret, call.callee, env)
+            call.type = self.result_type(e, call.callee, args, env)
         elif isinstance(func, ir.Ref) and isinstance(func.decl, ExternFuncSym) and \
                 func.name == "static_assert":
             call.type, call.value = BoolT(), self.static_assert(e, args)
         elif isinstance(func, ir.Ref) and isinstance(func.decl, ExternFuncSym):
             call.callee = self.overload(e, func.decl.overloads, func.name, args, {})
-            call.type = self.method_type(call.callee.ret, call.callee, {})
+            call.type = self.result_type(e, call.callee, args, {})
         elif isinstance(func, ir.Ref) and isinstance(func.decl, (ir.Action, ir.Function)):
             call.callee = func.decl
             call.type = self.local_call(e, func.decl.ast, args)
+            self.check_specialized(e, func.decl, args)
         elif isinstance(func, ir.Ref) and isinstance(func.decl, TypeSym) and \
                 isinstance(func.decl.type, ExternT):       # `implementation = action_profile(N)`
             call.type = func.decl.type
@@ -622,9 +630,44 @@ class BlockChecker:
 
     def local_call(self, e, decl, args):
         self.check_args(e.loc, decl, args)
-        env = _type_params(decl)
         ret = getattr(decl, "ret", None)
-        return UNKNOWN if ret is None or ret.name in env else self.resolve(ret, env)
+        if ret is None:                         # an action
+            return UNKNOWN
+        if ret.name in decl.type_params:
+            return self.result_type(e, decl, args, {})
+        return self.resolve(ret, _type_params(decl))
+
+    def check_specialized(self, e, fn, args):
+        """A generic (top-level) function's body checked again, in the top-level scope,
+        with the types a call binds to its type parameters, as the emitter specializes it
+        (`a + a` is no operator on bool)."""
+        d = fn.ast
+        type_params = getattr(d, "type_params", [])
+        env = self.bound_type_params(d, args, {}, e.type_args) if type_params else {}
+        if type_params and len(env) == len(type_params):
+            BlockChecker(self.comp, None, self.externs, self.top).function_body(
+                d, ir.Function, named=False, type_env=env)
+
+    def result_type(self, e, decl, args, env):
+        """The type a call of method or function `decl` returns: its own type parameters
+        are the call's type arguments (`lookahead<T>()`), else the types of the arguments
+        of parameters declared with them (P4-16 10.2, as the emitter specializes them);
+        `env` binds an instance's type parameters."""
+        env = self.bound_type_params(decl, args, env, e.type_args)
+        return self.method_type(decl.ret, decl, env)
+
+    def bound_type_params(self, decl, args, env, type_args=()):
+        """`env` with the type parameters of `decl` a call binds: its type arguments, else
+        the types of the arguments of parameters declared with them."""
+        env = dict(env)
+        for tp, ta in zip(decl.type_params, type_args):
+            env[tp] = self.resolve(ta)
+        for p, a in zip(decl.params, args):
+            name = None if p.type.args else p.type.name
+            if name in decl.type_params and name not in env and not _untracked(a.type) and \
+                    not isinstance(a.type, IntT):
+                env[name] = a.type
+        return env
 
     def check_args(self, loc, decl, args):
         """Arguments for the parameters of action or function `decl`: count, widths."""
@@ -681,6 +724,8 @@ class BlockChecker:
         if e.op == "!":
             return ir.Unary(e.loc, BoolT(), e.op, self.expect_bool(e.expr, "operand of '!'"))
         operand = self.expr(e.expr)
+        if not _untracked(operand.type) and not isinstance(operand.type, (Bits, IntT)):
+            raise CompileError(e.loc, f"operator '{e.op}' cannot be applied to {operand.type}")
         return ir.Unary(e.loc, operand.type, e.op, operand)
 
     def e_Binary(self, e):
@@ -697,11 +742,47 @@ class BlockChecker:
         if e.op == "++":
             return Bits(lt.width + rt.width, lt.signed) if isinstance(lt, Bits) and \
                 isinstance(rt, Bits) else UNKNOWN
-        if isinstance(lt, Bits) and isinstance(rt, Bits) and lt.width != rt.width:
-            raise CompileError(e.loc, f"operands of '{e.op}' have different types: {lt} and {rt}")
+        if _untracked(lt) or _untracked(rt):
+            return BoolT() if e.op in COMPARISONS else UNKNOWN
         if e.op in COMPARISONS:
+            self.check_comparison(e, lt, rt)
             return BoolT()
-        return lt if not isinstance(lt, IntT) else rt
+        return self.unified(e, lt, rt)
+
+    def unified(self, e, lt, rt):
+        """The one type of an arithmetic or comparison operator's operands: bit<W>, int<W>
+        or an integer without a width (a serializable enum when compared), which takes the
+        other operand's type."""
+        for t in (lt, rt):
+            if not isinstance(t, (Bits, IntT)) and not (isinstance(t, EnumT) and t.base and
+                                                        e.op in COMPARISONS):
+                raise CompileError(e.loc, f"operator '{e.op}' cannot be applied to {t}")
+        if isinstance(lt, IntT) or lt == rt:
+            return rt
+        if isinstance(rt, IntT):
+            return lt
+        raise CompileError(e.loc, f"operands of '{e.op}' have different types: {lt} and {rt}")
+
+    def check_comparison(self, e, lt, rt):
+        """bool, enum, error, varbit, header, struct and stack values compare with `==` and
+        `!=` only, and with their own type (a serializable enum with its integers, with any
+        operator)."""
+        ordered = e.op not in ("==", "!=")
+        if isinstance(lt, BoolT) or isinstance(rt, BoolT):
+            ok = isinstance(lt, BoolT) and isinstance(rt, BoolT) and not ordered
+        elif isinstance(lt, (EnumT, ErrorT)) or isinstance(rt, (EnumT, ErrorT)):
+            serializable = isinstance(lt, EnumT) and lt.base is not None
+            ok = (same_type(lt, rt) or serializable and isinstance(rt, IntT)) and \
+                (not ordered or serializable)
+        elif isinstance(lt, VarbitT) or isinstance(rt, VarbitT):
+            ok = not ordered and lt == rt
+        elif isinstance(lt, (StructT, StackT)) or isinstance(rt, (StructT, StackT)):
+            ok = not ordered and same_type(lt, rt)
+        else:
+            self.unified(e, lt, rt)
+            return
+        if not ok:
+            raise CompileError(e.right.loc, f"cannot compare {lt} with {rt} using '{e.op}'")
 
     def e_Ternary(self, e):
         cond = self.expect_bool(e.cond, "condition of '?:'")
@@ -817,6 +898,12 @@ def _unique_names(decls):
         if d.name in seen:
             raise CompileError(d.loc, f"duplicate declaration of '{d.name}'")
         seen.add(d.name)
+
+
+def _untracked(t):
+    """A type the operator rules skip: untracked, or a generic function's type parameter
+    (its body is checked once, unspecialized)."""
+    return t is UNKNOWN or isinstance(t, TypeVar)
 
 
 def _arg_value(a):

@@ -294,8 +294,6 @@ class ExprMixin:
             if v.const is not None:
                 return Val(BoolT(), const=fold_unary("!", v.const, BoolT()))
             return bool_expr(expr("not", None, as_bool(v)))
-        if not isinstance(v.type, (Bits, IntT)):
-            raise CompileError(e.loc, f"operator '{e.op}' cannot be applied to {v.type}")
         if e.op == "+":
             return v
         if v.const is not None:
@@ -368,40 +366,24 @@ class ExprMixin:
             raise CompileError(loc, f"{what} must be bool, not {v.type}")
 
     def unify(self, left, right, e, op):
+        """The operands in their one type (the checker's rule, check.py: an integer
+        without a width takes the other operand's)."""
         lt, rt = left.type, right.type
-        for side, t in (("left", lt), ("right", rt)):
-            if not isinstance(t, (Bits, IntT)) and not (isinstance(t, EnumT) and t.base
-                                                       and op in _CMP):
-                raise CompileError(e.loc, f"operator '{op}' cannot be applied to {t}")
-        if isinstance(lt, IntT) and isinstance(rt, IntT):
-            return lt, left, right
-        if isinstance(lt, IntT):           # the literal takes the other operand's type
+        if isinstance(lt, IntT) and not isinstance(rt, IntT):
             return rt, self.coerce(left, rt, e.left.loc, f"operand of '{op}'"), right
-        if isinstance(rt, IntT):
+        if isinstance(rt, IntT) and not isinstance(lt, IntT):
             return lt, left, self.coerce(right, lt, e.right.loc, f"operand of '{op}'")
-        if lt == rt:
-            return lt, left, right
-        raise CompileError(e.loc, f"operands of '{op}' have different types: {lt} and {rt}")
+        return lt, left, right
 
     def compare(self, op, left, right, e):
+        """`left op right` as a bool (which types compare is the checker's rule)."""
         lt, rt = left.type, right.type
-        if isinstance(lt, BoolT) or isinstance(rt, BoolT):
-            if not (isinstance(lt, BoolT) and isinstance(rt, BoolT)) or op not in ("==", "!="):
-                raise CompileError(e.right.loc, f"cannot compare {lt} with {rt} using '{op}'")
-        elif isinstance(lt, (EnumT, ErrorT)) or isinstance(rt, (EnumT, ErrorT)):
-            ok = same_type(lt, rt) or (isinstance(lt, EnumT) and lt.base and isinstance(rt, IntT))
-            if not ok or (op not in ("==", "!=") and not (isinstance(lt, EnumT) and lt.base)):
-                raise CompileError(e.right.loc, f"cannot compare {lt} with {rt} using '{op}'")
-        elif isinstance(lt, VarbitT) or isinstance(rt, VarbitT):
-            if op not in ("==", "!=") or lt != rt:
-                raise CompileError(e.right.loc, f"cannot compare {lt} with {rt} using '{op}'")
+        if isinstance(lt, VarbitT) or isinstance(rt, VarbitT):
             return bool_expr(expr(op, as_data(left), as_data(right)))   # as p4c writes it
-        elif isinstance(lt, (StructT, StackT)) or isinstance(rt, (StructT, StackT)):
-            if op not in ("==", "!=") or not same_type(lt, rt):
-                raise CompileError(e.right.loc, f"cannot compare {lt} with {rt} using '{op}'")
+        if isinstance(lt, (StructT, StackT)) or isinstance(rt, (StructT, StackT)):
             equal = self.aggregate_equal(left, right, e)
             return equal if op == "==" else self.negate(equal)
-        else:
+        if not isinstance(lt, (BoolT, EnumT, ErrorT)) and not isinstance(rt, (BoolT, EnumT, ErrorT)):
             _, left, right = self.unify(left, right, e, op)
         if left.const is not None and right.const is not None:
             return Val(BoolT(), const=fold_binary(op, left.const, right.const, BoolT()))

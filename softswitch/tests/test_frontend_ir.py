@@ -398,6 +398,47 @@ def test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path):
         (line, col, message)
 
 
+OPERATOR_ERRORS = [
+    # (program kwargs, text at the error, message): the checker's alone, as the emitter's
+    # unify / compare said it; generic results and lookahead<T>() are typed for it
+    (dict(apply="meta.m8 = meta.m8 + hdr.ipv4.ttl + meta.m16[7:0] + (bit<8>)meta.m32 + "
+                "hdr.ipv4.srcAddr[7:0] + meta.m16;"), "meta.m8 + hdr.ipv4.ttl",
+     "operands of '+' have different types: bit<8> and bit<16>"),
+    (dict(apply="meta.m8 = (bit<8>)(hdr.ipv4.isValid() & true);"), "hdr.ipv4.isValid() &",
+     "operator '&' cannot be applied to bool"),
+    (dict(apply="if (-hdr.ethernet == 8w1) { meta.m8 = 1; }"), "-hdr.ethernet",
+     "operator '-' cannot be applied to header ethernet_t"),
+    (dict(apply="if (hdr.ipv4.isValid() == 1) { meta.m8 = 1; }"), "1) {",
+     "cannot compare bool with int using '=='"),
+    (dict(apply="if (hdr.ipv4 == hdr.ethernet) { meta.m8 = 1; }"), "hdr.ethernet) {",
+     "cannot compare header ipv4_t with header ethernet_t using '=='"),
+    (dict(decls="enum Color { RED, GREEN }",
+          apply="if (Color.RED < Color.GREEN) { meta.m8 = 1; }"), "Color.GREEN) {",
+     "cannot compare enum Color with enum Color using '<'"),
+    (dict(apply="if (sm.parser_error == 0) { meta.m8 = 1; }"), "0) {",
+     "cannot compare error with int using '=='"),
+    (dict(states="state start { meta.m8 = pkt.lookahead<bit<16>>() + meta.m8; "
+                 "transition accept; }"), "pkt.lookahead<bit<16>>() +",
+     "operands of '+' have different types: bit<16> and bit<8>"),
+    (dict(decls="T pick<T>(in T a) { return a; }",
+          apply="meta.m8 = pick(hdr.ipv4.srcAddr) + meta.m8;"), "pick(hdr",
+     "operands of '+' have different types: bit<32> and bit<8>"),
+    (dict(decls="T twice<T>(in T a) { return a + a; }",
+          apply="if (twice(hdr.ipv4.isValid())) { meta.m8 = 1; }"), "a + a",
+     "operator '+' cannot be applied to bool"),
+    (dict(decls="T twice<T>(in T a) { return a + a; }",
+          apply="if (twice<bool>(true)) { meta.m8 = 1; }"), "a + a",
+     "operator '+' cannot be applied to bool"),
+]
+
+
+@pytest.mark.parametrize("kw, needle, message", OPERATOR_ERRORS,
+                         ids=[case[1].split(" ")[0] + str(i)
+                              for i, case in enumerate(OPERATOR_ERRORS)])
+def test_the_checker_alone_types_operators(kw, needle, message, tmp_path):
+    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
+
+
 SUB_CONTROL = """
 Register<bit<32>, bit<9>>(512) reg;
 RegisterAction<bit<32>, bit<9>, bit<32>>(reg) inc = {
