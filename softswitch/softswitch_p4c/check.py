@@ -18,7 +18,9 @@ states; duplicate local declarations of a block; duplicate table properties,
 undeclared match kinds, a second `lpm` key, default and entry actions missing from the
 table's actions list; extern function calls (overloads by arity, widths); `extract` of
 anything but a header; a `switch` on anything but a bit<>, int<>, enum or error value
-or a table's `apply().action_run`; operators applied to what they do not take
+or a table's `apply().action_run`, and a label of the latter that is not one of the
+table's actions; members that do not exist (of a header union: fields and `isValid`;
+of a stack, a table's `apply()` result, a type, a value without members); operators applied to what they do not take
 (arithmetic and `-`/`~` on anything but bit<>, int<> and integers; comparisons of
 bool, enum, error, varbit, header, struct and stack values with other types or with an
 ordering operator, but a serializable enum's). A call's result has its type when a
@@ -54,7 +56,8 @@ COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 UNKNOWN = None      # a type this checker does not track (generic results); never an error
 FINAL_STATES = ("accept", "reject")
 STACK_MEMBERS = {"size": Bits(32), "lastIndex": Bits(32), "push_front": UNKNOWN,
-                 "pop_front": UNKNOWN}        # `next` and `last` are elements
+                 "pop_front": UNKNOWN}
+STACK_ELEMENTS = ("next", "last")
 
 
 class BlockChecker:
@@ -300,8 +303,10 @@ class BlockChecker:
         if isinstance(s, A.VarDecl):
             return self.var_decl(s)
         if isinstance(s, A.Switch):
-            return ir.Switch(s.loc, self.switch_expr(s.expr),
-                             [self.stmt(c.body) for c in s.cases])
+            node = self.switch_expr(s.expr)
+            for c in s.cases:
+                self.switch_label(c, node)
+            return ir.Switch(s.loc, node, [self.stmt(c.body) for c in s.cases])
         if isinstance(s, A.Return):
             return ir.Return(s.loc, self.expr(s.value) if s.value is not None else None)
         if isinstance(s, A.Exit):
@@ -321,12 +326,29 @@ class BlockChecker:
         value."""
         node = self.expr(e)
         t = node.type
-        on_action_run = isinstance(node, ir.Member) and node.name == "action_run" and \
-            _applies_table(node.base)
-        if not on_action_run and t is not UNKNOWN and not isinstance(t, (Bits, EnumT, ErrorT)):
+        if not _is_action_run(node) and t is not UNKNOWN and not isinstance(t, (Bits, EnumT, ErrorT)):
             raise CompileError(e.loc, f"switch expression must be bit<>, int<>, an enum or "
                                       f"error, not {t}")
         return node
+
+    def switch_label(self, case, node):
+        """A label of a switch on `t.apply().action_run` names an action of table `t`; one
+        of a switch on a value is an expression."""
+        if isinstance(case.label, A.DefaultExpr):
+            return
+        if not _is_action_run(node):
+            self.expr(case.label)
+            return
+        if not isinstance(case.label, A.Name):
+            raise CompileError(case.loc, "switch labels must be action names")
+        name = case.label.name
+        action = self.callables.get(name) or self.top.get(name) or self.outer.lookup(name)
+        if not isinstance(action, (ir.Action, ActionSym)):
+            raise CompileError(case.label.loc, f"undeclared action '{name}'")
+        table = node.base.func.base.decl
+        if action not in [a.callee for a in table.actions]:
+            raise CompileError(case.label.loc, f"action '{name}' is not an action of table "
+                                               f"'{table.name}'")
 
     def loop(self, s):
         """A loop's variables are in scope in its condition, updates and body only."""
@@ -517,12 +539,12 @@ class BlockChecker:
     def e_Member(self, e):
         base = self.expr(e.expr)
         t = base.type
-        if isinstance(t, (EnumT, ErrorT)):
-            if isinstance(base, ir.Ref) and isinstance(base.decl, TypeSym):
-                self.type_member(t, e)
+        if isinstance(base, ir.Ref) and isinstance(base.decl, TypeSym):
+            self.type_member(t, e)
             return ir.Member(e.loc, t, base, e.name)
         if isinstance(t, StructT):
-            if t.kind in ("header", "header_union") and e.name in HEADER_METHODS:
+            if t.kind == "header" and e.name in HEADER_METHODS or \
+                    t.kind == "header_union" and e.name == "isValid":
                 return ir.Member(e.loc, UNKNOWN, base, e.name, e.name)
             if e.name in t.nested:                  # a struct inside a header
                 return ir.Member(e.loc, t.nested[e.name][0], base, e.name)
@@ -534,21 +556,31 @@ class BlockChecker:
                 raise CompileError(name_loc(e), f"no {what} '{e.name}' in {t}")
             return ir.Member(e.loc, ft, base, e.name)
         if isinstance(t, StackT):
-            return ir.Member(e.loc, STACK_MEMBERS.get(e.name, t.elem), base, e.name)
+            if e.name in STACK_ELEMENTS:
+                return ir.Member(e.loc, t.elem, base, e.name)
+            if e.name not in STACK_MEMBERS:
+                raise CompileError(name_loc(e), f"header stack has no member '{e.name}'")
+            return ir.Member(e.loc, STACK_MEMBERS[e.name], base, e.name)
         if isinstance(t, ExternT):
             return ir.Member(e.loc, UNKNOWN, base, e.name, e.name)
         if isinstance(getattr(base, "decl", None), ir.Table) and e.name == "apply":
             return ir.Member(e.loc, UNKNOWN, base, e.name, e.name)
         if _applies_table(base) and e.name in ("hit", "miss"):
             return ir.Member(e.loc, BoolT(), base, e.name)
+        if _applies_table(base) and e.name != "action_run":
+            raise CompileError(e.loc, f"table apply result has no member '{e.name}'")
+        if isinstance(t, (Bits, BoolT, IntT, VarbitT, TupleT, EnumT, ErrorT)):
+            raise CompileError(name_loc(e), f"{t} has no member '{e.name}'")
         return ir.Member(e.loc, UNKNOWN, base, e.name)
 
     def type_member(self, t, e):
-        """`E.member` / `error.member` names a declared member."""
+        """`E.member` / `error.member` names a declared member; other types have none."""
         if isinstance(t, EnumT) and e.name not in t.members:
             raise CompileError(name_loc(e), f"enum {t.name} has no member '{e.name}'")
         if isinstance(t, ErrorT) and e.name not in self.comp.errors:
             raise CompileError(name_loc(e), f"undeclared error 'error.{e.name}'")
+        if not isinstance(t, (EnumT, ErrorT)):
+            raise CompileError(e.loc, f"type {t} has no member '{e.name}'")
 
     def e_Call(self, e):
         args = [self.expr(_arg_value(a)) for a in e.args]
@@ -888,6 +920,12 @@ def _applies_table(node):
     """`t.apply()`."""
     return isinstance(node, ir.Call) and isinstance(node.func, ir.Member) and \
         isinstance(getattr(node.func.base, "decl", None), ir.Table) and node.func.name == "apply"
+
+
+def _is_action_run(node):
+    """`t.apply().action_run`."""
+    return isinstance(node, ir.Member) and node.name == "action_run" and \
+        _applies_table(node.base)
 
 
 def _unique_names(decls):

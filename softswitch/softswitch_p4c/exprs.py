@@ -90,10 +90,7 @@ class ExprMixin:
         scope = ctx.scope.root() if e.absolute else ctx.scope
         if e.name == "error" and scope.lookup("error") is None:
             return Val(None, extra={"typesym": ErrorT()})
-        sym = scope.lookup(e.name)
-        if sym is None:
-            raise CompileError(e.loc, f"undeclared identifier '{e.name}'")
-        return self.symbol_value(sym, e)
+        return self.symbol_value(scope.lookup(e.name), e)      # declared: the checker's
 
     def symbol_value(self, sym, e):
         if isinstance(sym, Val):
@@ -127,15 +124,11 @@ class ExprMixin:
             return self.lookahead_member(x["lookahead_header"], e)
         if "stack_next" in x and x["stack_next"].union:       # u.next.member (extract)
             member = base.type.field_type(e.name)
-            if member is None:
-                raise CompileError(name_loc(e), f"no member '{e.name}' in {base.type}")
             return Val(member, extra={"union_stack_next": (x["stack_next"], e.name)})
         if "extern" in x or "table" in x or isinstance(base.type, ExternT):
             return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})
         ref = base.ref
         if isinstance(ref, StructRef):
-            if e.name not in ref.members:
-                raise CompileError(name_loc(e), f"no field '{e.name}' in {base.type}")
             return ref.members[e.name]
         if isinstance(ref, (HeaderRef, DynHeaderRef, StackLastRef)):
             return self.header_member(base, e)
@@ -143,23 +136,14 @@ class ExprMixin:
             if base.type.field_type(e.name) is not None:
                 h = ref.members[e.name] if isinstance(ref, UnionRef) else ref.member(e.name)
                 return Val(h.type, ref=h)
-            if e.name == "isValid":
-                return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})
-            raise CompileError(name_loc(e), f"no member '{e.name}' in {base.type}")
-        if isinstance(ref, StackRef):
-            return self.stack_member(base, e)
-        raise CompileError(name_loc(e), f"{base.type} has no member '{e.name}'")
+            return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})   # isValid
+        return self.stack_member(base, e)
 
     def type_member(self, t, e):
+        """An enum member or an error (declared ones: the checker's rule)."""
         if isinstance(t, EnumT):
-            if e.name not in t.members:
-                raise CompileError(name_loc(e), f"enum {t.name} has no member '{e.name}'")
             return Val(t, const=t.members[e.name], extra={"enum_member": e.name})
-        if isinstance(t, ErrorT):
-            if e.name not in self.errors:
-                raise CompileError(name_loc(e), f"undeclared error 'error.{e.name}'")
-            return Val(ErrorT(), const=self.errors[e.name], extra={"error_member": e.name})
-        raise CompileError(e.loc, f"type {t} has no member '{e.name}'")
+        return Val(ErrorT(), const=self.errors[e.name], extra={"error_member": e.name})
 
     def lookahead_member(self, ht, e):
         offset = 0
@@ -184,11 +168,8 @@ class ExprMixin:
                                          f"time")
             return self.flattened_struct(ht.nested[e.name], base.ref)
         ft = ht.field_type(e.name)
-        if ft is None:
-            if e.name in ("isValid", "setValid", "setInvalid", "minSizeInBits",
-                          "minSizeInBytes"):
-                return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})
-            raise CompileError(name_loc(e), f"no field or method '{e.name}' in {ht}")
+        if ft is None:                                  # a method (check.HEADER_METHODS)
+            return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})
         ref = base.ref
         if isinstance(ref, HeaderRef):
             return field_val(ft, ref.member(e.name))
@@ -224,17 +205,13 @@ class ExprMixin:
             return data_expr(Bits(32), expr("last_stack_index", None, ref.json()))
         if e.name == "size":
             return Val(Bits(32), const=st.size)
-        if e.name in ("push_front", "pop_front"):
-            return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})
-        raise CompileError(name_loc(e), f"header stack has no member '{e.name}'")
+        return Val(None, extra={"method": e.name, "obj": base, "loc": e.loc})  # push/pop_front
 
     def apply_result_member(self, base, e):
         table = base.extra["apply_result"]
         if e.name in ("hit", "miss"):
             return Val(BoolT(), extra={"hit_test": (table, e.name == "hit")})
-        if e.name == "action_run":
-            return Val(None, extra={"action_run": table})
-        raise CompileError(e.loc, f"table apply result has no member '{e.name}'")
+        return Val(None, extra={"action_run": table})                         # action_run
 
     def ev_Index(self, e, ctx, expected):
         base = self.eval_value(e.expr, ctx)

@@ -14,7 +14,7 @@ from .copyinout import params_needing_copies
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
-from .symbols import ExternFuncSym, Scope, SubControlSym, ValueSetSym
+from .symbols import Scope, SubControlSym, ValueSetSym
 from .types import Bits, BoolT, EnumT, StructT, VarbitT, storage_width
 from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, mask_of, param as op_param)
@@ -114,11 +114,11 @@ class ParserMixin:
         state = {"name": st.name, "id": self.next_state_id(), "parser_ops": ctx.prims,
                  "transition_key": [], "transitions": []}
         if tr.select is None:
-            nxt = self.state_target(tr.next, getattr(tr, "next_loc", tr.loc), states)
+            nxt = self.state_target(tr.next)
             state["transitions"] = [{"type": "default", "value": None, "mask": None,
                                      "next_state": nxt}]
         else:
-            self.lower_select(tr, ctx, states, state)   # may add a `set` of the select key
+            self.lower_select(tr, ctx, state)   # may add a `set` of the select key
         self.hoist_lookaheads(ctx.prims)
         return [state]
 
@@ -235,12 +235,9 @@ class ParserMixin:
         states[name] = None
         return name
 
-    def state_target(self, name, loc, states):
-        if name in _FINAL_STATES:
-            return None
-        if name not in states:
-            raise CompileError(loc, f"undeclared parser state '{name}'")
-        return name
+    def state_target(self, name):
+        """A transition's next state in the JSON (a declared one: the checker's rule)."""
+        return None if name in _FINAL_STATES else name
 
     def parser_stmt(self, s, ctx):
         if isinstance(s, A.Block):
@@ -347,7 +344,7 @@ class ParserMixin:
         return Val(t, ref=StructRef(t, members))
 
     # ------------------------------------------------------------ select
-    def lower_select(self, tr, ctx, states, state):
+    def lower_select(self, tr, ctx, state):
         keys = []
         for k in tr.select:
             v = self.eval_value(k, ctx)
@@ -355,8 +352,8 @@ class ParserMixin:
         state["transition_key"] = [j for j, _ in keys]
         widths = [w for _, w in keys]
         for case in tr.cases:
-            cloc, ks, target, target_loc = case
-            nxt = self.state_target(target, target_loc, states)
+            cloc, ks, target, _target_loc = case
+            nxt = self.state_target(target)
             for t in self.select_case(ks, widths, ctx, cloc):
                 t["next_state"] = nxt
                 state["transitions"].append(t)
@@ -506,8 +503,6 @@ class ParserMixin:
     def checksum_call(self, call, ctx, verify):
         name = call.func.name
         sym = self.globals.lookup(name)
-        if not isinstance(sym, ExternFuncSym):
-            raise CompileError(call.loc, f"undeclared function '{name}'")
         method = self.pick_overload(sym.overloads, call)
         args = self.bind_args(call, method.params, name, ctx,
                               self.call_type_env(method, call, ctx))

@@ -439,6 +439,45 @@ def test_the_checker_alone_types_operators(kw, needle, message, tmp_path):
     test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
 
 
+TABLES_A_B = TABLE_T + " action b() { }"
+NAME_ERRORS = [
+    # (program kwargs, text at the error, message): names and members the checker alone
+    # resolves now, as the emitter said it (but `t.apply().nope`, which the emitter took
+    # for an unsupported use of apply, and `s_t.a` on a struct type, which crashed)
+    (dict(apply="meta.m8 = nosuch;"), "nosuch", "undeclared identifier 'nosuch'"),
+    (dict(apply="meta.nope = 1;"), "nope", "no field 'nope' in struct metadata"),
+    (dict(apply="hdr.ipv4.nope = 1;"), "nope", "no field or method 'nope' in header ipv4_t"),
+    (dict(decls="header_union u_t { ethernet_t e; ipv4_t i; }",
+          headers="ethernet_t ethernet; ipv4_t ipv4; u_t u;", apply="hdr.u.setValid();"),
+     "setValid", "no member 'setValid' in header_union u_t"),
+    (dict(apply="hdr.hops.nope.setValid();"), "nope", "header stack has no member 'nope'"),
+    (dict(ingress=TABLE_T, apply="if (t.apply().nope) { meta.m8 = 1; }"), "t.apply().nope",
+     "table apply result has no member 'nope'"),
+    (dict(apply="meta.m8 = meta.m16.nope;"), "nope", "bit<16> has no member 'nope'"),
+    (dict(decls="enum Color { RED }", apply="if (Color.BLUE == Color.RED) { meta.m8 = 1; }"),
+     "BLUE", "enum Color has no member 'BLUE'"),
+    (dict(apply="if (sm.parser_error == error.Nope) { meta.m8 = 1; }"), "Nope",
+     "undeclared error 'error.Nope'"),
+    (dict(decls="struct s_t { bit<8> a; }", apply="meta.m8 = s_t.a;"), "s_t.a",
+     "type struct s_t has no member 'a'"),
+    (dict(ingress=TABLES_A_B, apply="switch (t.apply().action_run) { b: { meta.m8 = 1; } }"),
+     "b: {", "action 'b' is not an action of table 't'"),
+    (dict(ingress=TABLE_T, apply="switch (t.apply().action_run) { c: { meta.m8 = 1; } }"),
+     "c: {", "undeclared action 'c'"),
+    (dict(ingress=TABLE_T, apply="switch (t.apply().action_run) { 1: { meta.m8 = 1; } }"),
+     "1: {", "switch labels must be action names"),
+    (dict(apply="switch (meta.m8) { NOPE: { meta.m8 = 1; } }"), "NOPE",
+     "undeclared identifier 'NOPE'"),
+]
+
+
+@pytest.mark.parametrize("kw, needle, message", NAME_ERRORS,
+                         ids=[case[2].split(" '")[0].replace(" ", "_") + str(i)
+                              for i, case in enumerate(NAME_ERRORS)])
+def test_the_checker_alone_resolves_names_and_members(kw, needle, message, tmp_path):
+    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
+
+
 SUB_CONTROL = """
 Register<bit<32>, bit<9>>(512) reg;
 RegisterAction<bit<32>, bit<9>, bit<32>>(reg) inc = {
