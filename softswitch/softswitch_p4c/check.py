@@ -14,7 +14,8 @@ control's constructor parameters), header and stack methods, a table's and a
 sub-block's `apply`; conditions that are not `bool`; assignments to constants and to
 read-only parameters; an initializer's methods that do not implement an abstract
 method of the extern (count, directions, types); duplicate parameters and parser
-states; duplicate local declarations of a block; duplicate table properties,
+states; duplicate declarations in a block (its parameters and locals, a statement
+list's, an action's parameters and its body's); duplicate table properties,
 undeclared match kinds, a second `lpm` key, default and entry actions missing from the
 table's actions list; extern function calls (overloads by arity, widths); `extract` of
 anything but a header; a `switch` on anything but a bit<>, int<>, enum or error value
@@ -85,9 +86,10 @@ class BlockChecker:
     def block(self):
         """The block as an ir.Parser or ir.Control."""
         d = self.decl
+        self.scopes.append({})                  # parameters and locals: one namespace
         params = [self.param(p) for p in d.params]
         params += [self.param(p, "ctor") for p in d.ctor_params or []]
-        _unique_names(d.locals)
+        _unique_names(d.params + (d.ctor_params or []) + d.locals)
         locals_ = [self.declare_local(local) for local in d.locals]
         if isinstance(d, A.ParserDecl):
             states = [ir.State(st.loc, st.name, st) for st in d.states]
@@ -96,9 +98,11 @@ class BlockChecker:
                     raise CompileError(st.loc, f"duplicate parser state '{st.name}'")
                 self.callables[st.name] = st
             for st in states:
+                self.scopes.append({})          # a state's own variables
                 st.stmts = self.stmts(st.ast.stmts)
                 if st.ast.transition is not None:
                     st.transition = self.transition_stmt(st.ast.transition)
+                self.scopes.pop()
             return ir.Parser(d.loc, d.name, d, params, locals_, states)
         return ir.Control(d.loc, d.name, d, params, locals_, self.stmt(d.body))
 
@@ -157,7 +161,9 @@ class BlockChecker:
 
     # ---------------------------------------------------------- scopes
     def bind(self, decl):
-        """Declare `decl` in the innermost scope; returns it."""
+        """Declare `decl` in the innermost scope (once); returns it."""
+        if decl.name in self.scopes[-1]:
+            raise CompileError(decl.loc, f"duplicate declaration of '{decl.name}'")
         self.scopes[-1][decl.name] = decl
         return decl
 
@@ -208,7 +214,7 @@ class BlockChecker:
         self.scopes.append({})
         outer_env, self.type_env = self.type_env, type_env or _type_params(d)
         fn.params = [self.param(p, read_only=("", "in")) for p in d.params]
-        fn.body = self.stmt(d.body)
+        fn.body = ir.Block(d.body.loc, self.stmts(d.body.stmts))   # in the parameters' scope
         self.scopes.pop()
         self.type_env = outer_env
         return fn
@@ -929,8 +935,8 @@ def _is_action_run(node):
 
 
 def _unique_names(decls):
-    """A block's local declarations (actions, tables, variables, instances...) share one
-    namespace."""
+    """A block's parameters and local declarations (actions, tables, variables,
+    instances...) share one namespace."""
     seen = set()
     for d in decls:
         if d.name in seen:

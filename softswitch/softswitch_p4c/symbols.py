@@ -85,7 +85,9 @@ class Scope:
         self.names = {}
 
     def declare(self, name, sym, loc):
-        if name in self.names:
+        """`name` declared here: once at the top level (the declare phase's rule); in a
+        block, the checker's rule (check.py), and the lowering's scopes just bind it."""
+        if name in self.names and self.parent is None:
             raise CompileError(loc, f"duplicate declaration of '{name}'")
         self.names[name] = sym
 

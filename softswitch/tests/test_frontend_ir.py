@@ -478,6 +478,41 @@ def test_the_checker_alone_resolves_names_and_members(kw, needle, message, tmp_p
     test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
 
 
+DUPLICATES = [
+    # (program kwargs, text at the error or None: the program is valid): a name declared
+    # twice in one scope is the checker's error alone, as the emitter said it; an inner
+    # block, another parser state or the apply block may declare it again
+    (dict(apply="bit<8> x = 1; bit<8> x = 2; meta.m8 = x;"), "x = 2"),
+    (dict(apply="const bit<8> c = 1; bit<8> c = 2; meta.m8 = c;"), "c = 2"),
+    (dict(ingress="action a(bit<8> x) { bit<8> x = 1; meta.m8 = x; }", apply="a(1);"),
+     "x = 1"),
+    (dict(ingress="action a() { { bit<8> y = 1; bit<8> y = 2; meta.m8 = y; } }",
+          apply="a();"), "y = 2"),
+    (dict(ingress="bit<8> meta;"), "meta;"),
+    (dict(states="state start { bit<8> x = 1; bit<8> x = 2; meta.m8 = x; "
+                 "transition accept; }"), "x = 2"),
+    (dict(apply="bit<8> x = 1; if (x == 1) { bit<8> x = 2; meta.m8 = x; }"), None),
+    (dict(states="state start { bit<8> x = 1; meta.m8 = x; transition s2; } "
+                 "state s2 { bit<8> x = 2; meta.m8 = x; transition accept; }"), None),
+    (dict(ingress="bit<8> v;", apply="bit<8> v = 1; meta.m8 = v;"), None),
+]
+
+
+@pytest.mark.parametrize("kw, needle", DUPLICATES,
+                         ids=[f"{'valid' if n is None else 'duplicate'}{i}"
+                              for i, (_, n) in enumerate(DUPLICATES)])
+def test_the_checker_alone_refuses_duplicate_declarations(kw, needle, tmp_path):
+    if needle is None:
+        path = tmp_path / "valid.p4"
+        path.write_text(program(**kw))
+        check_v1model(path)
+        compile_to_objects(str(path))
+        return
+    name = needle.split()[0].rstrip(";")
+    test_the_checker_alone_counts_arguments(kw, needle, f"duplicate declaration of '{name}'",
+                                            tmp_path)
+
+
 SUB_CONTROL = """
 Register<bit<32>, bit<9>>(512) reg;
 RegisterAction<bit<32>, bit<9>, bit<32>>(reg) inc = {
