@@ -36,7 +36,9 @@ impl PacketState {
     /// Makes this recycled packet (laid out for the same program: `Executor::fits`)
     /// equal to the fresh-packet template, without reallocating or re-checking lengths.
     fn reset_to(&mut self, template: &PacketState) {
-        self.fields.copy_from_slice(&template.fields);
+        // Every template field is 0: filling costs fewer instructions than copying.
+        debug_assert!(template.fields.iter().all(|v| *v == 0));
+        self.fields.fill(0);
         self.valid.copy_from_slice(&template.valid);
         self.varbits.iter_mut().for_each(Vec::clear);
         self.stack_next.fill(0);
