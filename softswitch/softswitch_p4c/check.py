@@ -7,29 +7,30 @@ raise CompileError at the first one, with the BMv2 emitter's message for the sam
 undeclared names, fields, enum and error members, extern methods, parser states and
 table actions; `bit<W>` widths that disagree in assignments, binary operators and call
 arguments (actions, functions, a table's default and entry actions, extern methods:
-arity with `@optional` parameters and defaults, types with the instance's type
-arguments bound); the arity of every call and instance but a package's: constructors (extern instances, top-level
-ones as they are declared, and `implementation = action_profile(N)`; a parser's or
-control's constructor parameters), header and stack methods, a table's and a
-sub-block's `apply`; conditions that are not `bool`; assignments to constants and to
-read-only parameters; an initializer's methods that do not implement an abstract
-method of the extern (count, directions, types); duplicate parameters and parser
-states; duplicate declarations in a block (its parameters and locals, a statement
-list's, an action's parameters and its body's); duplicate table properties,
-undeclared match kinds, a second `lpm` key, default and entry actions missing from the
-table's actions list; extern function calls (overloads by arity, widths); `extract` of
-anything but a header; a `switch` on anything but a bit<>, int<>, enum or error value
-or a table's `apply().action_run`, and a label of the latter that is not one of the
-table's actions; members that do not exist (of a header union: fields and `isValid`;
-of a stack, a table's `apply()` result, a type, a value without members); operators applied to what they do not take
-(arithmetic and `-`/`~` on anything but bit<>, int<> and integers; comparisons of
-bool, enum, error, varbit, header, struct and stack values with other types or with an
-ordering operator, but a serializable enum's). A call's result has its type when a
-generic method or function returns one of its own type parameters (bound by the
-call's type arguments, `lookahead<T>()`, or its arguments' types), and a generic
-top-level function's body is checked again for each call with those types. Names in
-table properties and select keysets are resolved too. Not checked yet: arguments of
-generic methods' and functions' own type parameters, select keyset types.
+arity with `@optional` parameters and defaults, types with the instance's type arguments
+bound); the arity of every call and instance but a package's: constructors (extern
+instances, top-level ones as they are declared, and `implementation =
+action_profile(N)`; a parser's or control's constructor parameters), header and stack
+methods, a table's and a sub-block's `apply`; conditions that are not `bool`;
+assignments to constants and to read-only parameters; an initializer's methods that do
+not implement an abstract method of the extern (count, directions, types); duplicate
+parameters and parser states; duplicate declarations in a block (its parameters and
+locals, a statement list's, an action's parameters and its body's); duplicate table
+properties, undeclared match kinds, a second `lpm` key, default and entry actions
+missing from the table's actions list; extern function calls (overloads by arity,
+widths); `extract` of anything but a header (a header union neither); a `switch` on
+anything but a bit<>, int<>, enum or error value or a table's `apply().action_run`, and
+a label of the latter that is not one of the table's actions; members that do not exist
+(of a header union: fields and `isValid`; of a stack, a table's `apply()` result, a
+type, a value without members); operators applied to what they do not take (arithmetic
+and `-`/`~` on anything but bit<>, int<> and integers; comparisons of bool, enum, error,
+varbit, header, struct and stack values with other types or with an ordering operator,
+but a serializable enum's). A call's result has its type when a generic method or
+function returns one of its own type parameters (bound by the call's type arguments,
+`lookahead<T>()`, or its arguments' types), and a generic top-level function's body is
+checked again for each call with those types. Names in table properties and select
+keysets are resolved too. Not checked yet: arguments of generic methods' and functions'
+own type parameters, select keyset types.
 
 Every typed expression also carries its compile-time `value` (constant folding: literals,
 constants, enum and error members, a stack's size, minSizeInBits/Bytes, operators, casts,
@@ -543,6 +544,8 @@ class BlockChecker:
         return ir.Ref(e.loc, _type_of_decl(decl), e.name, decl)
 
     def e_Member(self, e):
+        if isinstance(e.expr, A.TypeExpr):              # `bit<8>.x`
+            self.type_member(self.resolve(e.expr.type), e)
         base = self.expr(e.expr)
         t = base.type
         if isinstance(base, ir.Ref) and isinstance(base.decl, TypeSym):
@@ -722,8 +725,7 @@ class BlockChecker:
         m = self.overload(e, methods, name, args, dict(zip(ext.decl.type_params, ext.type_args)))
         if ext.name == "packet_in" and name == "extract":
             t = args[0].type
-            if t is not UNKNOWN and not (isinstance(t, StructT) and
-                                         t.kind in ("header", "header_union")):
+            if t is not UNKNOWN and not (isinstance(t, StructT) and t.kind == "header"):
                 raise CompileError(e.args[0].loc, f"extract needs a header, not {t}")
         return m
 

@@ -9,6 +9,7 @@ import itertools
 from dataclasses import replace
 
 from . import ast as A
+from .ast import describe
 from .controls import ControlInfo
 from .copyinout import params_needing_copies
 from .errors import CompileError, unsupported
@@ -294,8 +295,8 @@ class ParserMixin:
         elif isinstance(v.ref, DynHeaderRef):
             raise unsupported(call.args[0].loc, "extract into a stack element with a run-time "
                                                 "index")
-        else:
-            raise CompileError(call.args[0].loc, f"extract needs a header, not {v.type}")
+        else:                   # a header (anything else is the checker's error)
+            raise unsupported(call.args[0].loc, f"extract into '{describe(call.args[0])}'")
         if has_varbit:
             n = self.coerce(self.eval_value(call.args[1], ctx, Bits(32)), Bits(32),
                             call.args[1].loc, "argument 'variableFieldSizeInBits' of 'extract'")

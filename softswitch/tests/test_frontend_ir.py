@@ -442,8 +442,9 @@ def test_the_checker_alone_types_operators(kw, needle, message, tmp_path):
 TABLES_A_B = TABLE_T + " action b() { }"
 NAME_ERRORS = [
     # (program kwargs, text at the error, message): names and members the checker alone
-    # resolves now, as the emitter said it (but `t.apply().nope`, which the emitter took
-    # for an unsupported use of apply, and `s_t.a` on a struct type, which crashed)
+    # resolves now, and what extract takes, as the emitter said it (but `t.apply().nope`,
+    # which the emitter took for an unsupported use of apply, and `s_t.a` on a struct
+    # type, which crashed)
     (dict(apply="meta.m8 = nosuch;"), "nosuch", "undeclared identifier 'nosuch'"),
     (dict(apply="meta.nope = 1;"), "nope", "no field 'nope' in struct metadata"),
     (dict(apply="hdr.ipv4.nope = 1;"), "nope", "no field or method 'nope' in header ipv4_t"),
@@ -460,6 +461,7 @@ NAME_ERRORS = [
      "undeclared error 'error.Nope'"),
     (dict(decls="struct s_t { bit<8> a; }", apply="meta.m8 = s_t.a;"), "s_t.a",
      "type struct s_t has no member 'a'"),
+    (dict(apply="meta.m8 = bit<8>.a;"), "bit<8>.a", "type bit<8> has no member 'a'"),
     (dict(ingress=TABLES_A_B, apply="switch (t.apply().action_run) { b: { meta.m8 = 1; } }"),
      "b: {", "action 'b' is not an action of table 't'"),
     (dict(ingress=TABLE_T, apply="switch (t.apply().action_run) { c: { meta.m8 = 1; } }"),
@@ -468,6 +470,10 @@ NAME_ERRORS = [
      "1: {", "switch labels must be action names"),
     (dict(apply="switch (meta.m8) { NOPE: { meta.m8 = 1; } }"), "NOPE",
      "undeclared identifier 'NOPE'"),
+    (dict(decls="header_union u_t { ethernet_t e; ipv4_t i; }",
+          headers="ethernet_t ethernet; ipv4_t ipv4; u_t u;",
+          states="state start { pkt.extract(hdr.u); transition accept; }"), "hdr.u)",
+     "extract needs a header, not header_union u_t"),
 ]
 
 
