@@ -349,7 +349,8 @@ class ParserMixin:
         keys = []
         for k in tr.select:
             v = self.eval_value(k, ctx)
-            keys.append((self.select_key_json(v, k, ctx), self.select_width(v, k)))
+            width = self.select_width(v, k)         # refuses a key it cannot lay out first
+            keys.append((self.select_key_json(v, k, ctx), width))
         state["transition_key"] = [j for j, _ in keys]
         widths = [w for _, w in keys]
         for case in tr.cases:

@@ -78,6 +78,9 @@ CASES = [
                                 apply="t.apply();"), "b();", "not in the actions list"),
     ("undeclared local type", dict(apply="port_t p = 1;"), "port_t", "undeclared type"),
     ("undeclared instance type", dict(ingress="Sketch(4) s;"), "Sketch", "undeclared type"),
+    ("select on a header", dict(states="state start { pkt.extract(hdr.ethernet); "
+                                        "transition select(hdr.ethernet) { default: accept; } }"),
+     "hdr.ethernet) {", "cannot select"),
     ("undeclared match kind", dict(ingress="""
         action a() { }
         table t { key = { meta.m8: fuzzy; } actions = { a; } }""", apply="t.apply();"),
