@@ -350,10 +350,15 @@ impl TableState {
         }
         if let Some(li) = lpm {
             // One hash probe per prefix length in use, longest first.
+            let width = t.keys[li].width;
+            if let [only] = key {
+                // The usual lpm table, one key: no probe array to fill.
+                let probe = |plen: u32| KeyVals::One(only & prefix_mask(width, plen));
+                return self.by_prefix.iter().find_map(|(plen, map)| map.get(&probe(*plen)).map(|s| self.entries.at(*s)));
+            }
             let mut probe = [0u128; MAX_INDEXED_KEYS];
             let probe = &mut probe[..key.len()];
             probe.copy_from_slice(key);
-            let width = t.keys[li].width;
             return self.by_prefix.iter().find_map(|(plen, map)| {
                 probe[li] = key[li] & prefix_mask(width, *plen);
                 map.get(&KeyVals::of(probe)).map(|s| self.entries.at(*s))
