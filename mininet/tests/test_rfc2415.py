@@ -359,21 +359,26 @@ def test_stage_jobs_cap_reaches_aqmlab_run(tmp_path, monkeypatch):
         ["--resume", "--jobs", "4", "--only", "p00-r0,p01-r0", "--no-progress"]]
 
 
+def fake_part_runs(monkeypatch, tmp_path, count, result):
+    """run_part's `aqmlab run` replaced by writing `count` complete runs of the
+    'halves' part, each with this result.json."""
+    def call(command):
+        for i in range(count):
+            folder = tmp_path / "halves" / f"p0{i}-r0"
+            folder.mkdir(parents=True)
+            (folder / "result.json").write_text(json.dumps(result))
+            (folder / "complete").write_text("")
+        return 0
+    monkeypatch.setattr(common.subprocess, "call", call)
+
+
 def test_run_part_keeps_slot_seconds_and_measured_traffic(tmp_path, monkeypatch):
     """4 runs of 100 s traffic side by side with --jobs 4 in 110 s of wall:
     10 s per run beyond its traffic (not 110 - 4 x 100 < 0)."""
     clock = iter([0.0, 110.0])
     monkeypatch.setattr(common.time, "monotonic", lambda: next(clock))
 
-    def call(command):
-        for i in range(4):
-            folder = tmp_path / "halves" / f"p0{i}-r0"
-            folder.mkdir(parents=True)
-            (folder / "result.json").write_text(json.dumps({"epoch": 1000.0,
-                                                            "window": [1010.0, 1100.0]}))
-            (folder / "complete").write_text("")
-        return 0
-    monkeypatch.setattr(common.subprocess, "call", call)
+    fake_part_runs(monkeypatch, tmp_path, 4, {"epoch": 1000.0, "window": [1010.0, 1100.0]})
     assert common.run_part(tmp_path, "halves", FILES / "halves.toml", ["--jobs", "4"]) == 0
     wall = common.read_wall(tmp_path)
     assert wall["halves"] == {"seconds": 110.0, "runs": 4, "slot_seconds": 440.0,
@@ -391,16 +396,9 @@ def test_run_part_counts_each_runs_own_wall_seconds_not_idle_slots(tmp_path, mon
     clock = iter([0.0, 220.0])
     monkeypatch.setattr(common.time, "monotonic", lambda: next(clock))
 
-    def call(command):
-        for i in range(6):
-            folder = tmp_path / "halves" / f"p0{i}-r0"
-            folder.mkdir(parents=True)
-            (folder / "result.json").write_text(json.dumps({
-                "epoch": 1000.0, "window": [1010.0, 1100.0],
-                "phase_seconds": {"lab build": 6.0, "traffic": 100.0, "teardown": 4.0}}))
-            (folder / "complete").write_text("")
-        return 0
-    monkeypatch.setattr(common.subprocess, "call", call)
+    fake_part_runs(monkeypatch, tmp_path, 6, {
+        "epoch": 1000.0, "window": [1010.0, 1100.0],
+        "phase_seconds": {"lab build": 6.0, "traffic": 100.0, "teardown": 4.0}})
     assert common.run_part(tmp_path, "halves", FILES / "halves.toml", ["--jobs", "4"]) == 0
     wall = common.read_wall(tmp_path)
     assert wall["halves"]["slot_seconds"] == 660.0 and wall["halves"]["traffic_seconds"] == 600.0
