@@ -36,7 +36,8 @@ TCP_INFO = getattr(socket, "TCP_INFO", 11)
 # delivered, delivered_ce, bytes_sent, bytes_retrans, dsack_dups .. rehash (Linux
 # 4.19-6.2), total_rto, total_rto_recoveries, total_rto_time (Linux 6.7).
 TCP_INFO_FORMAT = "=8B24I4Q2I4IQ3Q2I2Q6I2HI"
-TCP_INFO_FIELDS = {"rtt_us": 23, "snd_cwnd": 26, "total_retrans": 31, "bytes_acked": 34,
+TCP_INFO_FIELDS = {"snd_mss": 10, "rtt_us": 23, "snd_cwnd": 26, "total_retrans": 31,
+                   "pacing_rate": 32, "bytes_acked": 34,
                    "bytes_received": 35,
                    "min_rtt_us": 39, "data_segs_out": 41, "delivered": 46, "delivered_ce": 47,
                    "bytes_retrans": 49, "dsack_dups": 50, "total_rto": 56,
@@ -113,8 +114,9 @@ def tcp_info_fields(raw: bytes) -> dict:
 
 def tcp_info(sock):
     """The sender's view of a connection (Linux tcp_info): retransmitted
-    segments, smoothed/min RTT, cwnd, segments acknowledged with ECE, DSACKs
-    received (retransmissions the receiver already had) and RTO expiries."""
+    segments, smoothed/min RTT, MSS, cwnd, pacing rate (bytes/s), segments
+    acknowledged with ECE, DSACKs received (retransmissions the receiver
+    already had) and RTO expiries."""
     return tcp_info_fields(sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, struct.calcsize(TCP_INFO_FORMAT)))
 
 
