@@ -47,7 +47,7 @@ from . import ast as A
 from .ast import describe, name_loc
 from . import ir
 from .errors import CompileError, unsupported
-from .symbols import ActionSym, BlockSym, ExternFuncSym, ExternInstance, TypeSym
+from .symbols import ActionSym, BlockSym, ExternFuncSym, ExternInstance, FuncSym, TypeSym
 from .types import (BlockT, Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, StackT,
                     StructT, StringT, TupleT, TypeVar, VarbitT, VoidT, same_type)
 from .values import Val, fold_binary, fold_unary, mask_of, wrap
@@ -78,6 +78,7 @@ class BlockChecker:
         self.callables = {}          # action / table / state / function names of the block
         self.top = top or {}
         self.type_env = {}           # a generic function's type parameters, in its body
+        self.nodes = None            # id(AST expression) -> (it, its IR node), when recording
 
     def resolve(self, tr, type_env=None):
         """The type a TypeRef names here (type parameters as TypeVar)."""
@@ -466,6 +467,8 @@ class BlockChecker:
         node = method(e)
         if node.value is None:
             node.value = self.fold(node)
+        if self.nodes is not None:
+            self.nodes[id(e)] = (e, node)
         return node
 
     def const_int(self, e, what):
@@ -619,6 +622,8 @@ class BlockChecker:
             call.callee = func.decl
             call.type = self.local_call(e, func.decl.ast, args)
             self.check_specialized(e, func.decl, args)
+        elif isinstance(func, ir.Ref) and isinstance(func.decl, (ActionSym, FuncSym)):
+            call.type = self.local_call(e, func.decl.decl, args)    # in the emitter's scope
         elif isinstance(func, ir.Ref) and isinstance(func.decl, TypeSym) and \
                 isinstance(func.decl.type, ExternT):       # `implementation = action_profile(N)`
             call.type = func.decl.type
@@ -752,7 +757,10 @@ class BlockChecker:
 
     def e_Cast(self, e):
         operand = self.expr(e.expr)
-        return ir.Cast(e.loc, self.resolve(e.type), operand)
+        t = self.resolve(e.type)
+        if not _untracked(operand.type) and not isinstance(t, TypeVar):
+            check_cast(operand.type, t, e.loc)
+        return ir.Cast(e.loc, t, operand)
 
     def e_Slice(self, e):
         base = self.expr(e.expr)
@@ -774,12 +782,29 @@ class BlockChecker:
             right = self.expect_bool(e.right, f"right operand of '{e.op}'")
             return ir.Binary(e.loc, BoolT(), e.op, left, right)
         left, right = self.expr(e.left), self.expr(e.right)
+        if e.op in ("<<", ">>"):
+            return ir.Binary(e.loc, self.shift_type(e, left, right), e.op, left, right)
         return ir.Binary(e.loc, self.binary_type(e, left.type, right.type), e.op, left, right)
 
+    def shift_type(self, e, left, right):
+        """A shift's type, its left operand's: bit<W>, int<W> or an integer without a width
+        (then shifted by a compile-time amount); the amount is unsigned."""
+        lt, rt = left.type, right.type
+        if not _untracked(lt) and not isinstance(lt, (Bits, IntT)):
+            raise CompileError(e.left.loc, f"cannot shift a value of type {lt}")
+        if not _untracked(rt) and (not isinstance(rt, (Bits, IntT)) or
+                                   isinstance(rt, Bits) and rt.signed):
+            raise CompileError(e.right.loc, f"shift amount must be unsigned, not {rt}")
+        if isinstance(lt, IntT) and right.value is None:
+            raise CompileError(e.left.loc, "the left operand of a shift by a run-time amount "
+                                           "needs a width")
+        return lt
+
     def binary_type(self, e, lt, rt):
-        if e.op in ("<<", ">>"):
-            return lt
         if e.op == "++":
+            for t, operand in ((lt, e.left), (rt, e.right)):
+                if not _untracked(t) and not isinstance(t, Bits):
+                    raise CompileError(operand.loc, f"operands of '++' need a width, not {t}")
             return Bits(lt.width + rt.width, lt.signed) if isinstance(lt, Bits) and \
                 isinstance(rt, Bits) else UNKNOWN
         if _untracked(lt) or _untracked(rt):
@@ -787,7 +812,10 @@ class BlockChecker:
         if e.op in COMPARISONS:
             self.check_comparison(e, lt, rt)
             return BoolT()
-        return self.unified(e, lt, rt)
+        t = self.unified(e, lt, rt)
+        if e.op in ("|+|", "|-|") and not isinstance(t, Bits):
+            raise CompileError(e.loc, f"saturating '{e.op}' needs operands with a width")
+        return t
 
     def unified(self, e, lt, rt):
         """The one type of an arithmetic or comparison operator's operands: bit<W>, int<W>
@@ -911,6 +939,26 @@ def convert(value, src, t, loc, what):
         raise CompileError(loc, f"type mismatch in {what}: expected {t}, got "
                                 f"{src if src is not None else 'a non-value'}")
     return value
+
+
+def check_cast(src, t, loc):
+    """`(t) x` for an `x` of type `src`: bool from bit<1> or an integer without a width;
+    bit<W>/int<W> from bool (bit<1> only), bit<>, int<> or a serializable enum; a
+    serializable enum from bit<>, int<>; any type from itself."""
+    if isinstance(t, BoolT):
+        ok = isinstance(src, (BoolT, IntT)) or isinstance(src, Bits) and src.width == 1
+    elif isinstance(t, Bits) and isinstance(src, BoolT):
+        if t.width != 1:
+            raise CompileError(loc, f"cannot cast bool to {t}")
+        ok = True
+    elif isinstance(t, Bits):
+        ok = isinstance(src, (Bits, IntT)) or isinstance(src, EnumT) and src.base is not None
+    elif isinstance(t, EnumT) and t.base:
+        ok = isinstance(src, (Bits, IntT)) or same_type(src, t)
+    else:
+        ok = same_type(src, t)
+    if not ok:
+        raise CompileError(loc, f"cannot cast {src} to {t}")
 
 
 def _cast_value(v, src, t):

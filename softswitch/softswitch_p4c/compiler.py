@@ -64,6 +64,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.splitter = ConditionSplitter()
         self.unroller = Unroller(self)
         self.hsindex = IndexExpander(self)
+        self.ir_nodes = {}               # id(AST expression) -> (it, scope, IR node): typed()
 
     # ------------------------------------------------------------ entry point
     def compile(self):

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .ast import describe, name_loc
-from .check import convert
+from .check import BlockChecker, convert
 from .desugar import has_side_effects
 from .errors import CompileError, unsupported
 from .symbols import (ActionSym, ExternFuncSym, ExternInstance, FuncSym, StateSym, TableSym,
                       TypeSym, ValueSetSym)
 from .types import (Bits, BoolT, EnumT, ErrorT, ExternT, IntT, StackT, StringT, StructT, TupleT,
-                    DontCareT, VarbitT, same_type, storage_width)
+                    DontCareT, VarbitT, storage_width)
 from .values import (DynHeaderRef, DynUnionRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, bool_expr, data_expr, expr, field_val, fold_binary,
                      fold_unary, hexstr, mask_of, wrap)
@@ -66,6 +66,21 @@ class ExprMixin:
             what = describe(e)
             raise CompileError(e.loc, f"'{what}' is not a value")
         return v
+
+    def typed(self, e, ctx):
+        """`e`'s typed IR node (its type, its compile-time value): the checker's, in the
+        emitter's scope of the moment, which knows the constants bound there (an inlined
+        action's arguments, a loop's unrolled variable). An expression is checked once per
+        scope, with all of its sub-expressions (`ir_nodes` keeps them)."""
+        hit = self.ir_nodes.get(id(e))
+        if hit is None or hit[0] is not e or hit[1] is not ctx.scope:
+            checker = BlockChecker(self, None, {}, outer=ctx.scope)
+            checker.nodes = {}
+            checker.expr(e)
+            for key, (sub, node) in checker.nodes.items():
+                self.ir_nodes[key] = (sub, ctx.scope, node)
+            hit = self.ir_nodes[id(e)]
+        return hit[2]
 
     # ------------------------------------------------------------ leaves
     def ev_IntLit(self, e, ctx, expected):
@@ -286,17 +301,16 @@ class ExprMixin:
         left = self.eval_value(e.left, ctx, expected if op not in _CMP else None)
         left = self.read_before_side_effects(left, e.right, ctx, e.left.loc)
         right = self.eval_value(e.right, ctx, left.type if op not in ("<<", ">>", "++") else None)
-        if op in ("<<", ">>"):
-            return self.shift(op, left, right, e)
-        if op == "++":
-            return self.concat(left, right, e)
+        if op in ("<<", ">>", "++"):
+            t = self.typed(e, ctx).type
+            return self.shift(op, left, right, t) if op != "++" else self.concat(left, right, t)
         if op in _CMP:
             return self.compare(op, left, right, e)
         t, left, right = self.unify(left, right, e, op)
         if op in ("/", "%"):
             return self.divide(op, left, right, t, e)
         if op in ("|+|", "|-|"):
-            return self.saturating(op, left, right, t, e)
+            return self.saturating(op, left, right, t)
         if left.const is not None and right.const is not None:
             return Val(t, const=fold_binary(op, left.const, right.const, t))
         j = expr(op, as_data(left), as_data(right))
@@ -401,26 +415,15 @@ class ExprMixin:
             return Val(BoolT(), const=not v.const)
         return bool_expr(expr("not", None, as_bool(v)))
 
-    def shift(self, op, left, right, e):
-        if not isinstance(left.type, (Bits, IntT)):
-            raise CompileError(e.left.loc, f"cannot shift a value of type {left.type}")
-        if not isinstance(right.type, (Bits, IntT)) or (isinstance(right.type, Bits)
-                                                        and right.type.signed):
-            raise CompileError(e.right.loc, f"shift amount must be unsigned, not {right.type}")
-        t = left.type
-        if isinstance(t, IntT) and right.const is None:
-            raise CompileError(e.left.loc, "the left operand of a shift by a run-time amount "
-                                           "needs a width")
+    def shift(self, op, left, right, t):
+        """`left op right` of type `t`, the checker's (which shifts it takes is its rule)."""
         if left.const is not None and right.const is not None:
             return Val(t, const=fold_binary(op, left.const, right.const, t))
         j = expr(op, as_data(left), as_data(right))
         return self.fit(t, j) if op == "<<" else data_expr(t, j)
 
-    def concat(self, left, right, e):
-        for v, sub in ((left, e.left), (right, e.right)):
-            if not isinstance(v.type, Bits):
-                raise CompileError(sub.loc, f"operands of '++' need a width, not {v.type}")
-        t = Bits(left.type.width + right.type.width, left.type.signed)
+    def concat(self, left, right, t):
+        """`left ++ right` of type `t`, the checker's (operands with a width: its rule)."""
         low_mask = mask_of(right.type.width)
         if left.const is not None and right.const is not None:
             return Val(t, const=fold_binary("++", left.const, right.const, t, right.type))
@@ -450,9 +453,8 @@ class ExprMixin:
             return data_expr(t, expr(">>", as_data(left), hexstr(divisor.bit_length() - 1)))
         return data_expr(t, expr("&", as_data(left), hexstr(divisor - 1, t.width)))
 
-    def saturating(self, op, left, right, t, e):
-        if not isinstance(t, Bits):
-            raise CompileError(e.loc, f"saturating '{op}' needs operands with a width")
+    def saturating(self, op, left, right, t):
+        """`|+|` / `|-|` on operands of type `t` (bit<W> or int<W>: the checker's rule)."""
         if left.const is not None and right.const is not None:
             return Val(t, const=fold_binary(op, left.const, right.const, t))
         raw = expr("+" if op == "|+|" else "-", as_data(left), as_data(right))
@@ -475,35 +477,26 @@ class ExprMixin:
         return data_expr(t, expr("?", as_data(then), as_data(other), cond=as_bool(cond)))
 
     def ev_Cast(self, e, ctx, expected):
-        t = self.resolve_type(e.type, ctx.scope)
-        v = self.eval_value(e.expr, ctx, t)
-        return self.cast(v, t, e)
+        t = self.typed(e, ctx).type
+        return self.cast(self.eval_value(e.expr, ctx, t), t)
 
-    def cast(self, v, t, e):
+    def cast(self, v, t):
+        """`v` cast to `t` (which casts there are is the checker's rule, check.check_cast)."""
         src = v.type
-        if isinstance(t, BoolT):
-            if isinstance(src, BoolT):
-                return v
-            if isinstance(src, Bits) and src.width == 1 or isinstance(src, IntT):
-                if v.const is not None:
-                    return Val(BoolT(), const=bool(v.const))
-                return bool_expr(expr("d2b", None, as_data(v)))
-        elif isinstance(t, Bits):
-            if isinstance(src, BoolT):
-                if t.width != 1:
-                    raise CompileError(e.loc, f"cannot cast bool to {t}")
-                if v.const is not None:
-                    return Val(t, const=int(v.const))
-                return data_expr(t, expr("b2d", None, as_bool(v)))
-            if isinstance(src, (Bits, IntT)) or (isinstance(src, EnumT) and src.base):
-                return self.cast_bits(v, src, t)
-        elif isinstance(t, EnumT) and t.base:
-            if isinstance(src, (Bits, IntT)) or same_type(src, t):
-                return Val(t, const=v.const, json=None if v.const is not None else as_data(v),
-                           ref=v.ref)
-        elif same_type(src, t):
-            return v
-        raise CompileError(e.loc, f"cannot cast {src} to {t}")
+        if isinstance(t, BoolT) and not isinstance(src, BoolT):
+            if v.const is not None:
+                return Val(BoolT(), const=bool(v.const))
+            return bool_expr(expr("d2b", None, as_data(v)))
+        if isinstance(t, Bits) and isinstance(src, BoolT):
+            if v.const is not None:
+                return Val(t, const=int(v.const))
+            return data_expr(t, expr("b2d", None, as_bool(v)))
+        if isinstance(t, Bits):
+            return self.cast_bits(v, src, t)
+        if isinstance(t, EnumT) and t.base:
+            return Val(t, const=v.const, json=None if v.const is not None else as_data(v),
+                       ref=v.ref)
+        return v
 
     def cast_bits(self, v, src, t):
         if v.const is not None:

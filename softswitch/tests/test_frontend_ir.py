@@ -439,6 +439,35 @@ def test_the_checker_alone_types_operators(kw, needle, message, tmp_path):
     test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
 
 
+OPERAND_ERRORS = [
+    # (program kwargs, text at the error, message): what casts, shifts, `++` and the
+    # saturating operators take, the checker's alone (the emitter reads the types it gave),
+    # as the emitter said it (`6 |+| 2` crashed the checker's folding)
+    (dict(apply="meta.m8 = (bit<8>)hdr.ethernet;"), "(bit<8>)hdr.ethernet",
+     "cannot cast header ethernet_t to bit<8>"),
+    (dict(apply="meta.m8 = (bit<8>)hdr.ipv4.isValid();"), "(bit<8>)hdr.ipv4",
+     "cannot cast bool to bit<8>"),
+    (dict(apply="bool b = (bool)meta.m8;"), "(bool)meta.m8", "cannot cast bit<8> to bool"),
+    (dict(apply="meta.m8 = (bit<8>)(hdr.ipv4.isValid() << 1);"), "hdr.ipv4.isValid() <<",
+     "cannot shift a value of type bool"),
+    (dict(apply="meta.m8 = meta.m8 << (int<8>)1;"), "(int<8>)1",
+     "shift amount must be unsigned, not int<8>"),
+    (dict(apply="meta.m8 = 1 << meta.m8;"), "1 << meta.m8",
+     "the left operand of a shift by a run-time amount needs a width"),
+    (dict(apply="meta.m16 = meta.m8 ++ 7;"), "7;", "operands of '++' need a width, not int"),
+    (dict(apply="meta.m8 = (bit<8>)(6 |+| 2);"), "6 |+| 2",
+     "saturating '|+|' needs operands with a width"),
+]
+
+
+@pytest.mark.parametrize("kw, needle, message", OPERAND_ERRORS,
+                         ids=[case[2].split(" ")[0] + str(i)
+                              for i, case in enumerate(OPERAND_ERRORS)])
+def test_the_checker_alone_takes_casts_shifts_and_concatenations(kw, needle, message,
+                                                                 tmp_path):
+    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
+
+
 TABLES_A_B = TABLE_T + " action b() { }"
 NAME_ERRORS = [
     # (program kwargs, text at the error, message): names and members the checker alone
