@@ -79,6 +79,7 @@ class BlockChecker:
         self.top = top or {}
         self.type_env = {}           # a generic function's type parameters, in its body
         self.nodes = None            # id(AST expression) -> (it, its IR node), when recording
+        self.ret_type = None         # the return type of the function being checked
 
     def resolve(self, tr, type_env=None):
         """The type a TypeRef names here (type parameters as TypeVar)."""
@@ -138,7 +139,7 @@ class BlockChecker:
             ctors = [m for m in t.decl.methods if m.ret is None]
             self.overload(d, ctors, t.name, args, dict(zip(t.decl.type_params, t.type_args)))
         elif isinstance(t, BlockT) and not isinstance(t.decl, A.PackageDecl):
-            check_arity(d.loc, t.decl.name, t.decl.ctor_params or [], len(args))
+            self.check_block_args(d, t.decl.name, t.decl.ctor_params or [], args)
 
     def check_implements(self, m, inst):
         """A method of an initializer implements an abstract method of the extern, with its
@@ -215,10 +216,12 @@ class BlockChecker:
             self.callables[d.name] = fn
         self.scopes.append({})
         outer_env, self.type_env = self.type_env, type_env or _type_params(d)
+        outer_ret = self.ret_type
+        self.ret_type = self.resolve(d.ret) if getattr(d, "ret", None) is not None else None
         fn.params = [self.param(p, read_only=("", "in")) for p in d.params]
         fn.body = ir.Block(d.body.loc, self.stmts(d.body.stmts))   # in the parameters' scope
         self.scopes.pop()
-        self.type_env = outer_env
+        self.type_env, self.ret_type = outer_env, outer_ret
         return fn
 
     def table(self, t):
@@ -278,7 +281,10 @@ class BlockChecker:
                        [self.expr(_arg_value(a)) for a in args], action)
         decl = action.decl if isinstance(action, ActionSym) else action.ast
         if all_args:
-            self.check_args(loc, decl, call.args)
+            self.check_args(loc, decl, call.args, args)
+        else:                                   # the directional parameters' arguments
+            for p, a in _pairs([p for p in decl.params if p.direction], args, call.args):
+                self.compatible_arg(self.resolve(p.type), a.type, a.loc, p.name, decl.name)
         self.check_out_args(decl.params, args, call.args)
         return call
 
@@ -316,7 +322,10 @@ class BlockChecker:
                 self.switch_label(c, node)
             return ir.Switch(s.loc, node, [self.stmt(c.body) for c in s.cases])
         if isinstance(s, A.Return):
-            return ir.Return(s.loc, self.expr(s.value) if s.value is not None else None)
+            value = self.expr(s.value) if s.value is not None else None
+            if value is not None and not isinstance(self.ret_type, (VoidT, type(None))):
+                self.compatible(self.ret_type, value.type, s.value.loc, "assignment")
+            return ir.Return(s.loc, value)
         if isinstance(s, A.Exit):
             return ir.Exit(s.loc)
         if isinstance(s, A.Transition):
@@ -441,17 +450,19 @@ class BlockChecker:
         return node
 
     def compatible(self, want, have, loc, what):
-        """`have` converts to `want` where widths are concerned (the messages are the BMv2
-        emitter's, exprs.coerce)."""
-        if want is UNKNOWN or have is UNKNOWN or isinstance(have, IntT) or \
-                isinstance(want, TypeVar) or isinstance(have, TypeVar):
+        """A value of type `have` converts to type `want` (`convert`'s rule, P4-16 8.11.2);
+        a list's items each to the struct or header field, or tuple element, it gives (as
+        the emitter assigns them; how many there are is its rule)."""
+        if _untracked(want) or _untracked(have):
             return
-        if isinstance(want, Bits) and isinstance(have, Bits) and want.width == have.width:
-            return
-        if isinstance(want, Bits) != isinstance(have, Bits) and _enum_bits(want, have):
-            return
-        if isinstance(want, Bits) or isinstance(have, Bits):
-            raise CompileError(loc, f"type mismatch in {what}: expected {want}, got {have}")
+        if isinstance(have, TupleT) and (isinstance(want, TupleT) or isinstance(want, StructT)
+                                         and want.kind in ("struct", "header")):
+            elems = want.elems if isinstance(want, TupleT) else [t for _, t in want.fields]
+            if len(elems) == len(have.elems):
+                for w, h in zip(elems, have.elems):
+                    self.compatible(w, h, loc, what)
+                return
+        convert(None, have, want, loc, what)
 
     def compatible_arg(self, want, have, loc, param, callee):
         if isinstance(want, Bits) and isinstance(have, Bits) and want.width != have.width:
@@ -644,12 +655,22 @@ class BlockChecker:
             raise CompileError(e.loc, "table apply() takes no arguments")
         elif isinstance(func.base.type, StackT) and func.name in ("push_front", "pop_front"):
             check_count(e.loc, func.name, len(args), 1, 1)
+            self.compatible_arg(IntT(), args[0].type, args[0].loc, "count", func.name)
         elif func.name == "apply" and isinstance(decl, (ir.Instance, ir.Variable)) and \
                 isinstance(decl.type, BlockT):          # an instance, a constructor parameter
-            check_arity(e.loc, decl.name, decl.type.decl.params, len(args))
+            self.check_block_args(e, decl.name, decl.type.decl.params, args)
         elif func.name == "apply" and isinstance(decl, BlockSym) and \
                 isinstance(decl.decl, (A.ControlDecl, A.ParserDecl)):
-            check_arity(e.loc, decl.decl.name, decl.decl.params, len(args))
+            self.check_block_args(e, decl.decl.name, decl.decl.params, args)
+
+    def check_block_args(self, e, name, params, args):
+        """Arguments (of an `apply`, or constructor arguments) for a parser's or control's
+        parameters: count, types (a parser or control passed to one: its count only)."""
+        check_arity(e.loc, name, params, len(args))
+        for p, a in _pairs(params, e.args, args):
+            t = self.resolve(p.type)
+            if not isinstance(t, BlockT):
+                self.compatible_arg(t, a.type, a.loc, p.name, name)
 
     def check_out_args(self, params, arg_asts, args):
         """`out` and `inout` arguments are written: no constants, nothing read-only."""
@@ -675,7 +696,7 @@ class BlockChecker:
         return True
 
     def local_call(self, e, decl, args):
-        self.check_args(e.loc, decl, args)
+        self.check_args(e.loc, decl, args, e.args, e.type_args)
         ret = getattr(decl, "ret", None)
         if ret is None:                         # an action
             return UNKNOWN
@@ -715,11 +736,13 @@ class BlockChecker:
                 env[name] = a.type
         return env
 
-    def check_args(self, loc, decl, args):
-        """Arguments for the parameters of action or function `decl`: count, widths."""
+    def check_args(self, loc, decl, args, arg_asts=None, type_args=()):
+        """Arguments for the parameters of action or function `decl`: count, types (the
+        call's type arguments bound)."""
         check_arity(loc, decl.name, decl.params, len(args))
         env = _type_params(decl)
-        for p, a in zip(decl.params, args):
+        env.update((tp, self.resolve(ta)) for tp, ta in zip(env, type_args))
+        for p, a in _pairs(decl.params, arg_asts, args):
             self.compatible_arg(self.resolve(p.type, env), a.type, a.loc, p.name, decl.name)
 
     def extern_method(self, e, ext, name, args):
@@ -743,7 +766,8 @@ class BlockChecker:
             raise CompileError(e.loc, f"wrong number of arguments to '{name}': expected "
                                       f"{' or '.join(map(str, counts))}, got {len(args)}")
         m = fitting[0]
-        for p, a in zip(m.params, args):
+        env = self.bound_type_params(m, args, env, getattr(e, "type_args", None) or [])
+        for p, a in _pairs(m.params, getattr(e, "args", None), args):
             self.compatible_arg(self.method_type(p.type, m, env), a.type, a.loc, p.name, name)
         return m
 
@@ -855,7 +879,10 @@ class BlockChecker:
     def e_Ternary(self, e):
         cond = self.expect_bool(e.cond, "condition of '?:'")
         a, b = self.expr(e.then), self.expr(e.other)
-        return ir.Ternary(e.loc, a.type if not isinstance(a.type, IntT) else b.type, cond, a, b)
+        t = a.type if not isinstance(a.type, IntT) else b.type
+        self.compatible(t, a.type, e.then.loc, "'?:'")
+        self.compatible(t, b.type, e.other.loc, "'?:'")
+        return ir.Ternary(e.loc, t, cond, a, b)
 
     def e_Index(self, e):
         """A stack element or a tuple item (the index is a constant), typed."""
@@ -865,6 +892,10 @@ class BlockChecker:
             t.elems[index.value] if isinstance(t, TupleT) and index.value is not None and \
             0 <= index.value < len(t.elems) else UNKNOWN
         return ir.Untyped(e.loc, item, [base, index], "Index")
+
+    def e_DefaultExpr(self, e):
+        """`_` (a don't-care argument, a keyset or key that matches anything) or `default`."""
+        return ir.Untyped(e.loc, DontCareT(), [], "DefaultExpr")
 
     def e_ListExpr(self, e):
         items = [self.expr(x) for x in e.items]
@@ -925,7 +956,8 @@ def _type_of_decl(decl):
 def convert(value, src, t, loc, what):
     """A value of type `src` implicitly converted to type `t` (P4-16 8.11.2: only an
     integer without a width converts, to bit<W>/int<W> or a serializable enum); a type
-    mismatch otherwise. The BMv2 emitter's coerce converts its values with it too."""
+    mismatch otherwise (the checker's rule for assignments, arguments, `?:` and returns,
+    `BlockChecker.compatible`)."""
     if t is None or isinstance(t, (TypeVar, DontCareT)):
         return value
     if isinstance(src, IntT) and isinstance(t, Bits):
@@ -1000,6 +1032,15 @@ def _untracked(t):
     return t is UNKNOWN or isinstance(t, TypeVar)
 
 
+def _pairs(params, arg_asts, args):
+    """(parameter, argument) pairs of a call: by name when its arguments are named
+    (`arg_asts`, the call's AST arguments), else in order."""
+    if arg_asts and any(isinstance(a, A.NamedArg) for a in arg_asts):
+        by_name = {a.name: n for a, n in zip(arg_asts, args) if isinstance(a, A.NamedArg)}
+        return [(p, by_name[p.name]) for p in params if p.name in by_name]
+    return list(zip(params, args))
+
+
 def _arg_value(a):
     """A call argument's expression (a named argument's value)."""
     return a.value if isinstance(a, A.NamedArg) else a
@@ -1027,10 +1068,6 @@ def check_count(loc, name, count, need, most):
     if not need <= count <= most:
         raise CompileError(loc, f"wrong number of arguments to '{name}': expected {need}, "
                                 f"got {count}")
-
-
-def _enum_bits(a, b):
-    return any(isinstance(t, EnumT) and t.base is not None for t in (a, b))
 
 
 def _children(e):

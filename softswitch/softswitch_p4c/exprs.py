@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .ast import describe, name_loc
-from .check import BlockChecker, convert
+from .check import BlockChecker
 from .desugar import has_side_effects
 from .errors import CompileError, unsupported
 from .symbols import (ActionSym, ExternFuncSym, ExternInstance, FuncSym, StateSym, TableSym,
@@ -361,9 +361,9 @@ class ExprMixin:
         without a width takes the other operand's)."""
         lt, rt = left.type, right.type
         if isinstance(lt, IntT) and not isinstance(rt, IntT):
-            return rt, self.coerce(left, rt, e.left.loc, f"operand of '{op}'"), right
+            return rt, self.coerce(left, rt), right
         if isinstance(rt, IntT) and not isinstance(lt, IntT):
-            return lt, left, self.coerce(right, lt, e.right.loc, f"operand of '{op}'")
+            return lt, left, self.coerce(right, lt)
         return lt, left, right
 
     def compare(self, op, left, right, e):
@@ -466,8 +466,7 @@ class ExprMixin:
         then = self.eval_value(e.then, ctx, expected)
         other = self.eval_value(e.other, ctx, then.type)
         t = then.type if not isinstance(then.type, IntT) else other.type
-        then, other = self.coerce(then, t, e.then.loc, "'?:'"), self.coerce(other, t, e.other.loc,
-                                                                            "'?:'")
+        then, other = self.coerce(then, t), self.coerce(other, t)
         if cond.const is not None:
             return then if cond.const else other
         if isinstance(t, BoolT):
@@ -516,18 +515,18 @@ class ExprMixin:
             return data_expr(t, expr("&", j, hexstr(mask_of(t.width), t.width)))
         return data_expr(t, j)
 
-    def coerce(self, v, t, loc, what):
-        """Implicit conversion of `v` to type `t` (check.convert: only untyped integer
-        literals convert); a list's items one by one."""
+    def coerce(self, v, t):
+        """`v` as a value of type `t`: an integer without a width takes it, a list's items
+        one by one (that `v` converts is the checker's rule, check.convert)."""
         src = v.type
         if isinstance(src, TupleT) and isinstance(t, TupleT) and "items" in v.extra and \
                 len(src.elems) == len(t.elems):
-            items = [self.coerce(x, et, loc, what) for x, et in zip(v.extra["items"], t.elems)]
+            items = [self.coerce(x, et) for x, et in zip(v.extra["items"], t.elems)]
             return Val(t, extra=dict(v.extra, items=items))
-        const = convert(v.const, src, t, loc, what)
-        if isinstance(src, IntT) and (isinstance(t, Bits) and const is not None or
-                                      isinstance(t, EnumT) and t.base):
-            return Val(t, const=const)
+        if isinstance(src, IntT) and isinstance(t, Bits) and v.const is not None:
+            return Val(t, const=wrap(v.const, t))
+        if isinstance(src, IntT) and isinstance(t, EnumT) and t.base:
+            return Val(t, const=v.const)
         return v
 
 

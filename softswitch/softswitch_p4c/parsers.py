@@ -298,8 +298,7 @@ class ParserMixin:
         else:                   # a header (anything else is the checker's error)
             raise unsupported(call.args[0].loc, f"extract into '{describe(call.args[0])}'")
         if has_varbit:
-            n = self.coerce(self.eval_value(call.args[1], ctx, Bits(32)), Bits(32),
-                            call.args[1].loc, "argument 'variableFieldSizeInBits' of 'extract'")
+            n = self.coerce(self.eval_value(call.args[1], ctx, Bits(32)), Bits(32))
             length = {"type": "expression", "value": as_data(n)}   # BMv2 requires an expression
             ctx.prims.append({"op": "extract_VL", "parameters": [param, length]})
             return None

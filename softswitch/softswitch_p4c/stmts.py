@@ -204,8 +204,7 @@ class StmtMixin:
             value = self.eval_value(s.value, ctx, ctx.return_target.type)
             self.assign(ctx, ctx.return_target, value, s.value.loc)
             if ctx.return_values is not None:
-                ctx.return_values.append(
-                    self.coerce_assign(value, ctx.return_target.type, s.value.loc))
+                ctx.return_values.append(self.coerce_assign(value, ctx.return_target.type))
         ctx.return_jumps.append(self.emit(ctx, "_jump", [hexstr(0)], s.loc))
 
     def st_Exit(self, s, ctx):
@@ -231,7 +230,7 @@ class StmtMixin:
 
     # ------------------------------------------------------------ assignment
     def assign(self, ctx, lhs, rhs, loc):
-        rhs = self.coerce_assign(rhs, lhs.type, loc)
+        rhs = self.coerce_assign(rhs, lhs.type)
         if "slice" in lhs.extra:
             return self.assign_slice(ctx, lhs, rhs, loc)
         ref = lhs.ref
@@ -256,10 +255,10 @@ class StmtMixin:
         if not isinstance(rhs.ref, cls):
             raise unsupported(loc, f"assignment of this expression to a {cls.__name__[:-3].lower()}")
 
-    def coerce_assign(self, rhs, t, loc):
+    def coerce_assign(self, rhs, t):
         if isinstance(rhs.type, TupleT) and isinstance(t, (StructT,)):
             return rhs
-        return self.coerce(rhs, t, loc, "assignment")
+        return self.coerce(rhs, t)
 
     def assign_slice(self, ctx, lhs, rhs, loc):
         base, hi, lo = lhs.extra["slice"]
@@ -394,8 +393,7 @@ class StmtMixin:
                     self.check_lvalue(v, e)
             else:
                 v = self.read_before_side_effects(v, exprs[i + 1:], ctx, e.loc)
-            v = self.coerce_arg(v, pt, e, p, name)
-            bound[p.name] = v
+            bound[p.name] = self.coerce(v, pt)
         return bound
 
     def lists_as_struct_values(self, bound, params, ctx, loc, param_scope=None):
@@ -409,15 +407,6 @@ class StmtMixin:
                 self.assign(ctx, tmp, bound[p.name], loc)
                 bound[p.name] = tmp
         return bound
-
-    def coerce_arg(self, v, pt, e, p, name):
-        try:
-            return self.coerce(v, pt, e.loc, f"argument '{p.name}' of '{name}'")
-        except CompileError as err:
-            if isinstance(pt, Bits) and isinstance(v.type, Bits):
-                raise CompileError(e.loc, f"argument '{p.name}' of '{name}' has type {v.type}, "
-                                          f"but {pt} is expected (width mismatch)") from None
-            raise err
 
     # ------------------------------------------------------------ inlining
     def inline_action(self, sym, args, ctx, loc):
@@ -602,7 +591,7 @@ class StmtMixin:
     def fn_random(self, call, args, ctx, dest):
         r, lo, hi = args["result"], args["lo"], args["hi"]
         t = r.type
-        lo, hi = self.coerce(lo, t, call.loc, "random"), self.coerce(hi, t, call.loc, "random")
+        lo, hi = self.coerce(lo, t), self.coerce(hi, t)
         self.emit(ctx, "modify_field_rng_uniform", [self.dst_json(r), as_data(lo), as_data(hi)],
                   call.loc)
 

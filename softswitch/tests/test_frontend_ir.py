@@ -468,6 +468,58 @@ def test_the_checker_alone_takes_casts_shifts_and_concatenations(kw, needle, mes
     test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
 
 
+CONVERSION_ERRORS = [
+    # (program kwargs, text at the error, message): what converts to what in assignments,
+    # returns, arguments and `?:` branches, the checker's alone (the emitter's coerce only
+    # converts); as the emitter said it, but where its message named a later place (random's
+    # arguments, a list passed to a struct parameter)
+    (dict(apply="meta.m8 = (meta.m8 == 1) ? 8w1 : 16w2;"), "16w2",
+     "type mismatch in '?:': expected bit<8>, got bit<16>"),
+    (dict(decls="bit<8> f() { return 16w1; }", apply="meta.m8 = f();"), "16w1; }",
+     "type mismatch in assignment: expected bit<8>, got bit<16>"),
+    (dict(decls="struct s_t { bit<8> a; bit<16> b; }", apply="s_t s = {8w1, 8w2};"),
+     "{8w1, 8w2}", "type mismatch in assignment: expected bit<16>, got bit<8>"),
+    (dict(decls="struct s_t { bit<8> a; bit<16> b; }",
+          ingress="action g(in s_t s) { meta.m8 = s.a; }", apply="g({8w1, 8w2});"),
+     "{8w1, 8w2}", "type mismatch in argument 's' of 'g': expected bit<16>, got bit<8>"),
+    (dict(decls="enum E1 { A } enum E2 { B }", apply="E1 e = E2.B;"), "E2.B;",
+     "type mismatch in assignment: expected enum E1, got enum E2"),
+    (dict(decls="enum bit<8> E8 { A = 1 }", apply="E8 e = meta.m8;"), "meta.m8;",
+     "type mismatch in assignment: expected enum E8, got bit<8>"),
+    (dict(ingress="action a(inout bit<8> x) { x = 1; } "
+                  "table t { key = { meta.m8: exact; } actions = { a(meta.m16); } }",
+          apply="t.apply();"), "meta.m16); }",
+     "argument 'x' of 'a' has type bit<16>, but bit<8> is expected (width mismatch)"),
+    (dict(controls=SUB, ingress="Sub() s;", apply="s.apply(meta.m16);"), "meta.m16);",
+     "argument 'x' of 's' has type bit<16>, but bit<8> is expected (width mismatch)"),
+    (dict(controls="control Sub(inout bit<8> x)(bit<8> k) { apply { x = k; } }",
+          ingress="Sub(16w1) s;", apply="s.apply(meta.m8);"), "16w1) s",
+     "argument 'k' of 'Sub' has type bit<16>, but bit<8> is expected (width mismatch)"),
+    (dict(apply="hdr.hops.push_front(meta.m8);"), "meta.m8);",
+     "type mismatch in argument 'count' of 'push_front': expected int, got bit<8>"),
+    (dict(decls="T pick<T>(in T a) { return a; }", apply="meta.m8 = pick<bit<8>>(16w1);"),
+     "16w1);", "argument 'a' of 'pick' has type bit<16>, but bit<8> is expected (width "
+               "mismatch)"),
+    (dict(ingress="register<bit<8>>(4) r;", apply="r.read(_, 0);"), "_, 0",
+     "type mismatch in argument 'result' of 'read': expected bit<8>, got _"),
+    (dict(apply="random(meta.m8, 0, 16w7);"), "16w7",
+     "argument 'hi' of 'random' has type bit<16>, but bit<8> is expected (width mismatch)"),
+]
+
+
+@pytest.mark.parametrize("kw, needle, message", CONVERSION_ERRORS,
+                         ids=[f"conversion{i}" for i in range(len(CONVERSION_ERRORS))])
+def test_the_checker_alone_converts_values(kw, needle, message, tmp_path):
+    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
+
+
+def test_named_arguments_are_checked_by_name(tmp_path):
+    path = tmp_path / "named.p4"
+    path.write_text(program(ingress="action a(bit<8> x, bit<16> y) { meta.m8 = x; }",
+                            apply="a(y = meta.m16, x = meta.m8);"))
+    check_v1model(path)
+
+
 TABLES_A_B = TABLE_T + " action b() { }"
 NAME_ERRORS = [
     # (program kwargs, text at the error, message): names and members the checker alone
