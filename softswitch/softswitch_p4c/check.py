@@ -752,10 +752,24 @@ class BlockChecker:
             raise CompileError(name_loc(e.func), f"extern {ext.name} has no method '{name}'")
         m = self.overload(e, methods, name, args, dict(zip(ext.decl.type_params, ext.type_args)))
         if ext.name == "packet_in" and name == "extract":
-            t = args[0].type
-            if t is not UNKNOWN and not (isinstance(t, StructT) and t.kind == "header"):
-                raise CompileError(e.args[0].loc, f"extract needs a header, not {t}")
+            self.check_extract(e, args)
+        if ext.name == "packet_in" and name == "lookahead" and len(e.type_args) != 1:
+            raise CompileError(e.loc, "lookahead needs one type argument and no arguments")
         return m
+
+    def check_extract(self, e, args):
+        """`extract` takes a header; a second argument, the length in bits of its varbit
+        field, exactly when it has one."""
+        t = args[0].type
+        if t is UNKNOWN:
+            return
+        if not (isinstance(t, StructT) and t.kind == "header"):
+            raise CompileError(e.args[0].loc, f"extract needs a header, not {t}")
+        has_varbit = any(isinstance(ft, VarbitT) for _, ft in t.fields)
+        if has_varbit != (len(args) == 2):
+            raise CompileError(e.loc, "extract of a header with a varbit field needs its "
+                                      "length in bits as second argument" if has_varbit else
+                                      "two-argument extract needs a header with a varbit field")
 
     def overload(self, e, methods, name, args, env):
         """The one of `methods` (an extern method's or function's overloads) a call with

@@ -164,11 +164,11 @@ class ExprMixin:
         offset = 0
         if any(isinstance(t, VarbitT) for _, t in ht.fields):
             raise unsupported(e.loc, f"lookahead of header {ht.name} with a varbit field")
-        for fname, ft in ht.fields:
+        for fname, ft in ht.fields:          # a field of the header (the checker's rule)
             if fname == e.name:
                 return Val(ft, json={"type": "lookahead", "value": [offset, storage_width(ft)]})
             offset += storage_width(ft)
-        raise CompileError(e.loc, f"no field '{e.name}' in {ht}")
+        raise unsupported(e.loc, f"'{e.name}' of a lookahead header (only its fields)")
 
     def header_member(self, base, e):
         ht = base.type

@@ -16,7 +16,7 @@ from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
 from .symbols import Scope, SubControlSym, ValueSetSym
-from .types import Bits, BoolT, EnumT, StructT, VarbitT, storage_width
+from .types import Bits, BoolT, EnumT, StructT, storage_width
 from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, mask_of, param as op_param)
 
@@ -275,20 +275,13 @@ class ParserMixin:
         raise CompileError(call.loc, f"packet method '{name}' can only be used in a {where}")
 
     def parser_extract(self, call, ctx):
+        """`extract(h)`, or `extract(h, n)` of a header with a varbit field (a header, with
+        its length exactly when it has a varbit field: the checker's rule)."""
         v = self.eval_value(call.args[0], ctx)
-        has_varbit = isinstance(v.type, StructT) and any(
-            isinstance(t, VarbitT) for _, t in v.type.fields)
-        if has_varbit != (len(call.args) == 2):
-            raise CompileError(call.loc, "extract of a header with a varbit field needs its "
-                                         "length in bits as second argument" if has_varbit else
-                                         "two-argument extract needs a header with a varbit field")
         if "union_stack_next" in v.extra:
             stack, member = v.extra["union_stack_next"]
             param = {"type": "union_stack", "value": [stack.name, member]}
         elif "stack_next" in v.extra:
-            if v.extra["stack_next"].union:
-                raise CompileError(call.args[0].loc, "extract a member of the union: "
-                                                     "u.next.<member>")
             param = {"type": "stack", "value": v.extra["stack_next"].name}
         elif isinstance(v.ref, HeaderRef):
             param = {"type": "regular", "value": v.ref.name}
@@ -297,7 +290,7 @@ class ParserMixin:
                                                 "index")
         else:                   # a header (anything else is the checker's error)
             raise unsupported(call.args[0].loc, f"extract into '{describe(call.args[0])}'")
-        if has_varbit:
+        if len(call.args) == 2:
             n = self.coerce(self.eval_value(call.args[1], ctx, Bits(32)), Bits(32))
             length = {"type": "expression", "value": as_data(n)}   # BMv2 requires an expression
             ctx.prims.append({"op": "extract_VL", "parameters": [param, length]})
@@ -314,11 +307,11 @@ class ParserMixin:
                     loc)
 
     def lookahead_value(self, e, ctx):
+        """`lookahead<T>()`, of the type the checker gave it (one type argument, no
+        arguments: its rule)."""
         if ctx.kind != "parser":
             raise CompileError(e.loc, "lookahead() can only be used in a parser")
-        if len(e.type_args) != 1 or e.args:
-            raise CompileError(e.loc, "lookahead needs one type argument and no arguments")
-        t = self.resolve_type(e.type_args[0], ctx.scope)
+        t = self.typed(e, ctx).type
         if isinstance(t, StructT) and t.kind == "header":
             return Val(t, extra={"lookahead_header": t})
         if isinstance(t, StructT) and t.kind == "struct":

@@ -520,6 +520,32 @@ def test_named_arguments_are_checked_by_name(tmp_path):
     check_v1model(path)
 
 
+OPT_HEADER = dict(decls="header opt_t { varbit<320> options; }",
+                  headers="ethernet_t ethernet; ipv4_t ipv4; opt_t opt;")
+PACKET_ERRORS = [
+    # (program kwargs, text at the error, message): what extract and lookahead take, the
+    # checker's alone (the emitter reads lookahead's type from it), as the emitter said it
+    (dict(OPT_HEADER, states="state start { pkt.extract(hdr.opt); transition accept; }"),
+     "pkt.extract(hdr.opt)",
+     "extract of a header with a varbit field needs its length in bits as second argument"),
+    (dict(states="state start { pkt.extract(hdr.ethernet, 32w8); transition accept; }"),
+     "pkt.extract(hdr.ethernet, 32w8)", "two-argument extract needs a header with a varbit "
+                                         "field"),
+    (dict(OPT_HEADER, states="state start { pkt.extract(hdr.opt, 16w8); "
+                             "transition accept; }"), "16w8",
+     "argument 'variableFieldSizeInBits' of 'extract' has type bit<16>, but bit<32> is "
+     "expected (width mismatch)"),
+    (dict(states="state start { meta.m8 = pkt.lookahead(); transition accept; }"),
+     "pkt.lookahead()", "lookahead needs one type argument and no arguments"),
+]
+
+
+@pytest.mark.parametrize("kw, needle, message", PACKET_ERRORS,
+                         ids=[f"packet{i}" for i in range(len(PACKET_ERRORS))])
+def test_the_checker_alone_takes_extract_and_lookahead(kw, needle, message, tmp_path):
+    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
+
+
 TABLES_A_B = TABLE_T + " action b() { }"
 NAME_ERRORS = [
     # (program kwargs, text at the error, message): names and members the checker alone
