@@ -801,9 +801,15 @@ class BlockChecker:
         return ir.Cast(e.loc, t, operand)
 
     def e_Slice(self, e):
+        """`base[hi:lo]` of a bit<W> or int<W> value, with compile-time bounds in range."""
         base = self.expr(e.expr)
+        t = base.type
+        if not _untracked(t) and not isinstance(t, Bits):
+            raise CompileError(e.loc, f"cannot slice a value of type {t}")
         hi = self.const_int(e.hi, "slice bound")
         lo = self.const_int(e.lo, "slice bound")
+        if isinstance(t, Bits) and not 0 <= lo <= hi < t.width:
+            raise CompileError(e.loc, f"slice [{hi}:{lo}] out of range for {t}")
         return ir.Slice(e.loc, Bits(hi - lo + 1), base, hi, lo)
 
     def e_Unary(self, e):

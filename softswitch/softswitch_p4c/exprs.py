@@ -255,14 +255,11 @@ class ExprMixin:
         return base.ref.members[str(i)]
 
     def ev_Slice(self, e, ctx, expected):
+        """`base[hi:lo]`: its bounds and type are the checker's (a bit<W> base, bounds in
+        range: its rule)."""
+        node = self.typed(e, ctx)
+        t, hi, lo = node.type, node.hi, node.lo
         base = self.eval_value(e.expr, ctx)
-        if not isinstance(base.type, Bits):
-            raise CompileError(e.loc, f"cannot slice a value of type {base.type}")
-        hi = self.const_int(e.hi, ctx.scope, "slice bound")
-        lo = self.const_int(e.lo, ctx.scope, "slice bound")
-        if not (0 <= lo <= hi < base.type.width):
-            raise CompileError(e.loc, f"slice [{hi}:{lo}] out of range for {base.type}")
-        t = Bits(hi - lo + 1)
         extra = {"slice": (base, hi, lo)}
         if base.const is not None:
             return Val(t, const=(base.const >> lo) & mask_of(t.width), extra=extra)
@@ -301,12 +298,12 @@ class ExprMixin:
         left = self.eval_value(e.left, ctx, expected if op not in _CMP else None)
         left = self.read_before_side_effects(left, e.right, ctx, e.left.loc)
         right = self.eval_value(e.right, ctx, left.type if op not in ("<<", ">>", "++") else None)
-        if op in ("<<", ">>", "++"):
-            t = self.typed(e, ctx).type
-            return self.shift(op, left, right, t) if op != "++" else self.concat(left, right, t)
         if op in _CMP:
             return self.compare(op, left, right, e)
-        t, left, right = self.unify(left, right, e, op)
+        t = self.typed(e, ctx).type
+        if op in ("<<", ">>", "++"):
+            return self.shift(op, left, right, t) if op != "++" else self.concat(left, right, t)
+        left, right = self.coerce(left, t), self.coerce(right, t)      # an integer takes `t`
         if op in ("/", "%"):
             return self.divide(op, left, right, t, e)
         if op in ("|+|", "|-|"):
@@ -356,15 +353,10 @@ class ExprMixin:
         if not isinstance(v.type, BoolT):
             raise CompileError(loc, f"{what} must be bool, not {v.type}")
 
-    def unify(self, left, right, e, op):
-        """The operands in their one type (the checker's rule, check.py: an integer
-        without a width takes the other operand's)."""
-        lt, rt = left.type, right.type
-        if isinstance(lt, IntT) and not isinstance(rt, IntT):
-            return rt, self.coerce(left, rt), right
-        if isinstance(rt, IntT) and not isinstance(lt, IntT):
-            return lt, left, self.coerce(right, lt)
-        return lt, left, right
+    def unify(self, left, right):
+        """A comparison's operands in their one type: an integer without a width takes the
+        other operand's (which types compare is the checker's rule, check.py)."""
+        return self.coerce(left, right.type), self.coerce(right, left.type)
 
     def compare(self, op, left, right, e):
         """`left op right` as a bool (which types compare is the checker's rule)."""
@@ -375,7 +367,7 @@ class ExprMixin:
             equal = self.aggregate_equal(left, right, e)
             return equal if op == "==" else self.negate(equal)
         if not isinstance(lt, (BoolT, EnumT, ErrorT)) and not isinstance(rt, (BoolT, EnumT, ErrorT)):
-            _, left, right = self.unify(left, right, e, op)
+            left, right = self.unify(left, right)
         if left.const is not None and right.const is not None:
             return Val(BoolT(), const=fold_binary(op, left.const, right.const, BoolT()))
         return bool_expr(expr(op, as_data(left), as_data(right)))
@@ -465,7 +457,7 @@ class ExprMixin:
         cond = self.eval_value(e.cond, ctx)
         then = self.eval_value(e.then, ctx, expected)
         other = self.eval_value(e.other, ctx, then.type)
-        t = then.type if not isinstance(then.type, IntT) else other.type
+        t = self.typed(e, ctx).type
         then, other = self.coerce(then, t), self.coerce(other, t)
         if cond.const is not None:
             return then if cond.const else other

@@ -440,8 +440,8 @@ def test_the_checker_alone_types_operators(kw, needle, message, tmp_path):
 
 
 OPERAND_ERRORS = [
-    # (program kwargs, text at the error, message): what casts, shifts, `++` and the
-    # saturating operators take, the checker's alone (the emitter reads the types it gave),
+    # (program kwargs, text at the error, message): what casts, shifts, `++`, the
+    # saturating operators and slices take, the checker's alone (the emitter reads the types it gave),
     # as the emitter said it (`6 |+| 2` crashed the checker's folding)
     (dict(apply="meta.m8 = (bit<8>)hdr.ethernet;"), "(bit<8>)hdr.ethernet",
      "cannot cast header ethernet_t to bit<8>"),
@@ -457,6 +457,10 @@ OPERAND_ERRORS = [
     (dict(apply="meta.m16 = meta.m8 ++ 7;"), "7;", "operands of '++' need a width, not int"),
     (dict(apply="meta.m8 = (bit<8>)(6 |+| 2);"), "6 |+| 2",
      "saturating '|+|' needs operands with a width"),
+    (dict(apply="meta.m8 = (bit<8>)hdr.ipv4.isValid()[0:0];"), "hdr.ipv4.isValid()[0:0]",
+     "cannot slice a value of type bool"),
+    (dict(apply="meta.m8 = meta.m8[8:1];"), "meta.m8[8:1]",
+     "slice [8:1] out of range for bit<8>"),
 ]
 
 
