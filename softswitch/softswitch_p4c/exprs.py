@@ -348,11 +348,6 @@ class ExprMixin:
         self.patch_jump(jump, len(ctx.prims))
         return result
 
-    def require_bool(self, v, loc, what):
-        """A bool argument (conditions and operators are the checker's, check.py)."""
-        if not isinstance(v.type, BoolT):
-            raise CompileError(loc, f"{what} must be bool, not {v.type}")
-
     def unify(self, left, right):
         """A comparison's operands in their one type: an integer without a width takes the
         other operand's (which types compare is the checker's rule, check.py)."""

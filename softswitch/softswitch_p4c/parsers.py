@@ -501,7 +501,6 @@ class ParserMixin:
         args = self.bind_args(call, method.params, name, ctx,
                               self.call_type_env(method, call, ctx))
         cond = args["condition"]
-        self.require_bool(cond, call.args[0].loc, "checksum condition")
         if cond.const is False:
             return
         inputs = self.data_inputs(args["data"], call, ctx, allow_temps=False)

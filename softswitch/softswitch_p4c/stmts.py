@@ -769,14 +769,10 @@ class StmtMixin:
         self.emit(ctx, "truncate", [as_data(args["length"])], call.loc)
 
     def fn_assert(self, call, args, ctx, dest):
-        self.emit(ctx, "assert", [as_bool(self.bool_arg(args["check"], call))], call.loc)
+        self.emit(ctx, "assert", [as_bool(args["check"])], call.loc)     # a bool: check.py
 
     def fn_assume(self, call, args, ctx, dest):
-        self.emit(ctx, "assume", [as_bool(self.bool_arg(args["check"], call))], call.loc)
-
-    def bool_arg(self, v, call):
-        self.require_bool(v, call.loc, "argument")
-        return v
+        self.emit(ctx, "assume", [as_bool(args["check"])], call.loc)
 
     def fn_log_msg(self, call, args, ctx, dest):
         items = []
@@ -788,7 +784,7 @@ class StmtMixin:
     def fn_verify(self, call, args, ctx, dest):
         if ctx.kind != "parser":
             raise CompileError(call.loc, "verify() may only be called in a parser")
-        check = self.bool_arg(args["check"], call)
+        check = args["check"]
         err = args["toSignal"]
         ctx.prims.append({"op": "verify", "parameters": [as_bool(check), as_data(err)]})
 

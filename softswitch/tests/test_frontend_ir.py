@@ -506,6 +506,8 @@ CONVERSION_ERRORS = [
                "mismatch)"),
     (dict(ingress="register<bit<8>>(4) r;", apply="r.read(_, 0);"), "_, 0",
      "type mismatch in argument 'result' of 'read': expected bit<8>, got _"),
+    (dict(apply="assume(7);"), "7);",
+     "type mismatch in argument 'check' of 'assume': expected bool, got int"),
     (dict(apply="random(meta.m8, 0, 16w7);"), "16w7",
      "argument 'hi' of 'random' has type bit<16>, but bit<8> is expected (width mismatch)"),
 ]
