@@ -5,10 +5,13 @@ Names resolve to their declarations (block scopes, then the block's actions, tab
 functions and states, then the top level's); expressions get their types. Type errors
 raise CompileError at the first one, with the BMv2 emitter's message for the same rule:
 undeclared names, fields, enum and error members, extern methods, parser states and
-table actions; `bit<W>` widths that disagree in assignments, binary operators and call
-arguments (actions, functions, a table's default and entry actions, extern methods:
-arity with `@optional` parameters and defaults, types with the instance's type arguments
-bound); the arity of every call and instance but a package's: constructors (extern
+table actions; values that do not convert to the type they meet (`convert`, P4-16
+8.11.2) in assignments, returns, `?:` branches, binary operators and call arguments
+(actions, functions, a table's actions list, default and entry actions, extern methods:
+arity with `@optional` parameters and defaults, types with the instance's and the call's
+type arguments bound; sub-parsers' and sub-controls' `apply` and constructors); casts
+that do not exist; shifts, `++`, saturating operators and slices of what they do not
+take; the arity of every call and instance but a package's: constructors (extern
 instances, top-level ones as they are declared, and `implementation =
 action_profile(N)`; a parser's or control's constructor parameters), header and stack
 methods, a table's and a sub-block's `apply`; conditions that are not `bool`;
@@ -18,7 +21,9 @@ parameters and parser states; duplicate declarations in a block (its parameters 
 locals, a statement list's, an action's parameters and its body's); duplicate table
 properties, undeclared match kinds, a second `lpm` key, default and entry actions
 missing from the table's actions list; extern function calls (overloads by arity,
-widths); `extract` of anything but a header (a header union neither); a `switch` on
+widths); `extract` of anything but a header (a header union neither), its varbit length
+exactly when the header has a varbit field, `lookahead` without one type argument; a
+`switch` on
 anything but a bit<>, int<>, enum or error value or a table's `apply().action_run`, and
 a label of the latter that is not one of the table's actions; members that do not exist
 (of a header union: fields and `isValid`; of a stack, a table's `apply()` result, a
@@ -40,8 +45,10 @@ evaluation: the top level's constants, widths, stack sizes and enum values
 here, in the emitter's scope (`outer`).
 
 Both paths run it on whole blocks before anything is lowered (`tna.check_program`,
-`check_v1model`); the BMv2 emitter does not read the IR yet and keeps its own copies of
-the body rules both have (README.md, "Architecture: phases").
+`check_v1model`); the BMv2 emitter checks each expression again as it lowers it, in its
+own scope (`ExprMixin.typed`, `nodes` records the sub-expressions), and reads types
+from those nodes instead of keeping copies of these rules (README.md, "Architecture:
+phases").
 """
 from . import ast as A
 from .ast import describe, name_loc
@@ -952,7 +959,7 @@ def check_functions(comp, program, externs):
 def check_v1model(comp, program):
     """The v1model checker phase, after the declarations: the top-level actions and
     functions, then every parser and control with a body, in declaration order (the BMv2
-    emitter does not read the IR yet: README.md, "Architecture: phases")."""
+    emitter does not lower this IR: README.md, "Architecture: phases")."""
     check_parameters(program)
     top = check_functions(comp, program, {})
     for d in program.decls:

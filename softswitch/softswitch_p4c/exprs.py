@@ -1,8 +1,9 @@
-"""Expression evaluation in parser, control and action bodies: name resolution, type
-checking and lowering to BMv2 JSON expressions (the way p4c's BMv2 back end writes
-them); constant operands fold with values.fold_binary / fold_unary. Compile-time
-evaluation outside bodies (constants, widths, enum values, the passes' questions) is the
-checker's, check.py."""
+"""Expression evaluation in parser, control and action bodies: names resolved to storage
+and lowered to BMv2 JSON expressions (the way p4c's BMv2 back end writes them). Types and
+type rules are the checker's (check.py): `ExprMixin.typed` checks an expression in the
+emitter's scope of the moment and the lowering reads types from its IR node; constant
+operands fold with values.fold_binary / fold_unary. Compile-time evaluation outside
+bodies (constants, widths, enum values, the passes' questions) is the checker's too."""
 from dataclasses import dataclass
 from typing import Any
 
