@@ -34,8 +34,11 @@ but a serializable enum's). A call's result has its type when a generic method o
 function returns one of its own type parameters (bound by the call's type arguments,
 `lookahead<T>()`, or its arguments' types), and a generic top-level function's body is
 checked again for each call with those types. Names in table properties and select
-keysets are resolved too. Not checked yet: arguments of generic methods' and functions'
-own type parameters, select keyset types.
+keysets are resolved too; a select's keys are bit<>, bool or enum values and its cases
+give one constant value, mask or (non-empty) range per key that fits it. Not checked
+yet: the types of a select's keyset values, arguments of a generic method's or
+function's type parameters that neither the call's type arguments nor an earlier
+argument bind.
 
 Every typed expression also carries its compile-time `value` (constant folding: literals,
 constants, enum and error members, a stack's size, minSizeInBits/Bytes, operators, casts,
@@ -54,9 +57,11 @@ from . import ast as A
 from .ast import describe, name_loc
 from . import ir
 from .errors import CompileError, unsupported
-from .symbols import ActionSym, BlockSym, ExternFuncSym, ExternInstance, FuncSym, TypeSym
+from .symbols import (ActionSym, BlockSym, ExternFuncSym, ExternInstance, FuncSym, TypeSym,
+                      ValueSetSym)
 from .types import (BlockT, Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, StackT,
-                    StructT, StringT, TupleT, TypeVar, VarbitT, VoidT, same_type)
+                    StructT, StringT, TupleT, TypeVar, VarbitT, VoidT, same_type,
+                    storage_width)
 from .values import Val, fold_binary, fold_unary, mask_of, wrap
 
 HEADER_METHODS = {"isValid": BoolT(), "setValid": VoidT(), "setInvalid": VoidT(),
@@ -436,11 +441,41 @@ class BlockChecker:
         if tr.next is not None:
             return ir.Transition(tr.loc, [], [],
                                  [self.state(tr.next, getattr(tr, "next_loc", tr.loc))])
-        select = [self.expr(e) for e in tr.select]
-        keysets = [self.expr(keyset) for _loc, keyset, _state, _state_loc in tr.cases]
+        select = []
+        for e in tr.select:
+            node = self.expr(e)
+            if not _untracked(node.type) and not isinstance(node.type, (Bits, BoolT, EnumT)):
+                raise CompileError(e.loc, f"cannot select on a value of type {node.type}")
+            select.append(node)
+        widths = [None if _untracked(n.type) else storage_width(n.type) for n in select]
+        keysets = []
+        for loc, keyset, _state, _state_loc in tr.cases:
+            keysets.append(self.expr(keyset))
+            self.check_keyset(keyset, keysets[-1], widths, loc)
         return ir.Transition(tr.loc, select, keysets,
                              [self.state(state, state_loc)
                               for _loc, _keyset, state, state_loc in tr.cases])
+
+    def check_keyset(self, ks, node, widths, loc):
+        """A select case gives one value per key (or `default`, or a value set for one
+        key): compile-time values, masks and ranges (not empty) that fit the key's width."""
+        if isinstance(ks, A.DefaultExpr):
+            return
+        items, nodes = (ks.items, node.items) if isinstance(ks, A.ListExpr) else ([ks], [node])
+        if len(items) == 1 and len(widths) == 1 and _is_value_set(nodes[0]):
+            return
+        if len(items) != len(widths):
+            raise CompileError(loc, f"select case has {len(items)} values for {len(widths)} "
+                                    f"keys")
+        for item, n, width in zip(items, nodes, widths):
+            if isinstance(item, A.DefaultExpr) or _is_value_set(n):
+                continue
+            if isinstance(item, (A.Mask, A.Range)):
+                values = [_keyset_value(e, p, width) for e, p in zip(_children(item), n.parts)]
+                if isinstance(item, A.Range) and values[0] > values[1]:
+                    raise CompileError(item.loc, f"empty range {values[0]}..{values[1]}")
+            else:
+                _keyset_value(item, n, width)
 
     def state(self, name, loc):
         if name in FINAL_STATES:
@@ -1057,6 +1092,24 @@ def _untracked(t):
     """A type the operator rules skip: untracked, or a generic function's type parameter
     (its body is checked once, unspecialized)."""
     return t is UNKNOWN or isinstance(t, TypeVar)
+
+
+def _is_value_set(node):
+    return isinstance(node, ir.Ref) and (isinstance(node.decl, ValueSetSym) or isinstance(
+        node.decl, ir.Variable) and node.decl.kind == "value_set")
+
+
+def _keyset_value(e, node, width):
+    """A select keyset value: a compile-time integer that fits the key's `width` bits (a
+    negative one is taken modulo 2^width)."""
+    if node.value is None:
+        raise CompileError(e.loc, "select case values must be compile-time constants")
+    value = int(node.value)
+    if value < 0 and width is not None:
+        value &= mask_of(width)
+    if width is not None and value > mask_of(width):
+        raise CompileError(e.loc, f"value {value} does not fit the {width}-bit select key")
+    return value
 
 
 def _pairs(params, arg_asts, args):

@@ -16,7 +16,7 @@ from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
 from .symbols import Scope, SubControlSym, ValueSetSym
-from .types import Bits, BoolT, EnumT, StructT, storage_width
+from .types import Bits, BoolT, StructT, storage_width
 from .values import (DynHeaderRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, mask_of, param as op_param)
 
@@ -339,10 +339,9 @@ class ParserMixin:
     # ------------------------------------------------------------ select
     def lower_select(self, tr, ctx, state):
         keys = []
-        for k in tr.select:
+        for k in tr.select:                         # bit<>, bool or enum: check.py
             v = self.eval_value(k, ctx)
-            width = self.select_width(v, k)         # refuses a key it cannot lay out first
-            keys.append((self.select_key_json(v, k, ctx), width))
+            keys.append((self.select_key_json(v, k, ctx), storage_width(v.type)))
         state["transition_key"] = [j for j, _ in keys]
         widths = [w for _, w in keys]
         for case in tr.cases:
@@ -351,11 +350,6 @@ class ParserMixin:
             for t in self.select_case(ks, widths, ctx, cloc):
                 t["next_state"] = nxt
                 state["transitions"].append(t)
-
-    def select_width(self, v, k):
-        if isinstance(v.type, (Bits, BoolT, EnumT)) or (isinstance(v.type, EnumT)):
-            return storage_width(v.type)
-        raise CompileError(k.loc, f"cannot select on a value of type {v.type}")
 
     def select_key_json(self, v, k, ctx):
         if isinstance(v.ref, FieldRef):
@@ -370,14 +364,14 @@ class ParserMixin:
         return tmp.ref.json()
 
     def select_case(self, ks, widths, ctx, loc):
+        """The (value, mask) transitions of a select case (one value per key, each a
+        constant that fits: the checker's rule, check.check_keyset)."""
         items = ks.items if isinstance(ks, A.ListExpr) else [ks]
         if isinstance(ks, A.DefaultExpr):
             return [{"type": "default", "value": None, "mask": None}]
         if len(items) == 1 and len(widths) == 1 and self.is_value_set(items[0], ctx):
             sym = ctx.scope.lookup(items[0].name)
             return [{"type": "parse_vset", "value": sym.name, "mask": None}]
-        if len(items) != len(widths):
-            raise CompileError(loc, f"select case has {len(items)} values for {len(widths)} keys")
         if all(isinstance(i, A.DefaultExpr) for i in items):
             return [{"type": "default", "value": None, "mask": None}]
         per_item = [self.keyset_pairs(i, w, ctx) for i, w in zip(items, widths)]
@@ -404,21 +398,12 @@ class ParserMixin:
             return [(v & m, m)]
         if isinstance(e, A.Range):
             lo, hi = self.select_const(e.lo, ctx, width), self.select_const(e.hi, ctx, width)
-            if lo > hi:
-                raise CompileError(e.loc, f"empty range {lo}..{hi}")
             return _range_to_masks(lo, hi, width)
         return [(self.select_const(e, ctx, width), mask_of(width))]
 
     def select_const(self, e, ctx, width):
-        value = self.const_value(e, ctx.scope)
-        if value is None:
-            raise CompileError(e.loc, "select case values must be compile-time constants")
-        value = int(value)
-        if value < 0:
-            value &= mask_of(width)
-        if value > mask_of(width):
-            raise CompileError(e.loc, f"value {value} does not fit the {width}-bit select key")
-        return value
+        """A keyset value (the checker's: a constant that fits), modulo 2^width."""
+        return int(self.typed(e, ctx).value) & mask_of(width)
 
     # ------------------------------------------------------------ deparser
     def lower_deparser(self, decl):

@@ -552,6 +552,29 @@ def test_the_checker_alone_takes_extract_and_lookahead(kw, needle, message, tmp_
     test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
 
 
+SELECT_ERRORS = [
+    # (select cases, text at the error, message): what a select takes, the checker's alone
+    # (so for TNA programs too), as the emitter said it
+    ("select(hdr.ethernet) { default: accept; }", "hdr.ethernet)",
+     "cannot select on a value of type header ethernet_t"),
+    ("select(hdr.ethernet.etherType) { (1, 2): accept; default: accept; }", "(1, 2): accept",
+     "select case has 2 values for 1 keys"),
+    ("select(hdr.ethernet.etherType) { 5..2: accept; default: accept; }", "5..2",
+     "empty range 5..2"),
+    ("select(hdr.ethernet.etherType) { meta.m16: accept; default: accept; }",
+     "meta.m16: accept", "select case values must be compile-time constants"),
+    ("select(hdr.ethernet.etherType) { 0x800 &&& 0x10000: accept; default: accept; }",
+     "0x10000", "value 65536 does not fit the 16-bit select key"),
+]
+
+
+@pytest.mark.parametrize("cases, needle, message", SELECT_ERRORS,
+                         ids=[f"select{i}" for i in range(len(SELECT_ERRORS))])
+def test_the_checker_alone_takes_selects(cases, needle, message, tmp_path):
+    test_the_checker_alone_counts_arguments(
+        dict(states=f"state start {{ transition {cases} }}"), needle, message, tmp_path)
+
+
 TABLES_A_B = TABLE_T + " action b() { }"
 NAME_ERRORS = [
     # (program kwargs, text at the error, message): names and members the checker alone
