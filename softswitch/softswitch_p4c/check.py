@@ -947,12 +947,23 @@ class BlockChecker:
         return ir.Ternary(e.loc, t, cond, a, b)
 
     def e_Index(self, e):
-        """A stack element or a tuple item (the index is a constant), typed."""
-        base, index = self.expr(e.expr), self.expr(e.index)
+        """A stack element (a compile-time index in bounds) or a tuple item (the index is a
+        compile-time constant in bounds), typed."""
+        base = self.expr(e.expr)
         t = base.type
-        item = t.elem if isinstance(t, StackT) else \
-            t.elems[index.value] if isinstance(t, TupleT) and index.value is not None and \
-            0 <= index.value < len(t.elems) else UNKNOWN
+        if not _untracked(t) and not isinstance(t, (StackT, TupleT)):
+            raise CompileError(e.loc, f"cannot index a value of type {t}")
+        index = self.expr(e.index)
+        if isinstance(t, TupleT):
+            i = self.const_int(e.index, "tuple index") if index.value is None else index.value
+            if not 0 <= i < len(t.elems):
+                raise CompileError(e.index.loc, f"index {i} out of bounds for {t}")
+        elif isinstance(t, StackT) and index.value is not None and \
+                not 0 <= int(index.value) < t.size:
+            raise CompileError(e.index.loc, f"index {int(index.value)} out of bounds for stack "
+                                            f"of size {t.size}")
+        item = t.elem if isinstance(t, StackT) else t.elems[i] if isinstance(t, TupleT) else \
+            UNKNOWN
         return ir.Untyped(e.loc, item, [base, index], "Index")
 
     def e_DefaultExpr(self, e):

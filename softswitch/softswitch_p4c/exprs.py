@@ -230,30 +230,31 @@ class ExprMixin:
         return Val(None, extra={"action_run": table})                         # action_run
 
     def ev_Index(self, e, ctx, expected):
+        """A stack element or tuple item: at the index the checker knows at compile time
+        (in bounds: its rule), else at run time."""
+        i = self.typed(e, ctx).parts[1].value
         base = self.eval_value(e.expr, ctx)
         if isinstance(base.type, TupleT):
-            return self.tuple_item(base, e, ctx)
-        if not isinstance(base.ref, StackRef):
-            raise CompileError(e.loc, f"cannot index a value of type {base.type}")
-        idx = self.eval_value(e.index, ctx)
-        if idx.const is not None:
-            i = int(idx.const)
-            if not 0 <= i < base.type.size:
-                raise CompileError(e.index.loc, f"index {i} out of bounds for stack of size "
-                                                f"{base.type.size}")
-            return Val(base.type.elem, ref=base.ref.elems[i])
+            return base.extra["items"][i] if "items" in base.extra else \
+                base.ref.members[str(i)]
+        idx = None
+        if i is None:
+            idx = self.eval_value(e.index, ctx)
+            i = self.inlined_constant(idx, base.type.size, e.index.loc)
+        if i is not None:
+            return Val(base.type.elem, ref=base.ref.elems[int(i)])
         if base.ref.union:
             return Val(base.type.elem, ref=DynUnionRef(base.ref, as_data(idx), base.type.elem))
         deref = expr("dereference_header_stack", base.ref.json(), as_data(idx))
         return Val(base.type.elem, ref=DynHeaderRef(deref, base.ref.elems, base.type.elem))
 
-    def tuple_item(self, base, e, ctx):
-        i = self.const_int(e.index, ctx.scope, "tuple index")
-        if not 0 <= i < len(base.type.elems):
-            raise CompileError(e.index.loc, f"index {i} out of bounds for {base.type}")
-        if "items" in base.extra:
-            return base.extra["items"][i]
-        return base.ref.members[str(i)]
+    def inlined_constant(self, idx, size, loc):
+        """An index only inlining made constant (a function's constant result, which the
+        checker does not know): bounds are checked here, as the checker does for the rest."""
+        if idx.const is not None and not 0 <= int(idx.const) < size:
+            raise CompileError(loc, f"index {int(idx.const)} out of bounds for stack of size "
+                                    f"{size}")
+        return idx.const
 
     def ev_Slice(self, e, ctx, expected):
         """`base[hi:lo]`: its bounds and type are the checker's (a bit<W> base, bounds in

@@ -575,6 +575,37 @@ def test_the_checker_alone_takes_selects(cases, needle, message, tmp_path):
         dict(states=f"state start {{ transition {cases} }}"), needle, message, tmp_path)
 
 
+INDEX_ERRORS = [
+    # (program kwargs, text at the error, message): what can be indexed and where, the
+    # checker's alone, as the emitter said it
+    (dict(apply="hdr.hops[7].setValid();"), "7]", "index 7 out of bounds for stack of size 4"),
+    (dict(apply="meta.m8[0] = 1;"), "meta.m8[0]", "cannot index a value of type bit<8>"),
+    (dict(ingress="action a() { tuple<bit<8>, bit<16>> t = {1, 2}; meta.m8 = t[2]; }",
+          apply="a();"), "2]; }", "index 2 out of bounds for tuple<bit<8>, bit<16>>"),
+    (dict(ingress="action a() { tuple<bit<8>, bit<16>> t = {1, 2}; meta.m8 = t[meta.m8]; }",
+          apply="a();"), "meta.m8]; }", "tuple index must be a compile-time integer constant"),
+]
+
+
+@pytest.mark.parametrize("kw, needle, message", INDEX_ERRORS,
+                         ids=[f"index{i}" for i in range(len(INDEX_ERRORS))])
+def test_the_checker_alone_takes_indices(kw, needle, message, tmp_path):
+    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
+
+
+def test_what_a_pass_wrote_is_checked_as_it_is_lowered(tmp_path):
+    """An unrolled loop's index is a constant only once unrolled: the checker, run again in
+    the emitter's scope on the unrolled body (ExprMixin.typed), refuses it there."""
+    source = program(apply="for (bit<8> i = 0; i < 5; i = i + 1) { hdr.hops[i].setValid(); }")
+    path = tmp_path / "loop.p4"
+    path.write_text(source)
+    check_v1model(path)
+    with pytest.raises(CompileError) as compiler:
+        compile_to_objects(str(path))
+    assert compiler.value.message == "index 4 out of bounds for stack of size 4"
+    assert (compiler.value.loc.line, compiler.value.loc.col) == line_of(source, "i].setValid")
+
+
 TABLES_A_B = TABLE_T + " action b() { }"
 NAME_ERRORS = [
     # (program kwargs, text at the error, message): names and members the checker alone
