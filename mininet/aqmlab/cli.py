@@ -80,7 +80,8 @@ def cmd_run(args):
     if args.quick:
         experiment = experiment.for_quick()
     runs = study.select(study.expand(experiment), args.only)
-    warning = args.executor == "local" and study.jobs_warning(experiment, min(args.jobs, len(runs)))
+    warning = args.executor == "local" and study.jobs_warning(experiment, min(args.jobs, len(runs)),
+                                                                  runs=runs)
     if warning:
         print(f"aqmlab run: warning: {warning}", file=sys.stderr)
     if os.geteuid() != 0:

@@ -108,22 +108,28 @@ def test_validate_lists_points_runs_and_wall_time(tmp_path):
     assert f"estimated wall time {seconds // 60:.0f} min" in out
 
 
-def test_jobs_rule_allows_by_bottleneck_rate_and_cores_and_warns_above(tmp_path):
-    def at(rate):
-        return experiment(topology={"bottleneck": {"rate": rate, "delay": "10ms"}})
+def test_jobs_rule_allows_by_bottleneck_rate_hosts_and_cores_and_warns_above(tmp_path):
+    def at(rate, pairs=1):
+        return experiment(topology={"bottleneck": {"rate": rate, "delay": "10ms"}},
+                          workload=[{"kind": "bulk", "pairs": pairs}])
     assert [study.faithful_jobs(at(r), cores=2) for r in ("1.5mbit", "10mbit", "100mbit")] == \
         [4, 2, 1]
+    # More hosts per run: fewer side by side (RFC 2415's 40-host runs: 2 on 2 cores).
+    assert [study.faithful_jobs(at("1.5mbit", pairs), cores=2) for pairs in (8, 9, 24, 25)] == \
+        [4, 2, 2, 1]
+    assert study.faithful_jobs(at("10mbit", 9), cores=2) == 1
     assert study.jobs_warning(at("1.5mbit"), 4, cores=2) is None
     assert study.jobs_warning(at("10mbit"), 3, cores=2) == (
-        "--jobs 3 exceeds the measured rule for a 10 Mb/s bottleneck on 2 cores (at most 2; "
-        "mininet/bench/JOBS.md): the runs' timing may differ from --jobs 1")
+        "--jobs 3 exceeds the measured rule for a 10 Mb/s bottleneck and 2 hosts per run on 2 "
+        "cores (at most 2; mininet/bench/JOBS.md): the runs' timing may differ from --jobs 1")
     path = tmp_path / "fast.toml"
     path.write_text(tomli_w.dumps({**BASE, "repeat": 4, "topology": {
         "bottleneck": {"rate": "100mbit", "delay": "10ms"}}}))
     out = subprocess.run([sys.executable, "-m", "aqmlab", "validate", str(path), "--jobs", "2"],
                          capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[-1] == ("warning: --jobs 2 exceeds the measured rule for a 100 Mb/s "
-                                    f"bottleneck on {os.cpu_count()} cores (at most 1; "
+                                    f"bottleneck and 2 hosts per run on {os.cpu_count()} cores "
+                                    "(at most 1; "
                                     "mininet/bench/JOBS.md): the runs' timing may differ from "
                                     "--jobs 1")
     fast_point = experiment(topology={"bottleneck": {"rate": "1.5mbit", "delay": "10ms"}},

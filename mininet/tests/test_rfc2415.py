@@ -326,9 +326,9 @@ def test_a_reproduction_can_bring_its_own_wall_time_estimate(tmp_path, monkeypat
         capsys.readouterr().out
 
 
-def test_plan_gives_every_table_cell_five_repetitions_and_big_runs_one_job():
+def test_plan_gives_every_table_cell_five_repetitions_and_runs_the_jobs_rule_allows():
     sources = {p: FILES / f"{p}.toml" for p in rfc2415.PARTS}
-    stages = rfc2415.part_stages(sources, grid_repeat=2, length=130)
+    stages = rfc2415.part_stages(sources, grid_repeat=2, length=130, cores=2)
     every = [(s.part, r) for s in stages for r in s.run_ids]
     assert len(every) == len(set(every))
     runs = {p: {r.run_id: r for r in study.expand(load_experiment(path))}
@@ -339,8 +339,8 @@ def test_plan_gives_every_table_cell_five_repetitions_and_big_runs_one_job():
             run = runs[stage.part][run_id]
             key = (stage.part, run.point)
             planned[key] = planned.get(key, 0) + 1
-            big = rfc2415.webs_of(run.scenario) >= 64
-            assert stage.max_jobs == (1 if big else 0)
+            hosts = study.run_hosts(run.scenario)
+            assert stage.max_jobs == (4 if hosts <= 16 else 2 if hosts <= 48 else 1), hosts
     for (part, point), n in planned.items():
         scenario = load_experiment(sources[part]).scenarios[point]
         assert n == (2 if rfc2415.iw_of(scenario) == 10 else 5), (part, scenario.name)

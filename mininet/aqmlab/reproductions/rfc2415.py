@@ -581,25 +581,25 @@ def quick_lines(parts):
 # ---------------------------------------------------------------- wall time
 
 PUBLISHED_IW = (1, 2, 3, 4)      # IW 10 is the extension: --grid-repeat repetitions
-BIG_WEBS = 64                    # runs with this many webs (128 hosts) keep --jobs 1
+BIG_WEBS = 64                    # Table 6's largest population (128 hosts)
 
-# The runs in priority order: (part, what they answer, which points, at most
-# this many side by side); each point's every repetition. A point goes to the
-# first stage that takes it; what no stage takes is the rest of the grid.
+# The runs in priority order: (part, what they answer, which points); each
+# point's every repetition. A point goes to the first stage that takes it; what
+# no stage takes is the rest of the grid. Each stage runs as many side by side
+# as the --jobs rule allows for its runs' hosts (study.faithful_jobs).
 STAGES = (
     ("thread_droptail", "thread's conclusion: RED vs a larger IW (4/6/8 FTPs)",
-     lambda s: ftps_of(s) in (4, 6, 8) and iw_of(s) in (1, 3), 0),
+     lambda s: ftps_of(s) in (4, 6, 8) and iw_of(s) in (1, 3)),
     ("thread_red", "thread's conclusion: RED vs a larger IW (4/6/8 FTPs)",
-     lambda s: ftps_of(s) in (4, 6, 8) and iw_of(s) == 1, 0),
-    ("http10", "Tables 1-3: the IW and drop-rate trends", lambda s: iw_of(s) in PUBLISHED_IW, 0),
-    ("thread_droptail", "the thread's drop-tail table", lambda s: iw_of(s) in PUBLISHED_IW, 0),
-    ("thread_red", "the thread's RED table", lambda s: iw_of(s) in PUBLISHED_IW, 0),
-    ("http11", "Tables 4-5", lambda s: iw_of(s) in PUBLISHED_IW, 0),
-    ("thread_mix", "the thread's 32-client mix", lambda s: True, 0),
-    ("thread_http11", "the thread's HTTP/1.1 table", lambda s: True, 0),
-    ("halves", "Table 6, 16 and 32 webs", lambda s: webs_of(s) < BIG_WEBS, 0),
-    ("halves", f"Table 6, {BIG_WEBS} webs (--jobs 1: {2 * BIG_WEBS} hosts)",
-     lambda s: webs_of(s) >= BIG_WEBS, 1),
+     lambda s: ftps_of(s) in (4, 6, 8) and iw_of(s) == 1),
+    ("http10", "Tables 1-3: the IW and drop-rate trends", lambda s: iw_of(s) in PUBLISHED_IW),
+    ("thread_droptail", "the thread's drop-tail table", lambda s: iw_of(s) in PUBLISHED_IW),
+    ("thread_red", "the thread's RED table", lambda s: iw_of(s) in PUBLISHED_IW),
+    ("http11", "Tables 4-5", lambda s: iw_of(s) in PUBLISHED_IW),
+    ("thread_mix", "the thread's 32-client mix", lambda s: True),
+    ("thread_http11", "the thread's HTTP/1.1 table", lambda s: True),
+    ("halves", "Table 6, 16 and 32 webs", lambda s: webs_of(s) < BIG_WEBS),
+    ("halves", f"Table 6, {BIG_WEBS} webs ({2 * BIG_WEBS} hosts)", lambda s: webs_of(s) >= BIG_WEBS),
 )
 
 
@@ -610,31 +610,42 @@ def run_seconds(experiment, run, length=None):
     return study.estimated_seconds(experiment, [run]) - experiment.duration + duration
 
 
-def part_stages(sources, grid_repeat, length=None):
+def part_stages(sources, grid_repeat, length=None, cores=None):
     """The study's runs in priority order (STAGES, then each part's other
-    points with `grid_repeat` repetitions) -> [common.Stage]."""
+    points with `grid_repeat` repetitions) -> [common.Stage]; a stage whose
+    runs the --jobs rule allows different numbers of side by side (by their
+    hosts, on `cores`) is split, the most side by side first."""
     experiments = {part: load_experiment(path) for part, path in sources.items()}
     remaining = {part: study.expand(e) for part, e in experiments.items()}
+    by_id = {part: {r.run_id: r for r in runs} for part, runs in remaining.items()}
+
+    def stages(part, label, run_ids):
+        allowed = {r: study.faithful_jobs(experiments[part], cores, [by_id[part][r]])
+                   for r in run_ids}
+        return [Stage(part, label, tuple(r for r in run_ids if allowed[r] == jobs), jobs)
+                for jobs in sorted(set(allowed.values()), reverse=True)]
+
     head, tail = [], []
-    for part, label, wanted, max_jobs in STAGES:
+    for part, label, wanted in STAGES:
         if part not in remaining:
             continue
         e = experiments[part]
         first, _ = by_priority(remaining[part], wanted, 0, lambda r: run_seconds(e, r, length))
         remaining[part] = [r for r in remaining[part] if r.run_id not in first]
-        if first:
-            head.append(Stage(part, label, first, max_jobs))
+        head += stages(part, label, first)
     staged = {part for part, *_ in STAGES}
     for part in sources:
         e = experiments[part]
         if part not in staged:         # the convergence (--convergence): all its runs
-            head.append(Stage(part, "every run", tuple(r.run_id for r in remaining[part])))
+            head += stages(part, "every run", tuple(r.run_id for r in remaining[part]))
             continue
         _, rest = by_priority(remaining[part], lambda s: False, grid_repeat,
                               lambda r: run_seconds(e, r, length))
-        if rest:
-            tail.append(Stage(part, f"IW 10 (extension), n = {grid_repeat}", rest))
+        tail += stages(part, f"IW 10 (extension), n = {grid_repeat}", rest)
     return head + tail
+
+
+PLAN_CORES = 2      # the plan is this machine's: 2 cores
 
 
 def plan_lines(root):
@@ -643,12 +654,15 @@ def plan_lines(root):
     sources = {part: EXPERIMENTS / f"{part}.toml" for part in PARTS}
     experiments = {part: load_experiment(path) for part, path in sources.items()}
     convergence = load_experiment(EXPERIMENTS / f"{CONVERGENCE}.toml")
-    jobs = study.faithful_jobs(experiments["http10"], cores=2)
     done = complete_runs(root, PARTS + (CONVERGENCE,))
     path = Path(root) / RUN_LENGTH_FILE
     chosen = json.loads(path.read_text())["duration"] if path.exists() else None
+    convergence_runs = study.expand(convergence)
     first = [Stage(CONVERGENCE, "run length (runs first)",
-                   tuple(r.run_id for r in study.expand(convergence)))]
+                   tuple(r.run_id for r in convergence_runs),
+                   study.faithful_jobs(convergence, PLAN_CORES, convergence_runs))]
+    # the command's --jobs: the rule's largest, which each stage lowers for its hosts
+    jobs = max(stage.max_jobs for stage in part_stages(sources, GRID_REPEAT, cores=PLAN_CORES))
     runs = {p: {r.run_id: r for r in study.expand(e)} for p, e in experiments.items()}
     runs[CONVERGENCE] = {r.run_id: r for r in study.expand(convergence)}
     experiments[CONVERGENCE] = convergence
@@ -657,8 +671,8 @@ def plan_lines(root):
         def seconds_of_run(part, run_id):
             return run_seconds(experiments[part], runs[part][run_id],
                                None if part == CONVERGENCE else length)
-        return plan_table(first + part_stages(sources, GRID_REPEAT, length), seconds_of_run,
-                          jobs, done)
+        return plan_table(first + part_stages(sources, GRID_REPEAT, length, PLAN_CORES),
+                          seconds_of_run, jobs, done)
     length = chosen or MIN_LENGTH + convergence.warmup
     lines, total = table(length)
     _, paper = table(PAPER_SECONDS)
@@ -666,10 +680,10 @@ def plan_lines(root):
         f"Every published table's cells (IW 1-4, every population) run with n = 5, first, in "
         f"the order below (the thread's RED-vs-IW conclusion, then Tables 1-3's trends), so a "
         f"study stopped part-way already answers them; IW 10, the extension, gets n = "
-        f"{GRID_REPEAT} (`--grid-repeat`). Hours at --jobs {jobs}, the measured --jobs rule for "
-        f"1.5 Mb/s on this 2-core machine (mininet/bench/JOBS.md; measured with 8 hosts, so the "
-        f"{BIG_WEBS}-web runs keep --jobs 1 and each run's load average is in its run.json), "
-        f"each run "
+        f"{GRID_REPEAT} (`--grid-repeat`). Hours at --jobs {jobs}, which each stage lowers to "
+        f"the measured --jobs rule for its runs' hosts at 1.5 Mb/s on this 2-core machine "
+        f"(study.JOBS_RULE, mininet/bench/JOBS.md; each run's load average and switch timing "
+        f"are in its run folder), each run "
         + (f"{chosen:g} s (the convergence's choice)" if chosen else
            f"{length:g} s (the convergence step's floor, {MIN_LENGTH} s after the warm-up; it "
            f"has not run yet and may choose longer)")

@@ -24,6 +24,14 @@ use std::sync::Arc;
 /// (The sleep itself is a timerfd, not a poll timeout: see `WakeTimer`.)
 const MIN_SPIN_NS: u64 = 10_000;
 const MAX_SPIN_NS: u64 = 300_000;
+/// Spinning buys the last tens of microseconds of a deadline: they matter on
+/// links where a full frame lasts under a millisecond (faster than 12 Mb/s;
+/// 121 us at 100 Mb/s), not on slower ones, whose deadlines the thread sleeps
+/// to. At 1.5 Mb/s a switch spinning 300 us per event burnt a quarter of its
+/// CPU, and four such runs side by side were all late: 14 % of frames over
+/// 1 ms late spinning on every link, 7 % sleeping (RFC 2415 thread runs).
+const SPIN_BELOW_FRAME_NS: u64 = 1_000_000;
+const FULL_FRAME_BYTES: usize = 1514;
 /// Receive batches taken per port per loop turn, so queues keep being served under load.
 const RX_BATCHES_PER_TURN: usize = 4;
 /// Recirculate/clone chains longer than this are dropped (a loop in the program);
@@ -170,10 +178,14 @@ impl PacketLoop {
         self.shared.pipeline_adopted.store(gen, SeqCst);
     }
 
-    fn next_event_ns(&self) -> Option<u64> {
-        let starts = self.queues.values().filter_map(|q| q.next_start_ns());
-        let sends = self.wire.values().filter_map(|w| w.next_due_ns());
-        let arrivals = self.arriving.values().filter_map(|w| w.next_due_ns());
+    /// When the thread must be awake: the next scheduled event, less the spin
+    /// margin where its port's rate needs the spin.
+    fn wake_time_ns(&self) -> Option<u64> {
+        let margin = self.spin_margin_ns();
+        let early = |port: &u32, t: u64| t.saturating_sub(if self.spins_for(*port) { margin } else { 0 });
+        let starts = self.queues.iter().filter_map(|(p, q)| q.next_start_ns().map(|t| early(p, t)));
+        let sends = self.wire.iter().filter_map(|(p, w)| w.next_due_ns().map(|t| early(p, t)));
+        let arrivals = self.arriving.iter().filter_map(|(p, w)| w.next_due_ns().map(|t| early(p, t)));
         let now = self.clock.now_ns();
         let retries = self.failing.values().copied().filter(|&t| t > now);
         starts.chain(sends).chain(arrivals).chain(retries).min()
@@ -181,6 +193,12 @@ impl PacketLoop {
 
     fn spin_margin_ns(&self) -> u64 {
         (2 * self.wake_lateness_ns + MIN_SPIN_NS).min(MAX_SPIN_NS)
+    }
+
+    /// Whether deadlines on `port` are worth spinning for (an unshaped port's
+    /// frames take no time: always).
+    fn spins_for(&self, port: u32) -> bool {
+        self.queues.get(&port).map_or(0, |q| q.cfg.serialisation_ns(FULL_FRAME_BYTES)) < SPIN_BELOW_FRAME_NS
     }
 
     /// Sleeps until a port is readable, the control plane wakes us, or the
@@ -217,10 +235,10 @@ impl PacketLoop {
         self.ports.keys().zip(&fds).filter(|(_, f)| f.revents != 0).map(|(&p, _)| p).collect()
     }
 
-    /// Arms the timer for the next scheduled event less the spin margin, or
-    /// disarms it; true when that time has come (look at the sockets, spin on).
+    /// Arms the timer for the wake time, or disarms it; true when that time
+    /// has come (look at the sockets, spin on).
     fn arm_wake(&mut self) -> bool {
-        let wake_at = self.next_event_ns().map(|t| t.saturating_sub(self.spin_margin_ns()));
+        let wake_at = self.wake_time_ns();
         let spin = wake_at.is_some_and(|t| t <= self.clock.now_ns());
         self.timer.set(wake_at.filter(|_| !spin));
         spin
@@ -468,6 +486,7 @@ impl PacketLoop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tm::PortConfig;
 
     fn portless_loop() -> PacketLoop {
         let shared = Arc::new(Shared::new(&[1], None, 1, false).unwrap());
@@ -488,6 +507,20 @@ mod tests {
         let left = pl.timer.remaining_ns();
         let after = pl.clock.now_ns();
         assert!(before + left <= wake_at && wake_at <= after + left, "{before} + {left} .. {after} + {left} vs {wake_at}");
+    }
+
+    #[test]
+    fn a_slow_link_sleeps_to_its_deadline_and_a_fast_one_spins() {
+        for (rate_bps, spins) in [(1_500_000, false), (10_000_000, false), (13_000_000, true), (100_000_000, true), (0, true)] {
+            let mut pl = portless_loop();
+            pl.queues.insert(1, EgressQueue::new(PortConfig { rate_bps, ..PortConfig::default() }, 0));
+            pl.wake_lateness_ns = MAX_SPIN_NS; // a loaded machine: the largest margin, 300 us
+            let due = pl.clock.now_ns() + 500_000_000;
+            pl.wire.get_mut(&1).unwrap().push(due, vec![0u8; 60]);
+            // 10 Mb/s: a full frame takes 1.2 ms, 300 us less lateness is noise to TCP.
+            let margin = if spins { MAX_SPIN_NS } else { 0 };
+            assert_eq!(pl.wake_time_ns(), Some(due - margin), "{rate_bps} b/s");
+        }
     }
 
     #[test]
