@@ -493,8 +493,8 @@ class BlockChecker:
 
     def compatible(self, want, have, loc, what):
         """A value of type `have` converts to type `want` (`convert`'s rule, P4-16 8.11.2);
-        a list's items each to the struct or header field, or tuple element, it gives (as
-        the emitter assigns them; how many there are is its rule)."""
+        a list gives a struct or header one item per field, each converting to it (as the
+        emitter assigns them), and a tuple one per element."""
         if _untracked(want) or _untracked(have):
             return
         if isinstance(have, TupleT) and (isinstance(want, TupleT) or isinstance(want, StructT)
@@ -504,6 +504,9 @@ class BlockChecker:
                 for w, h in zip(elems, have.elems):
                     self.compatible(w, h, loc, what)
                 return
+            if isinstance(want, StructT):
+                got = f", got {len(have.elems)}" if want.kind == "struct" else ""
+                raise CompileError(loc, f"expected {len(elems)} values for {want}{got}")
         convert(None, have, want, loc, what)
 
     def compatible_arg(self, want, have, loc, param, callee):

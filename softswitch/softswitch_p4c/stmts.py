@@ -272,11 +272,7 @@ class StmtMixin:
     def assign_struct(self, ctx, lhs, rhs, loc):
         members = lhs.ref.members
         if isinstance(rhs.type, TupleT) and "items" in rhs.extra:
-            items = rhs.extra["items"]
-            if len(items) != len(members):
-                raise CompileError(loc, f"expected {len(members)} values for {lhs.type}, got "
-                                        f"{len(items)}")
-            items = self.snapshot_items(ctx, items, lhs, loc)
+            items = self.snapshot_items(ctx, rhs.extra["items"], lhs, loc)   # one per member
             for (name, dst), src in zip(members.items(), items):
                 self.assign(ctx, dst, src, loc)
             return
@@ -311,10 +307,7 @@ class StmtMixin:
         if isinstance(rhs.type, TupleT):
             self.emit(ctx, "add_header", [lhs.ref.json()], loc)
             names = [n for n, _ in lhs.type.fields]
-            items = rhs.extra["items"]
-            if len(items) != len(names):
-                raise CompileError(loc, f"expected {len(names)} values for {lhs.type}")
-            items = self.snapshot_items(ctx, items, lhs, loc)
+            items = self.snapshot_items(ctx, rhs.extra["items"], lhs, loc)   # one per field
             for n, src in zip(names, items):
                 self.assign(ctx, self.header_member(lhs, A.Member(loc, None, n)), src, loc)
             return
