@@ -362,11 +362,12 @@ class BlockChecker:
 
     def switch_label(self, case, node):
         """A label of a switch on `t.apply().action_run` names an action of table `t`; one
-        of a switch on a value is an expression."""
+        of a switch on a value is a value of its type."""
         if isinstance(case.label, A.DefaultExpr):
             return
-        if not _is_action_run(node):
-            self.expr(case.label)
+        if not _is_action_run(node):          # a value of the switch expression's type
+            label = self.expr(case.label)
+            self.compatible(node.type, label.type, case.label.loc, "switch label")
             return
         if not isinstance(case.label, A.Name):
             raise CompileError(case.loc, "switch labels must be action names")

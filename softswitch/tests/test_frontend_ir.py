@@ -474,9 +474,10 @@ def test_the_checker_alone_takes_casts_shifts_and_concatenations(kw, needle, mes
 
 CONVERSION_ERRORS = [
     # (program kwargs, text at the error, message): what converts to what in assignments,
-    # returns, arguments and `?:` branches, the checker's alone (the emitter's coerce only
-    # converts); as the emitter said it, but where its message named a later place (random's
-    # arguments, a list passed to a struct parameter)
+    # returns, arguments, `?:` branches and switch labels, the checker's alone (the emitter's
+    # coerce only converts); as the emitter said it, but where its message named a later
+    # place (random's arguments, a list passed to a struct parameter) or it had no rule (a
+    # label of another width, which it compared as it was)
     (dict(apply="meta.m8 = (meta.m8 == 1) ? 8w1 : 16w2;"), "16w2",
      "type mismatch in '?:': expected bit<8>, got bit<16>"),
     (dict(decls="bit<8> f() { return 16w1; }", apply="meta.m8 = f();"), "16w1; }",
@@ -510,6 +511,8 @@ CONVERSION_ERRORS = [
                "mismatch)"),
     (dict(ingress="register<bit<8>>(4) r;", apply="r.read(_, 0);"), "_, 0",
      "type mismatch in argument 'result' of 'read': expected bit<8>, got _"),
+    (dict(apply="switch (meta.m8) { 16w1: { meta.m16 = 1; } default: { } }"), "16w1:",
+     "type mismatch in switch label: expected bit<8>, got bit<16>"),
     (dict(apply="assume(7);"), "7);",
      "type mismatch in argument 'check' of 'assume': expected bool, got int"),
     (dict(apply="random(meta.m8, 0, 16w7);"), "16w7",
