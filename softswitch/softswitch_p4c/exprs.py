@@ -297,12 +297,12 @@ class ExprMixin:
         op = e.op
         if op in ("&&", "||"):
             return self.logical(e, ctx)
+        t = self.typed(e, ctx).type if op not in _CMP else None
         left = self.eval_value(e.left, ctx, expected if op not in _CMP else None)
         left = self.read_before_side_effects(left, e.right, ctx, e.left.loc)
         right = self.eval_value(e.right, ctx, left.type if op not in ("<<", ">>", "++") else None)
         if op in _CMP:
             return self.compare(op, left, right, e)
-        t = self.typed(e, ctx).type
         if op in ("<<", ">>", "++"):
             return self.shift(op, left, right, t) if op != "++" else self.concat(left, right, t)
         left, right = self.coerce(left, t), self.coerce(right, t)      # an integer takes `t`
@@ -451,10 +451,10 @@ class ExprMixin:
         return Val(t, json=expr("sat_cast" if t.signed else "usat_cast", raw, hexstr(t.width)))
 
     def ev_Ternary(self, e, ctx, expected):
+        t = self.typed(e, ctx).type
         cond = self.eval_value(e.cond, ctx)
         then = self.eval_value(e.then, ctx, expected)
         other = self.eval_value(e.other, ctx, then.type)
-        t = self.typed(e, ctx).type
         then, other = self.coerce(then, t), self.coerce(other, t)
         if cond.const is not None:
             return then if cond.const else other
