@@ -15,7 +15,8 @@ take; the arity of every call and instance but a package's: constructors (extern
 instances, top-level ones as they are declared, and `implementation =
 action_profile(N)`; a parser's or control's constructor parameters), header and stack
 methods, a table's and a sub-block's `apply`; conditions that are not `bool`;
-assignments to constants and to read-only parameters; an initializer's methods that do
+assignments to constants and to read-only parameters; a `return` with a value where
+none is returned, `break`/`continue` outside a loop; an initializer's methods that do
 not implement an abstract method of the extern (count, directions, types); duplicate
 parameters and parser states; duplicate declarations in a block (its parameters and
 locals, a statement list's, an action's parameters and its body's); duplicate table
@@ -91,7 +92,8 @@ class BlockChecker:
         self.top = top or {}
         self.type_env = {}           # a generic function's type parameters, in its body
         self.nodes = None            # id(AST expression) -> (it, its IR node), when recording
-        self.ret_type = None         # the return type of the function being checked
+        self.ret_type = None         # the return type of the function or action (void)
+        self.loops = 0               # loops around the statement being checked
 
     def resolve(self, tr, type_env=None):
         """The type a TypeRef names here (type parameters as TypeVar)."""
@@ -228,12 +230,13 @@ class BlockChecker:
             self.callables[d.name] = fn
         self.scopes.append({})
         outer_env, self.type_env = self.type_env, type_env or _type_params(d)
-        outer_ret = self.ret_type
-        self.ret_type = self.resolve(d.ret) if getattr(d, "ret", None) is not None else None
+        outer_ret, outer_loops = self.ret_type, self.loops
+        self.ret_type = self.resolve(d.ret) if getattr(d, "ret", None) is not None else VoidT()
+        self.loops = 0
         fn.params = [self.param(p, read_only=("", "in")) for p in d.params]
         fn.body = ir.Block(d.body.loc, self.stmts(d.body.stmts))   # in the parameters' scope
         self.scopes.pop()
-        self.type_env, self.ret_type = outer_env, outer_ret
+        self.type_env, self.ret_type, self.loops = outer_env, outer_ret, outer_loops
         return fn
 
     def table(self, t):
@@ -334,10 +337,7 @@ class BlockChecker:
                 self.switch_label(c, node)
             return ir.Switch(s.loc, node, [self.stmt(c.body) for c in s.cases])
         if isinstance(s, A.Return):
-            value = self.expr(s.value) if s.value is not None else None
-            if value is not None and not isinstance(self.ret_type, (VoidT, type(None))):
-                self.compatible(self.ret_type, value.type, s.value.loc, "assignment")
-            return ir.Return(s.loc, value)
+            return self.return_stmt(s)
         if isinstance(s, A.Exit):
             return ir.Exit(s.loc)
         if isinstance(s, A.Transition):
@@ -347,8 +347,23 @@ class BlockChecker:
         if isinstance(s, (A.For, A.ForIn)):
             return self.loop(s)
         if isinstance(s, (A.Break, A.Continue)):
-            return ir.Jump(s.loc, type(s).__name__.lower())
+            word = type(s).__name__.lower()
+            if not self.loops:
+                raise CompileError(s.loc, f"'{word}' outside a loop")
+            return ir.Jump(s.loc, word)
         raise unsupported(s.loc, f"statement {type(s).__name__}")
+
+    def return_stmt(self, s):
+        """A `return`'s value converts to the function's return type; an action, a void
+        function and a control's apply block return none."""
+        if s.value is not None and isinstance(self.ret_type, VoidT):
+            raise CompileError(s.value.loc, "this return statement cannot return a value")
+        if s.value is not None and self.ret_type is None and isinstance(self.decl, A.ControlDecl):
+            raise CompileError(s.loc, "a control's apply block cannot return a value")
+        value = self.expr(s.value) if s.value is not None else None
+        if value is not None and self.ret_type is not None:
+            self.compatible(self.ret_type, value.type, s.value.loc, "assignment")
+        return ir.Return(s.loc, value)
 
     def switch_expr(self, e):
         """A switch is on a table's `apply().action_run` or on a bit<>, int<>, enum or error
@@ -391,7 +406,9 @@ class BlockChecker:
             init = self.stmts(s.init)
             cond = self.expect_bool(s.cond, "loop condition") if s.cond is not None else None
             updates = self.stmts(s.updates)
+        self.loops += 1
         loop = ir.Loop(s.loc, init, cond, updates, self.stmt(s.body))
+        self.loops -= 1
         self.scopes.pop()
         return loop
 

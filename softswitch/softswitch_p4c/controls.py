@@ -309,9 +309,7 @@ class ControlMixin:
             return self.g_switch(s, ctx)
         if isinstance(s, (A.For, A.ForIn)):
             return self.g_stmt(A.Block(s.loc, self.unroller.unroll(s, ctx.scope)), ctx)
-        if isinstance(s, A.Return):
-            if s.value is not None:
-                raise CompileError(s.loc, "a control's apply block cannot return a value")
+        if isinstance(s, A.Return):                     # with no value: check.py
             if ctx.control.parent is not None:           # ends the sub-control's apply
                 return ctx.control.return_to, []
             return END, []

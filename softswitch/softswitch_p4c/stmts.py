@@ -190,17 +190,13 @@ class StmtMixin:
         self.loop_jump(s, ctx, 1)
 
     def loop_jump(self, s, ctx, which):
-        if ctx.loop_jumps is None:
-            word = "break" if which == 0 else "continue"
-            raise CompileError(s.loc, f"'{word}' outside a loop")
+        """`break` / `continue` in a loop lowered at run time (inside a loop: check.py)."""
         ctx.loop_jumps[which].append(self.emit(ctx, "_jump", [hexstr(0)], s.loc))
 
     def st_Return(self, s, ctx):
         if ctx.return_jumps is None:
             raise CompileError(s.loc, "'return' is not allowed here")
-        if s.value is not None:
-            if ctx.return_target is None:
-                raise CompileError(s.value.loc, "this return statement cannot return a value")
+        if s.value is not None:                 # a function's (its value converts: check.py)
             value = self.eval_value(s.value, ctx, ctx.return_target.type)
             self.assign(ctx, ctx.return_target, value, s.value.loc)
             if ctx.return_values is not None:

@@ -613,6 +613,28 @@ def test_what_a_pass_wrote_is_checked_as_it_is_lowered(tmp_path):
     assert (compiler.value.loc.line, compiler.value.loc.col) == line_of(source, "i].setValid")
 
 
+JUMP_ERRORS = [
+    # (program kwargs, text at the error, message): what `return`, `break` and `continue`
+    # may do where they are, the checker's alone, as the emitter said it (`break` in an
+    # apply block was an unsupported statement to it)
+    (dict(apply="if (meta.m8 == 1) { return 1; }"), "return 1",
+     "a control's apply block cannot return a value"),
+    (dict(ingress="action a() { meta.m8 = 1; return 27; }", apply="a();"), "27; }",
+     "this return statement cannot return a value"),
+    (dict(decls="void f() { return 3; }", apply="f();"), "3; }",
+     "this return statement cannot return a value"),
+    (dict(ingress="action a() { continue; }", apply="a();"), "continue;",
+     "'continue' outside a loop"),
+    (dict(apply="break;"), "break;", "'break' outside a loop"),
+]
+
+
+@pytest.mark.parametrize("kw, needle, message", JUMP_ERRORS,
+                         ids=[f"jump{i}" for i in range(len(JUMP_ERRORS))])
+def test_the_checker_alone_places_returns_and_jumps(kw, needle, message, tmp_path):
+    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
+
+
 TABLES_A_B = TABLE_T + " action b() { }"
 NAME_ERRORS = [
     # (program kwargs, text at the error, message): names and members the checker alone
