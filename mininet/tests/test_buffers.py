@@ -127,7 +127,7 @@ def test_quick_command_exits_by_the_direction_check(tmp_path, monkeypatch, capsy
                 writer.writeheader()
                 writer.writerows(drops_of(run_folder))
         return 0
-    monkeypatch.setattr(common.subprocess, "call", call)
+    monkeypatch.setattr(common, "call_run", call)
     assert buffers.main(["--out", str(root), "--quick", "--no-progress"]) == code
     assert [c[4:] for c in commands] == [[str(buffers.EXPERIMENTS / "quick.toml"), "--out",
                                           str(root / "quick"), "--resume", "--no-progress"]]

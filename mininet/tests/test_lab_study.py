@@ -5,8 +5,10 @@ ids, `aqmlab validate`, study folders, and reports rebuilt from run folders
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import tomli_w
@@ -267,3 +269,23 @@ def test_run_csv_rows_reads_a_compressed_committed_file(tmp_path):
         handle.write("flow,goodput_bps\nf,1e6\n")
     assert report.run_csv_rows(tmp_path, "flows.csv") == [{"flow": "f", "goodput_bps": "1e6"}]
     assert report.run_csv_rows(tmp_path, "queue.csv") == []
+
+
+def test_sigterm_to_a_study_stops_its_aqmlab_run_child(tmp_path):
+    """`aqmlab study` runs each stage as an `aqmlab run` child: a SIGTERM to
+    the study (a scheduler, `kill`) must reach the child, not orphan it."""
+    pidfile = tmp_path / "child.pid"
+    child = ("import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); "
+             "time.sleep(60)")
+    parent = subprocess.Popen([sys.executable, "-c",
+                               "import sys; from aqmlab.reproductions import common; "
+                               f"common.call_run([sys.executable, '-c', {child!r}, {str(pidfile)!r}])"],
+                              stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(timeout=10) != 0
+    with pytest.raises(ProcessLookupError):   # terminated and reaped by the study
+        os.kill(pid, 0)

@@ -239,7 +239,7 @@ def test_one_command_chooses_the_run_length_then_runs_each_part_with_options_pas
     --only and the options the command does not know (--executor slurm);
     wall times and the report follow."""
     root, commands = tmp_path / "s", []
-    monkeypatch.setattr(common.subprocess, "call", fake_aqmlab_run(root, commands))
+    monkeypatch.setattr(common, "call_run", fake_aqmlab_run(root, commands))
     assert rfc2415.main(["--out", str(root), "--parts", "thread_droptail,thread_red",
                          "--jobs", "2", "--executor", "slurm"]) == 0
     printed = capsys.readouterr().out.splitlines()
@@ -276,14 +276,14 @@ def test_one_command_chooses_the_run_length_then_runs_each_part_with_options_pas
 
 def test_paper_length_skips_the_convergence_and_runs_the_repository_files(tmp_path, monkeypatch):
     root, commands = tmp_path / "s", []
-    monkeypatch.setattr(common.subprocess, "call", fake_aqmlab_run(root, commands))
+    monkeypatch.setattr(common, "call_run", fake_aqmlab_run(root, commands))
     assert rfc2415.main(["--out", str(root), "--parts", "thread_red", "--paper-length"]) == 0
     assert [c[4] for c in commands] == [str(FILES / "thread_red.toml")] * 3
     assert not (root / rfc2415.RUN_LENGTH_FILE).exists()
 
 
 def test_an_unfinished_convergence_stops_the_study_with_one_line(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(common.subprocess, "call", lambda command: 1)
+    monkeypatch.setattr(common, "call_run", lambda command: 1)
     assert rfc2415.main(["--out", str(tmp_path / "s"), "--parts", "thread_red"]) == 2
     assert capsys.readouterr().err.strip() == (
         "aqmlab study rfc2415: error: run-length convergence incomplete (exit 1); rerun the "
@@ -301,7 +301,7 @@ def test_quick_command_runs_the_ci_file_and_exits_by_the_direction_check(tmp_pat
             write_study(root / rfc2415.QUICK, (FILES / "quick.toml").read_text(),
                         lambda run: result({"web-iw1": 1.0, "web-iw4": iw4 + 0.01 * run.seed}))
             return 0
-        monkeypatch.setattr(common.subprocess, "call", call)
+        monkeypatch.setattr(common, "call_run", call)
         assert rfc2415.main(["--out", str(root), "--quick", "--no-progress"]) == code, name
         assert [c[4:] for c in commands] == [[str(FILES / "quick.toml"), "--out",
                                               str(root / "quick"), "--resume", "--no-progress",
@@ -319,7 +319,7 @@ def test_a_reproduction_can_bring_its_own_wall_time_estimate(tmp_path, monkeypat
     reproduction = dataclasses.replace(rfc2415.REPRODUCTION,
                                        seconds_of=lambda experiment, runs: 3600 * len(runs))
     root, commands = tmp_path / "s", []
-    monkeypatch.setattr(common.subprocess, "call", fake_aqmlab_run(root, commands))
+    monkeypatch.setattr(common, "call_run", fake_aqmlab_run(root, commands))
     assert common.run_study(reproduction, ["--out", str(root), "--parts", "thread_red",
                                            "--paper-length"]) == 0
     assert "\nthread_red: 100 runs of 360 s, estimated 100.0 h one run at a time" in \
@@ -349,7 +349,7 @@ def test_plan_gives_every_table_cell_five_repetitions_and_runs_the_jobs_rule_all
 
 def test_stage_jobs_cap_reaches_aqmlab_run(tmp_path, monkeypatch):
     commands = []
-    monkeypatch.setattr(common.subprocess, "call", lambda c: commands.append(c) or 0)
+    monkeypatch.setattr(common, "call_run", lambda c: commands.append(c) or 0)
     stages = [common.Stage("halves", "big", ("p06-r0",), max_jobs=1),
               common.Stage("halves", "small", ("p00-r0", "p01-r0"))]
     source = FILES / "halves.toml"
@@ -369,7 +369,7 @@ def fake_part_runs(monkeypatch, tmp_path, count, result):
             (folder / "result.json").write_text(json.dumps(result))
             (folder / "complete").write_text("")
         return 0
-    monkeypatch.setattr(common.subprocess, "call", call)
+    monkeypatch.setattr(common, "call_run", call)
 
 
 def test_run_part_keeps_slot_seconds_and_measured_traffic(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ with intervals, the CI direction check and the report, on study folders
 written here with known values. The lab tests are at the end (root)."""
 
 import csv
+import itertools
 import json
 import random
 import subprocess
@@ -344,9 +345,12 @@ def test_report_labels_quick_results_and_lists_every_published_statement(tmp_pat
     assert "quick/p00-r0 (no queue telemetry)" in text      # flagged, not dropped
     # the run plan from the measured 7.5 s per run beyond its traffic, at --jobs 4
     assert "plus 7.5 s" in text and "each run's traffic plus the measured 7.5 s" in text
-    assert "| 1 | calibration | RED region per congestion level (runs first) | 36 (0) | 4 |" \
+    # each stage split by the --jobs rule for its runs' hosts (24-host runs: 2 side by side)
+    assert "| 1 | calibration | RED region per congestion level (runs first) | 24 (0) | 4 |" \
         in text
-    assert "| 2 | crr | 5.3 statements | 45 (0) | 4 |" in text
+    assert "| 2 | calibration | RED region per congestion level (runs first) | 12 (0) | 2 |" \
+        in text
+    assert "| 3 | crr | 5.3 statements | 10 (0) | 4 |" in text
     assert "aqmlab study rfc2884 --out results/rfc2884 --jobs 4\n" in text
 
 
@@ -375,22 +379,25 @@ def test_one_command_calibrates_then_runs_each_part_with_the_chosen_red(tmp_path
                         lambda run: result(**{"crr-ecn": 2.0, "crr-noecn": 1.0}),
                         only=set(only_of(command)))
         return 0
-    monkeypatch.setattr(common.subprocess, "call", fake_call)
+    monkeypatch.setattr(common, "call_run", fake_call)
     assert rfc2884.main(["--out", str(tmp_path / "s"), "--parts", "bulk,crr",
                          "--jobs", "2", "--executor", "slurm"]) == 0
-    assert [c[6].split("/")[-1] for c in commands] == ["calibration", "crr", "bulk", "crr",
-                                                       "bulk"]
-    assert commands[0][7:] == ["--resume", "--executor", "slurm", "--jobs", "2"]
+    # consecutive commands of one part: one stage, split by the --jobs rule's hosts
+    groups = [(part, list(group)) for part, group in
+              itertools.groupby(commands, key=lambda c: c[6].split("/")[-1])]
+    assert [part for part, _ in groups] == ["calibration", "crr", "bulk", "crr", "bulk"]
     assert all(c[2:4] == ["aqmlab", "run"] and c[7:10] == ["--resume", "--jobs", "2"]
-               and c[10] == "--only" and c[12:] == ["--executor", "slurm"] for c in commands[1:])
+               and c[10] == "--only" and c[12:] == ["--executor", "slurm"] for c in commands)
     bulk = {r.run_id: r for r in study.expand(load_experiment(FILES / "bulk.toml"))}
-    first = [bulk[i] for i in only_of(commands[2])]
+    first = [bulk[i] for c in groups[2][1] for i in only_of(c)]
     statement_points = {(s.variant,) + w for s in rfc2884.STATEMENTS if s.part == "bulk"
                         for w in (s.a, s.b)}
     assert {rfc2884.point_key(r.scenario) for r in first} == statement_points
     assert len(first) == 5 * len(statement_points) == 40
-    assert [r.repetition for r in first] == sorted(r.repetition for r in first)
-    rest = [bulk[i] for i in only_of(commands[4])]
+    for c in groups[2][1]:      # within each split, n grows evenly
+        reps = [bulk[i].repetition for i in only_of(c)]
+        assert reps == sorted(reps)
+    rest = [bulk[i] for c in groups[4][1] for i in only_of(c)]
     assert {r.repetition for r in rest} == {0, 1} and len(rest) == 2 * (36 - 8)
     sweep = tomllib.loads((tmp_path / "s" / "bulk.toml").read_text())["sweep"]
     # avg 12 at 2 and 5 flows -> 5/15; avg 32 at 10 flows -> 15/45 (the only region holding it)
@@ -436,9 +443,14 @@ def test_todays_tcp_sits_beside_the_rfcs_at_each_statement_point(tmp_path):
 def test_plan_runs_every_statement_point_first_with_all_repetitions():
     sources = {p: FILES / f"{p}.toml" for p in rfc2884.PARTS}
     stages = rfc2884.part_stages(sources, grid_repeat=2, overhead=8.0)
-    assert [(s.part, s.label.startswith("rest")) for s in stages] == \
+    # a stage is split where the --jobs rule allows its runs' hosts different numbers
+    assert [key for key, _ in itertools.groupby((s.part, s.label.startswith("rest"))
+                                                for s in stages)] == \
         [(p, False) for p in rfc2884.STAGE_ORDER] + [(p, True) for p in rfc2884.STAGE_ORDER]
-    counts = {(s.part, s.label.startswith("rest")): len(s.run_ids) for s in stages}
+    counts = {}
+    for s in stages:
+        key = (s.part, s.label.startswith("rest"))
+        counts[key] = counts.get(key, 0) + len(s.run_ids)
     assert counts[("fairness", False)] == 2 * 4 * 10       # the published maxp, n = 10 as the RFC
     assert counts[("crr_ablation", False)] == 4 * 3 * 5    # 4 settings x maxp 0.02/0.1/0.5
     assert counts[("crr_modern", False)] == 5 * 5          # the 5 KB points and 20 KB at 0.1
@@ -463,7 +475,7 @@ def test_plan_takes_bulk_traffic_time_from_complete_runs(tmp_path):
     text = "\n".join(rfc2884.plan_lines(root, 10.0))
     assert "measured 1600 s of traffic for bulk at high congestion (mean of its complete runs)" \
         in text
-    assert "| 3 | bulk | 5.2 statements and retransmissions | 40 (2) |" in text
+    assert "| 6 | bulk | 5.2 statements and retransmissions | 30 (2) |" in text
     e = load_experiment(FILES / "bulk.toml")
     run = next(r for r in study.expand(e) if rfc2884.background_flows(r.scenario) == 10)
     assert rfc2884.run_seconds(e, run, 10.0, 1600.0) == 1610.0

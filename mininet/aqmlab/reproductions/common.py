@@ -13,6 +13,7 @@ repetitions (`--grid-repeat`).
 import argparse
 import json
 import math
+import signal
 import subprocess
 import sys
 import time
@@ -197,7 +198,7 @@ def run_part(root, part, source, extra):
     jobs = int(extra[extra.index("--jobs") + 1]) if "--jobs" in extra else 1
     before = {p.parent for p in out_dir.glob(f"*/{study.COMPLETE}")}
     started = time.monotonic()
-    code = subprocess.call(command)
+    code = call_run(command)
     seconds = time.monotonic() - started
     new = [p.parent for p in out_dir.glob(f"*/{study.COMPLETE}") if p.parent not in before]
     path = Path(root) / WALL_TIMES
@@ -215,6 +216,28 @@ def run_part(root, part, source, extra):
                      traffic_seconds_of(folder, duration) for folder in new))
     path.write_text(json.dumps(wall, indent=2))
     return code
+
+
+def call_run(command):
+    """Run an `aqmlab run` child to its end -> its exit code. SIGTERM to the
+    study (a scheduler, `kill`) reaches the child as SIGTERM, which marks its
+    runs interrupted and removes its labs, then stops the study; without this
+    the child would run its whole stage on, orphaned. (A terminal's Ctrl-C
+    reaches both already.)"""
+    def terminate(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    previous = signal.signal(signal.SIGTERM, terminate)
+    child = None
+    try:
+        child = subprocess.Popen(command)
+        return child.wait()
+    except KeyboardInterrupt:
+        if child:
+            child.send_signal(signal.SIGTERM)
+            child.wait()
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def plan_lines(name, sources, seconds_of=study.estimated_seconds):
@@ -256,6 +279,15 @@ def makespan(seconds, jobs):
     for value in seconds:
         slots[slots.index(min(slots))] += value
     return max(slots) if seconds else 0.0
+
+
+def rule_stages(experiment, part, label, runs, cores=None):
+    """`runs` (study.expand's, in run order) as stages of `part`, split by how
+    many side by side the --jobs rule allows for each run's hosts on `cores`
+    (study.faithful_jobs), the most side by side first -> [Stage]."""
+    allowed = {r.run_id: study.faithful_jobs(experiment, cores, [r]) for r in runs}
+    return [Stage(part, label, tuple(r.run_id for r in runs if allowed[r.run_id] == jobs), jobs)
+            for jobs in sorted(set(allowed.values()), reverse=True)]
 
 
 def stage_jobs(stage, jobs):

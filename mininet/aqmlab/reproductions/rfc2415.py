@@ -27,10 +27,10 @@ from pathlib import Path
 from aqmlab import stats, study
 from aqmlab.config import load_experiment
 from aqmlab.report import load_study, run_csv_rows
-from aqmlab.reproductions.common import (GRID_REPEAT, Reproduction, Stage, StudyError,
-                                         by_priority, complete_runs, fmt, load_lines,
-                                         measured_lines, overhead_estimate, parts_present,
-                                         plan_table, plot_estimates, read_wall, run_part,
+from aqmlab.reproductions.common import (GRID_REPEAT, Reproduction, StudyError, by_priority,
+                                         complete_runs, fmt, load_lines, measured_lines,
+                                         overhead_estimate, parts_present, plan_table,
+                                         plot_estimates, read_wall, rule_stages, run_part,
                                          run_study, save_figure, save_report)
 from aqmlab.reproductions import common
 
@@ -620,10 +620,8 @@ def part_stages(sources, grid_repeat, length=None, cores=None):
     by_id = {part: {r.run_id: r for r in runs} for part, runs in remaining.items()}
 
     def stages(part, label, run_ids):
-        allowed = {r: study.faithful_jobs(experiments[part], cores, [by_id[part][r]])
-                   for r in run_ids}
-        return [Stage(part, label, tuple(r for r in run_ids if allowed[r] == jobs), jobs)
-                for jobs in sorted(set(allowed.values()), reverse=True)]
+        runs = [by_id[part][r] for r in run_ids]
+        return rule_stages(experiments[part], part, label, runs, cores) if runs else []
 
     head, tail = [], []
     for part, label, wanted in STAGES:
@@ -657,10 +655,8 @@ def plan_lines(root):
     done = complete_runs(root, PARTS + (CONVERGENCE,))
     path = Path(root) / RUN_LENGTH_FILE
     chosen = json.loads(path.read_text())["duration"] if path.exists() else None
-    convergence_runs = study.expand(convergence)
-    first = [Stage(CONVERGENCE, "run length (runs first)",
-                   tuple(r.run_id for r in convergence_runs),
-                   study.faithful_jobs(convergence, PLAN_CORES, convergence_runs))]
+    first = rule_stages(convergence, CONVERGENCE, "run length (runs first)",
+                        study.expand(convergence), PLAN_CORES)
     # the command's --jobs: the rule's largest, which each stage lowers for its hosts
     jobs = max(stage.max_jobs for stage in part_stages(sources, GRID_REPEAT, cores=PLAN_CORES))
     runs = {p: {r.run_id: r for r in study.expand(e)} for p, e in experiments.items()}

@@ -29,11 +29,12 @@ from pathlib import Path
 from aqmlab import metrics, stats, study
 from aqmlab.config import load_experiment, measured_transfer
 from aqmlab.report import load_study, run_csv_rows
-from aqmlab.reproductions.common import (GRID_REPEAT, WALL_TIMES, Reproduction, Stage,
-                                         StudyError, by_priority, complete_runs, fmt,
-                                         load_lines, measured_lines, overhead_estimate,
-                                         parts_present, plot_estimates, plan_table,
-                                         run_part, run_study, save_figure, traffic_seconds_of)
+from aqmlab.reproductions.common import (GRID_REPEAT, WALL_TIMES, Reproduction, StudyError,
+                                         by_priority, complete_runs, fmt, load_lines,
+                                         measured_lines, overhead_estimate, parts_present,
+                                         plot_estimates, plan_table, rule_stages,
+                                         run_study, save_figure, traffic_seconds_of)
+from aqmlab.reproductions import common
 
 import matplotlib
 matplotlib.use("Agg")
@@ -401,20 +402,25 @@ def headline(part):
     return lambda s: point_key(s) in points
 
 
-def part_stages(sources, grid_repeat, overhead=None):
+def part_stages(sources, grid_repeat, overhead=None, cores=None):
     """The study's runs in priority order: every part's headline points with
     all their repetitions (the statements' parts first), then the rest of
-    each grid with `grid_repeat` repetitions -> [common.Stage]."""
+    each grid with `grid_repeat` repetitions -> [common.Stage], each split by
+    the --jobs rule for its runs' hosts on `cores`."""
     head, tail = [], []
     for part in sorted(sources, key=lambda p: STAGE_ORDER.index(p) if p in STAGE_ORDER else 99):
         experiment = load_experiment(sources[part])
-        first, rest = by_priority(study.expand(experiment), headline(part), grid_repeat,
+        runs = {r.run_id: r for r in study.expand(experiment)}
+        first, rest = by_priority(list(runs.values()), headline(part), grid_repeat,
                                   lambda run: run_seconds(experiment, run, overhead))
-        if first:
-            head.append(Stage(part, HEADLINE_LABEL[part], first))
-        if rest:
-            tail.append(Stage(part, f"rest of the grid, n = {grid_repeat}", rest))
+        head += rule_stages(experiment, part, HEADLINE_LABEL[part], [runs[r] for r in first],
+                            cores)
+        tail += rule_stages(experiment, part, f"rest of the grid, n = {grid_repeat}",
+                            [runs[r] for r in rest], cores)
     return head + tail
+
+
+PLAN_CORES = 2      # the plan is this machine's: 2 cores
 
 
 def plan_lines(root, overhead):
@@ -422,12 +428,13 @@ def plan_lines(root, overhead):
     complete in root are counted as done) at the --jobs rule's limit."""
     sources = {part: EXPERIMENTS / f"{part}.toml" for part in (CALIBRATION,) + PARTS}
     calibration = load_experiment(sources[CALIBRATION])
-    stages = [Stage(CALIBRATION, "RED region per congestion level (runs first)",
-                    tuple(r.run_id for r in study.expand(calibration)))]
-    stages += part_stages({p: sources[p] for p in PARTS}, GRID_REPEAT, overhead)
+    stages = rule_stages(calibration, CALIBRATION, "RED region per congestion level (runs first)",
+                         study.expand(calibration), PLAN_CORES)
+    stages += part_stages({p: sources[p] for p in PARTS}, GRID_REPEAT, overhead, PLAN_CORES)
     experiments = {part: load_experiment(path) for part, path in sources.items()}
     runs = {part: {r.run_id: r for r in study.expand(e)} for part, e in experiments.items()}
-    jobs = study.faithful_jobs(experiments["bulk"], cores=2)
+    # the command's --jobs: the rule's largest, which each stage lowers for its hosts
+    jobs = max(stage.max_jobs for stage in stages)
     measured = measured_traffic(root)
 
     def seconds_of_run(part, run_id):
@@ -444,8 +451,9 @@ def plan_lines(root, overhead):
         f"answers them; the other points of each grid (the figures' remaining maxp and "
         f"congestion levels) get n = {GRID_REPEAT} (`--grid-repeat`; 10, the files' largest "
         f"repeat, runs the full grid: {full:.0f} h one run at a time). Hours at --jobs "
-        f"{jobs}, the measured --jobs rule for 1.5 Mb/s on this 2-core machine "
-        f"(mininet/bench/JOBS.md), each run's traffic plus "
+        f"{jobs}, which each stage lowers to the measured --jobs rule for its runs' hosts at "
+        f"1.5 Mb/s on this 2-core machine (study.JOBS_RULE, mininet/bench/JOBS.md), each "
+        f"run's traffic plus "
         + (f"the measured {overhead:.1f} s per run" if overhead is not None else
            "the lab's set-up/teardown model")
         + "; a bulk run lasts until both 20 MB transfers are done, "
@@ -854,11 +862,17 @@ def calibrate(root, extra):
     if path.exists():
         return {int(k): v for k, v in json.loads(path.read_text()).items()}
     print("[calibration] RED region per congestion level", flush=True)
-    code = run_part(root, CALIBRATION, EXPERIMENTS / f"{CALIBRATION}.toml", extra)
+    source = EXPERIMENTS / f"{CALIBRATION}.toml"
+    experiment = load_experiment(source)
+    at = extra.index("--jobs") if "--jobs" in extra else None
+    jobs = int(extra[at + 1]) if at is not None else 1
+    rest = extra[:at] + extra[at + 2:] if at is not None else extra
+    stages = rule_stages(experiment, CALIBRATION, "calibration", study.expand(experiment))
+    failed = common.run_stages(root, stages, {CALIBRATION: source}, jobs, rest)
     choice = choose_red(load_study(root / CALIBRATION))
-    if code != 0 or set(choice) != set(LEVELS):
-        raise StudyError(f"calibration incomplete (exit {code}, levels {sorted(choice)}); "
-                         f"rerun the same command to resume it")
+    if failed or set(choice) != set(LEVELS):
+        raise StudyError(f"calibration incomplete (failed: {', '.join(failed) or 'none'}, levels "
+                         f"{sorted(choice)}); rerun the same command to resume it")
     path.write_text(json.dumps(choice, indent=2))
     return choice
 
