@@ -7,13 +7,14 @@ import re
 
 import pytest
 
-from softswitch_p4c import ast as A, check, ir
+from softswitch_p4c import ast as A, check, exprs, ir
 from softswitch_p4c.compiler import Compiler
-from softswitch_p4c.driver import check_tna_file, check_tna_to_ir, compile_to_objects
+from softswitch_p4c.driver import (check_tna_file, check_tna_to_ir, compile_tna_to_objects,
+                                   compile_to_objects)
 from softswitch_p4c.errors import CompileError
 from softswitch_p4c.parser import parse
 from softswitch_p4c.preprocess import preprocess
-from softswitch_p4c.types import Bits
+from softswitch_p4c.types import Bits, TypeVar, same_type
 from test_frontend_errors import line_of
 from test_frontend_lowering import program
 
@@ -316,6 +317,31 @@ def test_the_checker_refuses_bad_top_level_constants(text, message):
 @pytest.mark.parametrize("path", VALID_V1MODEL, ids=lambda p: p.stem)
 def test_the_checker_takes_every_valid_v1model_program(path):
     check_v1model(path)
+
+
+def test_the_emitter_lowers_every_expression_with_the_checkers_type(monkeypatch):
+    """Every value the emitter lowers, in every valid v1model program and in the Tofino
+    programs' lowering, has the type of its typed IR node (ExprMixin.typed: the checker in
+    the emitter's scope of the moment), so the emitter can take all its types from the IR
+    (README.md, "Architecture: phases")."""
+    lower = exprs.ExprMixin.eval_expr
+    differ, count = [], [0]
+
+    def eval_expr(self, e, ctx, expected=None):
+        v = lower(self, e, ctx, expected)
+        node = self.typed(e, ctx)
+        if v.type is not None and not isinstance(node.type, TypeVar):
+            count[0] += 1
+            if not same_type(v.type, node.type):
+                differ.append((e.loc, v.type, node.type))
+        return v
+
+    monkeypatch.setattr(exprs.ExprMixin, "eval_expr", eval_expr)
+    for path in VALID_V1MODEL:
+        compile_to_objects(str(path))
+    for path in sorted(ROOT.glob("hw/tofino/*.p4")):
+        compile_tna_to_objects(str(path), "tna")
+    assert differ == [] and count[0] > 5000
 
 
 # Negative programs whose error is a limit of the BMv2 target, not of P4-16: the back-end's
