@@ -94,6 +94,7 @@ class BlockChecker:
         self.nodes = None            # id(AST expression) -> (it, its IR node), when recording
         self.ret_type = None         # the return type of the function or action (void)
         self.loops = 0               # loops around the statement being checked
+        self.loop_init = False       # checking a for loop's initializer
 
     def resolve(self, tr, type_env=None):
         """The type a TypeRef names here (type parameters as TypeVar)."""
@@ -403,7 +404,9 @@ class BlockChecker:
             init, cond, updates = [var], self.expr(s.range), []
             self.bind(var)
         else:
+            self.loop_init = True           # an `int` loop variable: unrolled as a constant
             init = self.stmts(s.init)
+            self.loop_init = False
             cond = self.expect_bool(s.cond, "loop condition") if s.cond is not None else None
             updates = self.stmts(s.updates)
         self.loops += 1
@@ -425,6 +428,9 @@ class BlockChecker:
         if d.is_const:
             return self.constant(d.name, d.type, d.init, d)
         t = self.resolve(d.type)
+        if isinstance(t, ExternT) or isinstance(t, IntT) and not self.loop_init or not (
+                t.is_scalar or isinstance(t, (StructT, StackT, TupleT, VarbitT, TypeVar))):
+            raise CompileError(d.type.loc, f"cannot declare a variable of type {t}")
         init = None
         if d.init is not None:
             init = self.expr(d.init)

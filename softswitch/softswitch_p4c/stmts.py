@@ -121,11 +121,9 @@ class StmtMixin:
         return field_val(t, ref.member("field"))
 
     def declare_local(self, s, t, ctx):
+        """A local variable's storage (which types a variable may have: check.py)."""
         if isinstance(t, VarbitT):
             return self.varbit_local(s.name, t)
-        if isinstance(t, ExternT) or not (t.is_scalar or
-                                         isinstance(t, (StructT, StackT, TupleT))):
-            raise CompileError(s.type.loc, f"cannot declare a variable of type {t}")
         return self.layout(t, self.unique_instance_name(s.name), False, s.name)
 
     def st_If(self, s, ctx):

@@ -655,6 +655,32 @@ JUMP_ERRORS = [
 ]
 
 
+VARIABLE_ERRORS = [
+    # (program kwargs, text at the error, message): which types a variable may have, the
+    # checker's alone, as the emitter said it (an `int` variable crashed it: "no storage
+    # width for int"; an `int` for-loop variable, unrolled as a constant, stays allowed)
+    (dict(apply="packet_in pk;"), "packet_in pk;", "cannot declare a variable of type extern "
+                                                   "packet_in"),
+    (dict(ingress="string s;", apply="meta.m8 = 1;"), "string s",
+     "cannot declare a variable of type string"),
+    (dict(apply="int i = 3; meta.m8 = (bit<8>)i;"), "int i", "cannot declare a variable of "
+                                                            "type int"),
+]
+
+
+@pytest.mark.parametrize("kw, needle, message", VARIABLE_ERRORS,
+                         ids=[f"variable{i}" for i in range(len(VARIABLE_ERRORS))])
+def test_the_checker_alone_types_variables(kw, needle, message, tmp_path):
+    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
+
+
+def test_an_int_loop_variable_is_allowed(tmp_path):
+    path = tmp_path / "loop.p4"
+    path.write_text(program(apply="for (int i = 0; i < 3; i = i + 1) { hdr.hops[i].setValid(); }"))
+    check_v1model(path)
+    compile_to_objects(str(path))
+
+
 @pytest.mark.parametrize("kw, needle, message", JUMP_ERRORS,
                          ids=[f"jump{i}" for i in range(len(JUMP_ERRORS))])
 def test_the_checker_alone_places_returns_and_jumps(kw, needle, message, tmp_path):
