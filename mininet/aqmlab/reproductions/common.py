@@ -314,6 +314,13 @@ def plan_table(stages, seconds_of_run, jobs, done=frozenset()):
     return lines, total
 
 
+def serial_hours(stages, seconds_of_run, done=frozenset()):
+    """Hours of the plan's runs not yet done, one at a time (what N machines
+    of a cluster divide)."""
+    return sum(seconds_of_run(stage.part, r) for stage in stages for r in stage.run_ids
+               if (stage.part, r) not in done) / 3600
+
+
 def complete_runs(root, parts):
     """{(part, run_id)} with a complete marker under root."""
     return {(part, folder.parent.name) for part in parts

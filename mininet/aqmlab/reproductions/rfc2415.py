@@ -31,7 +31,7 @@ from aqmlab.reproductions.common import (GRID_REPEAT, Reproduction, StudyError, 
                                          complete_runs, fmt, load_lines, measured_lines,
                                          overhead_estimate, parts_present, plan_table,
                                          plot_estimates, read_wall, rule_stages, run_part,
-                                         run_study, save_figure, save_report)
+                                         run_study, save_figure, save_report, serial_hours)
 from aqmlab.reproductions import common
 
 import matplotlib
@@ -667,11 +667,12 @@ def plan_lines(root):
         def seconds_of_run(part, run_id):
             return run_seconds(experiments[part], runs[part][run_id],
                                None if part == CONVERGENCE else length)
-        return plan_table(first + part_stages(sources, GRID_REPEAT, length, PLAN_CORES),
-                          seconds_of_run, jobs, done)
+        stages = first + part_stages(sources, GRID_REPEAT, length, PLAN_CORES)
+        lines, total = plan_table(stages, seconds_of_run, jobs, done)
+        return lines, total, serial_hours(stages, seconds_of_run, done)
     length = chosen or MIN_LENGTH + convergence.warmup
-    lines, total = table(length)
-    _, paper = table(PAPER_SECONDS)
+    lines, total, serial = table(length)
+    _, paper, _ = table(PAPER_SECONDS)
     return [
         f"Every published table's cells (IW 1-4, every population) run with n = 5, first, in "
         f"the order below (the thread's RED-vs-IW conclusion, then Tables 1-3's trends), so a "
@@ -698,8 +699,8 @@ def plan_lines(root):
         "docs/reproductions/rfc2415.md",
         "```", "",
         f"On N machines (`aqmlab study rfc2415 --out /shared/rfc2415 --executor slurm`, one run "
-        f"per machine, each stage one job array): about {total * jobs:.0f} / N hours "
-        f"({total * jobs / 10:.1f} h on 10, {total * jobs / 50:.1f} h on 50), never below the "
+        f"per machine, each stage one job array): about {serial:.0f} / N hours "
+        f"({serial / 10:.1f} h on 10, {serial / 50:.1f} h on 50), never below the "
         f"convergence's 720 s runs plus one run per stage."]
 
 

@@ -32,7 +32,7 @@ from aqmlab.report import load_study, run_csv_rows
 from aqmlab.reproductions.common import (GRID_REPEAT, WALL_TIMES, Reproduction, StudyError,
                                          by_priority, complete_runs, fmt, load_lines,
                                          measured_lines, overhead_estimate, parts_present,
-                                         plot_estimates, plan_table, rule_stages,
+                                         plot_estimates, plan_table, rule_stages, serial_hours,
                                          run_study, save_figure, traffic_seconds_of)
 from aqmlab.reproductions import common
 
@@ -441,8 +441,9 @@ def plan_lines(root, overhead):
         run = runs[part][run_id]
         return run_seconds(experiments[part], run, overhead,
                            measured.get((part, background_flows(run.scenario))))
-    table, total = plan_table(stages, seconds_of_run, jobs,
-                              complete_runs(root, (CALIBRATION,) + PARTS))
+    done = complete_runs(root, (CALIBRATION,) + PARTS)
+    table, total = plan_table(stages, seconds_of_run, jobs, done)
+    serial = serial_hours(stages, seconds_of_run, done)
     full = sum(sum(seconds_of_run(p, r) for r in runs[p]) for p in runs) / 3600
     longest = max(seconds_of_run(p, r) for p in runs for r in runs[p])
     return [
@@ -475,8 +476,8 @@ def plan_lines(root, overhead):
         "docs/reproductions/rfc2884.md",
         "```", "",
         f"On N machines (`aqmlab study rfc2884 --out /shared/rfc2884 --executor slurm`, one run "
-        f"per machine, each stage one job array): about {total * jobs:.0f} / N hours of the "
-        f"plan above ({total * jobs / 10:.1f} h on 10, {total * jobs / 50:.1f} h on 50), never "
+        f"per machine, each stage one job array): about {serial:.0f} / N hours of the "
+        f"plan above ({serial / 10:.1f} h on 10, {serial / 50:.1f} h on 50), never "
         f"below the calibration plus one run per stage (the longest, a high-congestion bulk "
         f"run, {longest / 60:.0f} min)."]
 
