@@ -49,10 +49,11 @@ evaluation: the top level's constants, widths, stack sizes and enum values
 here, in the emitter's scope (`outer`).
 
 Both paths run it on whole blocks before anything is lowered (`tna.check_program`,
-`check_v1model`); the BMv2 emitter checks each expression again as it lowers it, in its
-own scope (`ExprMixin.typed`, `nodes` records the sub-expressions), and reads types
-from those nodes instead of keeping copies of these rules (README.md, "Architecture:
-phases").
+`check_v1model`, which keeps the program's expression nodes: `record`). The BMv2 emitter
+reads types and values from those nodes instead of keeping copies of these rules: from
+the program's where the passes left an expression as it was checked (`ExprMixin.node`),
+else from the expression checked again in its own scope (`ExprMixin.typed`, `nodes`
+records the sub-expressions) (README.md, "Architecture: phases").
 """
 from . import ast as A
 from .ast import describe, name_loc
@@ -92,6 +93,7 @@ class BlockChecker:
         self.top = top or {}
         self.type_env = {}           # a generic function's type parameters, in its body
         self.nodes = None            # id(AST expression) -> (it, its IR node), when recording
+        self.program_nodes = None    # the same for the program's IR (check_v1model): record()
         self.ret_type = None         # the return type of the function or action (void)
         self.loops = 0               # loops around the statement being checked
         self.loop_init = False       # checking a for loop's initializer
@@ -143,7 +145,9 @@ class BlockChecker:
         sub = inst.type.decl if isinstance(inst.type, BlockT) else None
         if isinstance(sub, A.ControlDecl) and sub.body is not None or \
                 isinstance(sub, A.ParserDecl) and sub.states:
-            inst.block = BlockChecker(self.comp, sub, self.externs, self.top).block()
+            checker = BlockChecker(self.comp, sub, self.externs, self.top)
+            checker.program_nodes = self.program_nodes
+            inst.block = checker.block()
         return inst
 
     def check_constructor(self, d, t, args):
@@ -549,6 +553,8 @@ class BlockChecker:
             node.value = self.fold(node)
         if self.nodes is not None:
             self.nodes[id(e)] = (e, node)
+        if self.program_nodes is not None and not self.type_env:
+            record(self.program_nodes, e, node)
         return node
 
     def const_int(self, e, what):
@@ -1018,27 +1024,54 @@ def check_parameters(program):
                 seen.add(p.name)
 
 
-def check_functions(comp, program, externs):
+def check_functions(comp, program, externs, program_nodes=None):
     """The top-level actions and functions, in declaration order: name -> ir.Action /
     ir.Function (each sees those declared before it)."""
     top = {}
     for d in program.decls:
         if isinstance(d, (A.ActionDecl, A.FunctionDecl)):
             kind = ir.Action if isinstance(d, A.ActionDecl) else ir.Function
-            top[d.name] = BlockChecker(comp, None, externs, top).function_body(d, kind)
+            checker = BlockChecker(comp, None, externs, top)
+            checker.program_nodes = program_nodes
+            top[d.name] = checker.function_body(d, kind)
     return top
 
 
 def check_v1model(comp, program):
     """The v1model checker phase, after the declarations: the top-level actions and
-    functions, then every parser and control with a body, in declaration order (the BMv2
-    emitter does not lower this IR: README.md, "Architecture: phases")."""
+    functions, then every parser and control with a body, in declaration order. Returns
+    the program's expression nodes, id(AST expression) -> (it, its IR node or None),
+    `record`'s table: the BMv2 emitter reads a node's type and value from it where the
+    passes left the expression as it was checked (README.md, "Architecture: phases")."""
     check_parameters(program)
-    top = check_functions(comp, program, {})
+    program_nodes = {}
+    top = check_functions(comp, program, {}, program_nodes)
     for d in program.decls:
         if isinstance(d, A.ControlDecl) and d.body is not None or \
                 isinstance(d, A.ParserDecl) and d.states:
-            BlockChecker(comp, d, {}, top).block()
+            checker = BlockChecker(comp, d, {}, top)
+            checker.program_nodes = program_nodes
+            checker.block()
+    return program_nodes
+
+
+def record(program_nodes, e, node):
+    """Keep `node` as AST expression `e`'s node of the program. An expression checked more
+    than once (a sub-block's body, once as declared and once per instance) keeps it only
+    while every check gives the same type, value, index value and slice bounds (None
+    otherwise: the emitter checks it again in its own scope). A generic function's body,
+    checked again with each call's types, is not recorded (`expr`)."""
+    old = program_nodes.get(id(e))
+    if old is None:
+        program_nodes[id(e)] = (e, node)
+    elif old[1] is not None and _node_key(old[1]) != _node_key(node):
+        program_nodes[id(e)] = (e, None)
+
+
+def _node_key(n):
+    index = n.parts[1].value if isinstance(n, ir.Untyped) and n.form == "Index" else None
+    return (str(n.type), type(n.type), n.value, index, getattr(n, "hi", None),
+            getattr(n, "lo", None))
 
 
 def _type_of_decl(decl):

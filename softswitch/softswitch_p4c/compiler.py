@@ -65,6 +65,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.unroller = Unroller(self)
         self.hsindex = IndexExpander(self)
         self.ir_nodes = {}               # id(AST expression) -> (it, scope, IR node): typed()
+        self.program_nodes = {}          # id(AST expression) -> (it, IR node): check_v1model's
 
     # ------------------------------------------------------------ entry point
     def compile(self):
@@ -79,8 +80,9 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         return self.assemble_json()
 
     def check_blocks(self):
-        """The checker phase (check.py) over the declared program, before lowering."""
-        check_v1model(self, self.program)
+        """The checker phase (check.py) over the declared program, before lowering; its
+        expression nodes are kept for the emitter (`ExprMixin.node`)."""
+        self.program_nodes = check_v1model(self, self.program)
 
     # ------------------------------------------------------------ declarations
     def declare_global(self, d):

@@ -83,6 +83,23 @@ class ExprMixin:
             hit = self.ir_nodes[id(e)]
         return hit[2]
 
+    def node(self, e, ctx, known=lambda n: True):
+        """`e`'s node in the program's typed IR (`check_v1model`'s), where the passes left
+        `e` as the checker saw it and every check of it agreed (`check.record`) and the
+        node has what the caller reads (`known`: a type, a value); else `typed`'s, checked
+        in the emitter's scope of the moment. A type, a slice's bounds and a value the
+        checker knew are the same in every scope the emitter lowers `e` in (the scope of
+        the moment only adds constants: an inlined action's arguments, an unrolled loop's
+        variable, which have their declared types); a value the checker did not know may
+        be known there."""
+        hit = self.program_nodes.get(id(e))
+        if hit is not None and hit[0] is e and hit[1] is not None and known(hit[1]):
+            return hit[1]
+        return self.typed(e, ctx)
+
+    def node_type(self, e, ctx):
+        return self.node(e, ctx, lambda n: n.type is not None).type
+
     # ------------------------------------------------------------ leaves
     def ev_IntLit(self, e, ctx, expected):
         if e.width is None:
@@ -232,7 +249,7 @@ class ExprMixin:
     def ev_Index(self, e, ctx, expected):
         """A stack element or tuple item: at the index the checker knows at compile time
         (in bounds: its rule), else at run time."""
-        i = self.typed(e, ctx).parts[1].value
+        i = self.node(e, ctx, lambda n: n.parts[1].value is not None).parts[1].value
         base = self.eval_value(e.expr, ctx)
         if isinstance(base.type, TupleT):
             return base.extra["items"][i] if "items" in base.extra else \
@@ -259,7 +276,7 @@ class ExprMixin:
     def ev_Slice(self, e, ctx, expected):
         """`base[hi:lo]`: its bounds and type are the checker's (a bit<W> base, bounds in
         range: its rule)."""
-        node = self.typed(e, ctx)
+        node = self.node(e, ctx, lambda n: getattr(n, "hi", None) is not None)
         t, hi, lo = node.type, node.hi, node.lo
         base = self.eval_value(e.expr, ctx)
         extra = {"slice": (base, hi, lo)}
@@ -297,7 +314,7 @@ class ExprMixin:
         op = e.op
         if op in ("&&", "||"):
             return self.logical(e, ctx)
-        t = self.typed(e, ctx).type if op not in _CMP else None
+        t = self.node_type(e, ctx) if op not in _CMP else None
         left = self.eval_value(e.left, ctx, expected if op not in _CMP else None)
         left = self.read_before_side_effects(left, e.right, ctx, e.left.loc)
         right = self.eval_value(e.right, ctx, left.type if op not in ("<<", ">>", "++") else None)
@@ -451,7 +468,7 @@ class ExprMixin:
         return Val(t, json=expr("sat_cast" if t.signed else "usat_cast", raw, hexstr(t.width)))
 
     def ev_Ternary(self, e, ctx, expected):
-        t = self.typed(e, ctx).type
+        t = self.node_type(e, ctx)
         cond = self.eval_value(e.cond, ctx)
         then = self.eval_value(e.then, ctx, expected)
         other = self.eval_value(e.other, ctx, then.type)
@@ -465,7 +482,7 @@ class ExprMixin:
         return data_expr(t, expr("?", as_data(then), as_data(other), cond=as_bool(cond)))
 
     def ev_Cast(self, e, ctx, expected):
-        t = self.typed(e, ctx).type
+        t = self.node_type(e, ctx)
         return self.cast(self.eval_value(e.expr, ctx, t), t)
 
     def cast(self, v, t):

@@ -311,7 +311,7 @@ class ParserMixin:
         arguments: its rule)."""
         if ctx.kind != "parser":
             raise CompileError(e.loc, "lookahead() can only be used in a parser")
-        t = self.typed(e, ctx).type
+        t = self.node_type(e, ctx)
         if isinstance(t, StructT) and t.kind == "header":
             return Val(t, extra={"lookahead_header": t})
         if isinstance(t, StructT) and t.kind == "struct":
@@ -403,7 +403,7 @@ class ParserMixin:
 
     def select_const(self, e, ctx, width):
         """A keyset value (the checker's: a constant that fits), modulo 2^width."""
-        return int(self.typed(e, ctx).value) & mask_of(width)
+        return int(self.node(e, ctx, lambda n: n.value is not None).value) & mask_of(width)
 
     # ------------------------------------------------------------ deparser
     def lower_deparser(self, decl):

@@ -14,7 +14,7 @@ from softswitch_p4c.driver import (check_tna_file, check_tna_to_ir, compile_tna_
 from softswitch_p4c.errors import CompileError
 from softswitch_p4c.parser import parse
 from softswitch_p4c.preprocess import preprocess
-from softswitch_p4c.types import Bits, TypeVar, same_type
+from softswitch_p4c.types import Bits, ExternT, TypeVar, same_type
 from test_frontend_errors import line_of
 from test_frontend_lowering import program
 
@@ -342,6 +342,43 @@ def test_the_emitter_lowers_every_expression_with_the_checkers_type(monkeypatch)
     for path in sorted(ROOT.glob("hw/tofino/*.p4")):
         compile_tna_to_objects(str(path), "tna")
     assert differ == [] and count[0] > 5000
+
+
+def test_the_programs_ir_agrees_with_the_emitters_scope_wherever_the_passes_left_it(monkeypatch):
+    """Where an expression the emitter lowers is still the one `check_v1model` checked (the
+    passes left it, and every check of it agreed: `check.record`), its node in the
+    program's IR has the type and the value (where it knows one) of the node checked in
+    the emitter's scope of the moment (`typed`), and an index's and a slice's bounds too:
+    so the emitter reads those from the program's IR (`ExprMixin.node`). Every valid
+    v1model program; most of the expressions the emitter lowers are found there."""
+    lower = exprs.ExprMixin.eval_expr
+    differ, found, asked = [], [0], [0]
+
+    def eval_expr(self, e, ctx, expected=None):
+        v = lower(self, e, ctx, expected)
+        hit = self.program_nodes.get(id(e))
+        asked[0] += 1
+        if hit is not None and hit[0] is e and hit[1] is not None:
+            found[0] += 1
+            ours, theirs = hit[1], self.typed(e, ctx)
+            same = ours.type is None or isinstance(ours.type, ExternT) or \
+                same_type(ours.type, theirs.type)     # an extern instance's: built per check
+            if ours.value is not None and ours.value != theirs.value:
+                same = False
+            if isinstance(ours, ir.Untyped) and ours.form == "Index" and \
+                    ours.parts[1].value is not None and \
+                    ours.parts[1].value != theirs.parts[1].value:
+                same = False
+            if isinstance(ours, ir.Slice) and (ours.hi, ours.lo) != (theirs.hi, theirs.lo):
+                same = False
+            if not same:
+                differ.append((e.loc, ours.type, theirs.type, ours.value, theirs.value))
+        return v
+
+    monkeypatch.setattr(exprs.ExprMixin, "eval_expr", eval_expr)
+    for path in VALID_V1MODEL:
+        compile_to_objects(str(path))
+    assert differ == [] and found[0] > asked[0] // 2
 
 
 # Negative programs whose error is a limit of the BMv2 target, not of P4-16: the back-end's
