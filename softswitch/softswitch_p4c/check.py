@@ -59,11 +59,12 @@ from . import ast as A
 from .ast import describe, name_loc
 from . import ir
 from .errors import CompileError, unsupported
-from .symbols import (ActionSym, BlockSym, ExternFuncSym, ExternInstance, FuncSym, TypeSym,
-                      ValueSetSym)
+from .symbols import (ActionSym, BlockSym, ExternFuncSym, ExternInstance, FuncSym, Scope,
+                      TypeSym, ValueSetSym)
 from .types import (BlockT, Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, StackT,
                     StructT, StringT, TupleT, TypeVar, VarbitT, VoidT, same_type,
                     storage_width)
+from .unroll import Unroller
 from .values import Val, fold_binary, fold_unary, mask_of, wrap
 
 HEADER_METHODS = {"isValid": BoolT(), "setValid": VoidT(), "setInvalid": VoidT(),
@@ -94,6 +95,7 @@ class BlockChecker:
         self.type_env = {}           # a generic function's type parameters, in its body
         self.nodes = None            # id(AST expression) -> (it, its IR node), when recording
         self.program_nodes = None    # the same for the program's IR (check_v1model): record()
+        self.unrolled = None         # id(loop) -> (it, its iterations): check_v1model's unroll
         self.ret_type = None         # the return type of the function or action (void)
         self.loops = 0               # loops around the statement being checked
         self.loop_init = False       # checking a for loop's initializer
@@ -146,7 +148,7 @@ class BlockChecker:
         if isinstance(sub, A.ControlDecl) and sub.body is not None or \
                 isinstance(sub, A.ParserDecl) and sub.states:
             checker = BlockChecker(self.comp, sub, self.externs, self.top)
-            checker.program_nodes = self.program_nodes
+            checker.program_nodes, checker.unrolled = self.program_nodes, self.unrolled
             inst.block = checker.block()
         return inst
 
@@ -417,7 +419,27 @@ class BlockChecker:
         loop = ir.Loop(s.loc, init, cond, updates, self.stmt(s.body))
         self.loops -= 1
         self.scopes.pop()
+        if self.unrolled is not None and not self.type_env and id(s) not in self.unrolled \
+                and not isinstance(self.decl, A.ParserDecl):   # a state's: refused by the emitter
+            self.unroll(s)
         return loop
+
+    def unroll(self, s):
+        """Loop `s`'s iterations (unroll.py) where this scope decides them (bounds and
+        `break`/`continue` conditions compile-time here: the block's and the top level's
+        constants), kept in `unrolled` for `unroll.replace_loops`. A loop they depend on
+        run-time values or on constants only the emitter's scope knows (a function's
+        argument, a sub-block's constructor argument), or that unroll.py refuses, is left
+        to the emitter, which unrolls it (or reports it) as it reaches it."""
+        try:
+            blocks = Unroller(_LoopFolder(self)).unroll(s, Scope())
+        except CompileError:
+            return
+        # Each iteration starts by declaring the loop variables at the loop's place, so a
+        # block that refuses a loop (a deparser, a checksum control) refuses its iterations
+        # there with the same message; no iterations, or no variable, stay the emitter's.
+        if blocks and all(b.stmts and isinstance(b.stmts[0], A.VarDecl) for b in blocks):
+            self.unrolled[id(s)] = (s, A.Block(s.loc, blocks))
 
     def constant(self, name, type_ref, value, d):
         """A local constant: its initializer checked and folded to a value of its type."""
@@ -1024,7 +1046,47 @@ def check_parameters(program):
                 seen.add(p.name)
 
 
-def check_functions(comp, program, externs, program_nodes=None):
+class _LoopFolder:
+    """Unroller's compile-time questions (`const_int`, `const_value`, `resolve_type`)
+    answered by a BlockChecker in its scopes of the moment, with the loop variables the
+    unroller binds (a `symbols.Scope` chain of constant `Val`s) innermost. Nothing it
+    checks is recorded."""
+
+    def __init__(self, checker):
+        self.checker = checker
+
+    def answer(self, scope, question):
+        c = self.checker
+        names, chain = {}, []
+        while scope is not None:
+            chain.append(scope)
+            scope = scope.parent
+        for sc in reversed(chain):
+            names.update(sc.names)
+        saved = c.program_nodes, c.nodes
+        c.program_nodes = c.nodes = None
+        c.scopes.append(names)
+        try:
+            return question()
+        finally:
+            c.scopes.pop()
+            c.program_nodes, c.nodes = saved
+
+    def const_int(self, e, scope, what):
+        return self.answer(scope, lambda: self.checker.const_int(e, what))
+
+    def const_value(self, e, scope, t=None, what="constant"):
+        def question():
+            node = self.checker.expr(e)
+            return node.value if t is None or node.value is None else \
+                convert(node.value, node.type, t, e.loc, what)
+        return self.answer(scope, question)
+
+    def resolve_type(self, tr, scope):
+        return self.checker.resolve(tr)
+
+
+def check_functions(comp, program, externs, program_nodes=None, unrolled=None):
     """The top-level actions and functions, in declaration order: name -> ir.Action /
     ir.Function (each sees those declared before it)."""
     top = {}
@@ -1032,7 +1094,7 @@ def check_functions(comp, program, externs, program_nodes=None):
         if isinstance(d, (A.ActionDecl, A.FunctionDecl)):
             kind = ir.Action if isinstance(d, A.ActionDecl) else ir.Function
             checker = BlockChecker(comp, None, externs, top)
-            checker.program_nodes = program_nodes
+            checker.program_nodes, checker.unrolled = program_nodes, unrolled
             top[d.name] = checker.function_body(d, kind)
     return top
 
@@ -1042,17 +1104,19 @@ def check_v1model(comp, program):
     functions, then every parser and control with a body, in declaration order. Returns
     the program's expression nodes, id(AST expression) -> (it, its IR node or None),
     `record`'s table: the BMv2 emitter reads a node's type and value from it where the
-    passes left the expression as it was checked (README.md, "Architecture: phases")."""
+    passes left the expression as it was checked; and the loops whose iterations the
+    checker's scopes decide, id(loop) -> (it, an A.Block of its iterations): `unroll`,
+    for `unroll.replace_loops` (README.md, "Architecture: phases")."""
     check_parameters(program)
-    program_nodes = {}
-    top = check_functions(comp, program, {}, program_nodes)
+    program_nodes, unrolled = {}, {}
+    top = check_functions(comp, program, {}, program_nodes, unrolled)
     for d in program.decls:
         if isinstance(d, A.ControlDecl) and d.body is not None or \
                 isinstance(d, A.ParserDecl) and d.states:
             checker = BlockChecker(comp, d, {}, top)
-            checker.program_nodes = program_nodes
+            checker.program_nodes, checker.unrolled = program_nodes, unrolled
             checker.block()
-    return program_nodes
+    return program_nodes, unrolled
 
 
 def record(program_nodes, e, node):

@@ -19,7 +19,7 @@ from .symbols import (ActionSym, BlockSym, ExternFuncSym, FuncSym, Scope,
 from .types import (Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, MatchKindT, StackT,
                     StringT, StructT, TupleT, TypeVar, VarbitT, VoidT, BlockT, same_type,
                     storage_width)
-from .unroll import Unroller
+from .unroll import Unroller, replace_loops
 from .values import FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val, field_val
 
 JSON_VERSION = [2, 23]
@@ -81,8 +81,10 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
 
     def check_blocks(self):
         """The checker phase (check.py) over the declared program, before lowering; its
-        expression nodes are kept for the emitter (`ExprMixin.node`)."""
-        self.program_nodes = check_v1model(self, self.program)
+        expression nodes are kept for the emitter (`ExprMixin.node`), and the loops its
+        scopes decide are unrolled in the program (`unroll.replace_loops`)."""
+        self.program_nodes, unrolled = check_v1model(self, self.program)
+        replace_loops(self.program, unrolled)
 
     # ------------------------------------------------------------ declarations
     def declare_global(self, d):

@@ -1,12 +1,20 @@
 """Loop unrolling: an AST-to-AST pass run before lowering (BMv2 has no loops; p4c
 unrolls them too).
 
+A loop whose iterations its declaration's scope decides (the block's and the top
+level's constants) is unrolled once over the program, by the checker phase
+(`check.BlockChecker.unroll`, `replace_loops`); the emitter unrolls the others as it
+reaches them, in its scope of the moment (bounds from a function's or a sub-block's
+constructor arguments), or lowers them as run-time loops in an action.
+
 A `for` loop with compile-time bounds becomes one block per iteration, each
 starting with the loop variables as constants. `break`/`continue` must be decided
 at compile time in each iteration: the `if`s around them are settled here, so the
 back-end never sees a jump out of a loop. Constants are folded by the checker phase
 (check.py) through the compiler passed in (`const_int`, `const_value`, `resolve_type`).
 """
+from dataclasses import fields, is_dataclass
+
 from . import ast as A
 from .desugar import assigned_names
 from .errors import CompileError, unsupported
@@ -136,3 +144,25 @@ def has_jump(node):
     if isinstance(node, A.If):
         return has_jump(node.then) or has_jump(node.other)
     return False
+
+
+def replace_loops(node, unrolled):
+    """Each loop of `unrolled` (id(loop) -> (it, A.Block of its iterations)) under `node`
+    (the program) replaced by its iterations, the loops inside them too."""
+    if isinstance(node, list):
+        for i, x in enumerate(node):
+            node[i] = _unrolled(x, unrolled)
+            replace_loops(node[i], unrolled)
+    elif is_dataclass(node) and not isinstance(node, A.Expr):
+        for f in fields(node):
+            if f.name == "loc":
+                continue
+            x = getattr(node, f.name)
+            if isinstance(x, (A.For, A.ForIn)) and id(x) in unrolled:
+                setattr(node, f.name, _unrolled(x, unrolled))
+            replace_loops(getattr(node, f.name), unrolled)
+
+
+def _unrolled(x, unrolled):
+    hit = unrolled.get(id(x)) if isinstance(x, (A.For, A.ForIn)) else None
+    return hit[1] if hit is not None and hit[0] is x else x

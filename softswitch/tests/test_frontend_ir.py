@@ -2,6 +2,8 @@
 the Tofino lint that walks it (issue 18): names resolve to their declarations, so a
 parameter that shadows a global constant is a run-time value. Last: the checker against
 the v1model corpora."""
+import dataclasses
+import json
 import pathlib
 import re
 
@@ -379,6 +381,65 @@ def test_the_programs_ir_agrees_with_the_emitters_scope_wherever_the_passes_left
     for path in VALID_V1MODEL:
         compile_to_objects(str(path))
     assert differ == [] and found[0] > asked[0] // 2
+
+
+def test_the_checker_unrolls_the_loops_its_scopes_decide_once_before_lowering(tmp_path, monkeypatch):
+    """check_v1model unrolls a loop whose bounds and jumps the block's and the top level's
+    constants decide (`BlockChecker.unroll`), and `unroll.replace_loops` puts its
+    iterations in the program before lowering; a loop bound by a function's argument or
+    a sub-control's constructor argument, and one in a parser state (which the emitter
+    refuses), stay for the emitter. The JSON is the one the emitter's own unrolling gives."""
+    text = program(controls="""
+bit<8> f(in bit<8> n) {
+    bit<8> s = 0;
+    for (bit<8> i = 0; i < n; i = i + 1) { s = s + i; }
+    return s;
+}
+control C(inout headers hdr)(bit<8> n) {
+    apply { for (bit<8> i = 0; i < n; i = i + 1) { hdr.hops[i].port = (bit<7>) i; } }
+}""", ingress="C(2) c2; const bit<8> K = 3;", apply="""
+        for (bit<8> i in 0 .. K) {
+            if (i == 2) { break; }
+            for (bit<8> j = 0; j < 2; j = j + 1) { hdr.ipv4.ttl = hdr.ipv4.ttl - j; }
+            hdr.hops[i].bos = 1;
+        }
+        hdr.ipv4.protocol = f(3);
+        c2.apply(hdr);""")
+    path = tmp_path / "loops.p4"
+    path.write_text(text)
+    program_ast = parse(preprocess(str(path), (), ()), str(path))
+    comp = Compiler(program_ast, str(path))
+    for d in program_ast.decls:
+        comp.declare_global(d)
+    comp.check_blocks()
+
+    def loops(node):
+        found = []
+        if isinstance(node, (A.For, A.ForIn)):
+            found.append(node)
+        if isinstance(node, list):
+            for x in node:
+                found += loops(x)
+        elif dataclasses.is_dataclass(node) and not isinstance(node, A.Expr):
+            for fl in dataclasses.fields(node):
+                if fl.name != "loc":
+                    found += loops(getattr(node, fl.name))
+        return found
+
+    left = sorted(type(x).__name__ + str(x.loc.line) for x in loops(program_ast))
+    function_loop = next(d for d in program_ast.decls if getattr(d, "name", "") == "f").body
+    control_loop = next(d for d in program_ast.decls if getattr(d, "name", "") == "C").body
+    assert left == sorted(["For" + str(loops(function_loop)[0].loc.line),
+                           "For" + str(loops(control_loop)[0].loc.line)])
+    ingress = next(d for d in program_ast.decls if getattr(d, "name", "") == "I")
+    unrolled = ingress.body.stmts[0]
+    assert isinstance(unrolled, A.Block) and len(unrolled.stmts) == 3     # i = 0, 1, 2: break
+
+    unrolled_once = compile_to_objects(str(path))
+    monkeypatch.setattr(check.BlockChecker, "unroll", lambda self, s: None)
+    by_the_emitter = compile_to_objects(str(path))
+    assert json.dumps(unrolled_once[0]) == json.dumps(by_the_emitter[0])
+    assert unrolled_once[1] == by_the_emitter[1]
 
 
 # Negative programs whose error is a limit of the BMv2 target, not of P4-16: the back-end's
