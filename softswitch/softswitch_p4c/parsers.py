@@ -13,7 +13,7 @@ from .ast import describe
 from .controls import ControlInfo
 from .copyinout import params_needing_copies
 from .errors import CompileError, unsupported
-from .exprs import Ctx
+from .exprs import Ctx, settled
 from .stmts import source_info
 from .symbols import Scope, SubControlSym, ValueSetSym
 from .types import Bits, BoolT, StructT, storage_width
@@ -403,7 +403,7 @@ class ParserMixin:
 
     def select_const(self, e, ctx, width):
         """A keyset value (the checker's: a constant that fits), modulo 2^width."""
-        return int(self.node(e, ctx, lambda n: n.value is not None).value) & mask_of(width)
+        return int(self.node(e, ctx, settled).value) & mask_of(width)
 
     # ------------------------------------------------------------ deparser
     def lower_deparser(self, decl):

@@ -11,8 +11,8 @@ import pytest
 
 from softswitch_p4c import ast as A, check, exprs, ir
 from softswitch_p4c.compiler import Compiler
-from softswitch_p4c.driver import (check_tna_file, check_tna_to_ir, compile_tna_to_objects,
-                                   compile_to_objects)
+from softswitch_p4c.driver import (check_tna_file, check_tna_to_ir, compile_source,
+                                   compile_tna_to_objects, compile_to_objects)
 from softswitch_p4c.errors import CompileError
 from softswitch_p4c.parser import parse
 from softswitch_p4c.preprocess import preprocess
@@ -381,6 +381,20 @@ def test_the_programs_ir_agrees_with_the_emitters_scope_wherever_the_passes_left
     for path in VALID_V1MODEL:
         compile_to_objects(str(path))
     assert differ == [] and found[0] > asked[0] // 2
+
+
+def test_a_constant_index_is_read_from_the_programs_ir_only_when_settled(tmp_path):
+    """`h.s[true ? 8w0 : 8w1 / n].a` has index 0 in the program's IR, but in a function
+    inlined with `n` bound to 0 the emitter's scope checks `8w1 / n` as a division by zero
+    (as it always has): a value whose expression the emitter does not lower is read from
+    the program's IR only when every expression inside it has a value there
+    (`exprs.settled`)."""
+    text = program(controls="""
+bit<8> g(in headers h, in bit<8> n) { return h.ipv4.ttl + (bit<8>) h.hops[true ? 8w0 : 8w1 / n].port; }
+""", apply="hdr.ipv4.protocol = g(hdr, 0);")
+    with pytest.raises(CompileError, match="division by zero") as err:
+        compile_source(text, tmp_path)
+    assert err.value.loc.line == line_of(text, "8w1 / n")[0]
 
 
 def test_the_checker_unrolls_the_loops_its_scopes_decide_once_before_lowering(tmp_path, monkeypatch):
