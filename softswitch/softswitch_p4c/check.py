@@ -1073,14 +1073,23 @@ class _LoopFolder:
             c.program_nodes, c.nodes = saved
 
     def const_int(self, e, scope, what):
-        return self.answer(scope, lambda: self.checker.const_int(e, what))
+        return self.answer(scope, lambda: self.checker.const_int(self.settled(e), what))
 
     def const_value(self, e, scope, t=None, what="constant"):
         def question():
-            node = self.checker.expr(e)
+            node = self.checker.expr(self.settled(e))
             return node.value if t is None or node.value is None else \
                 convert(node.value, node.type, t, e.loc, what)
         return self.answer(scope, question)
+
+    def settled(self, e):
+        """`e`, when its value is settled here (`ir.settled`); a value that is not (a
+        division in the branch `?:` does not take) may raise an error in the emitter's
+        scope, which knows more constants: the loop is left to the emitter."""
+        node = self.checker.expr(e)
+        if node.value is not None and not ir.settled(node):
+            raise CompileError(e.loc, "left to the emitter's scope")
+        return e
 
     def resolve_type(self, tr, scope):
         return self.checker.resolve(tr)

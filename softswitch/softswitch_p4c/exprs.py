@@ -93,7 +93,7 @@ class ExprMixin:
         the moment only adds constants: an inlined action's arguments, an unrolled loop's
         variable, which have their declared types); a value the checker did not know may
         be known there. A value whose expression the emitter does not lower is read only
-        when it is `settled`."""
+        when it is settled (`ir.settled`)."""
         hit = self.program_nodes.get(id(e))
         if hit is not None and hit[0] is e and hit[1] is not None and known(hit[1]):
             return hit[1]
@@ -251,7 +251,7 @@ class ExprMixin:
     def ev_Index(self, e, ctx, expected):
         """A stack element or tuple item: at the index the checker knows at compile time
         (in bounds: its rule), else at run time."""
-        i = self.node(e, ctx, lambda n: settled(n.parts[1])).parts[1].value
+        i = self.node(e, ctx, lambda n: ir.settled(n.parts[1])).parts[1].value
         base = self.eval_value(e.expr, ctx)
         if isinstance(base.type, TupleT):
             return base.extra["items"][i] if "items" in base.extra else \
@@ -540,12 +540,3 @@ class ExprMixin:
 
 def _is_power_of_two(n):
     return n is not None and n > 0 and n & (n - 1) == 0
-
-
-def settled(node):
-    """Every expression inside IR node `node` has a value the checker knew, so checked in
-    any scope it has the same values and raises nothing the checker did not: a value read
-    from the program's IR whose expression the emitter does not lower (a constant index,
-    a keyset value) needs it; `c ? 0 : 8w1 / n` has a value while `8w1 / n` has none, and
-    `n` bound to 0 in the emitter's scope is a division by zero there."""
-    return all(n.value is not None for n in ir.walk(node) if isinstance(n, ir.Expr))

@@ -287,3 +287,13 @@ def walk(node):
     yield node
     for c in children(node):
         yield from walk(c)
+
+
+def settled(node):
+    """Every expression inside IR node `node` has a value the checker knew, so checked in
+    any scope it has the same values and raises nothing the checker did not: a value read
+    from the program's IR whose expression the emitter does not lower (a constant index,
+    a keyset value, the bounds and jump conditions of a loop the checker unrolls) needs
+    it; `c ? 0 : 8w1 / n` has a value while `8w1 / n` has none, and
+    `n` bound to 0 in the emitter's scope is a division by zero there."""
+    return all(n.value is not None for n in walk(node) if isinstance(n, Expr))

@@ -9,11 +9,12 @@ import itertools
 from dataclasses import replace
 
 from . import ast as A
+from . import ir
 from .ast import describe
 from .controls import ControlInfo
 from .copyinout import params_needing_copies
 from .errors import CompileError, unsupported
-from .exprs import Ctx, settled
+from .exprs import Ctx
 from .stmts import source_info
 from .symbols import Scope, SubControlSym, ValueSetSym
 from .types import Bits, BoolT, StructT, storage_width
@@ -403,7 +404,7 @@ class ParserMixin:
 
     def select_const(self, e, ctx, width):
         """A keyset value (the checker's: a constant that fits), modulo 2^width."""
-        return int(self.node(e, ctx, settled).value) & mask_of(width)
+        return int(self.node(e, ctx, ir.settled).value) & mask_of(width)
 
     # ------------------------------------------------------------ deparser
     def lower_deparser(self, decl):

@@ -388,13 +388,24 @@ def test_a_constant_index_is_read_from_the_programs_ir_only_when_settled(tmp_pat
     inlined with `n` bound to 0 the emitter's scope checks `8w1 / n` as a division by zero
     (as it always has): a value whose expression the emitter does not lower is read from
     the program's IR only when every expression inside it has a value there
-    (`exprs.settled`)."""
+    (`ir.settled`); a loop's bound too (`check._LoopFolder.settled`)."""
     text = program(controls="""
 bit<8> g(in headers h, in bit<8> n) { return h.ipv4.ttl + (bit<8>) h.hops[true ? 8w0 : 8w1 / n].port; }
 """, apply="hdr.ipv4.protocol = g(hdr, 0);")
     with pytest.raises(CompileError, match="division by zero") as err:
         compile_source(text, tmp_path)
     assert err.value.loc.line == line_of(text, "8w1 / n")[0]
+    # so is a loop bound: the checker leaves the loop to the emitter, which refuses it
+    loop = program(controls="""
+bit<8> f(in bit<8> n) {
+    bit<8> s = 0;
+    for (bit<8> i = 0; i < (true ? 8w2 : 8w1 / n); i = i + 1) { s = s + i; }
+    return s;
+}
+""", apply="hdr.ipv4.protocol = f(0);")
+    with pytest.raises(CompileError, match="division by zero") as err:
+        compile_source(loop, tmp_path)
+    assert err.value.loc.line == line_of(loop, "8w1 / n")[0]
 
 
 def test_the_checker_unrolls_the_loops_its_scopes_decide_once_before_lowering(tmp_path, monkeypatch):
