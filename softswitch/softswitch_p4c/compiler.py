@@ -84,7 +84,9 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         expression nodes are kept for the emitter (`ExprMixin.node`), and the loops its
         scopes decide are unrolled in the program (`unroll.replace_loops`)."""
         self.program_nodes, unrolled = check_v1model(self, self.program)
-        replace_loops(self.program, unrolled)
+        if unrolled:
+            replace_loops([d for d in self.program.decls if isinstance(
+                d, (A.ActionDecl, A.FunctionDecl, A.ControlDecl, A.ParserDecl))], unrolled)
 
     # ------------------------------------------------------------ declarations
     def declare_global(self, d):

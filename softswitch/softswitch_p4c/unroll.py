@@ -148,7 +148,8 @@ def has_jump(node):
 
 def replace_loops(node, unrolled):
     """Each loop of `unrolled` (id(loop) -> (it, A.Block of its iterations)) under `node`
-    (the program) replaced by its iterations, the loops inside them too."""
+    (the program's actions, functions, controls and parsers) replaced by its iterations,
+    the loops inside them too."""
     if isinstance(node, list):
         for i, x in enumerate(node):
             node[i] = _unrolled(x, unrolled)
