@@ -13,6 +13,7 @@ from . import ir
 from .check import BlockChecker, check_functions, check_parameters
 from .compiler import Compiler
 from .errors import CompileError
+from .unroll import replace_loops
 
 ARCH_DEFINES = {"tna": ["__TARGET_TOFINO__=1"], "t2na": ["__TARGET_TOFINO__=2"]}
 CELL_BYTES = {"tna": 80, "t2na": 176}      # queue-depth unit of Tofino 1 / Tofino 2
@@ -35,10 +36,20 @@ def check_program(program, source_name):
     check_parameters(program)
     pipelines = [_pipeline_blocks(comp, instances, arg) for arg in _switch_args(instances)]
     externs = _global_externs(comp, instances)
-    top = check_functions(comp, program, externs)
-    checked = [{role: BlockChecker(comp, decl, externs, top).block()
+    unrolled = {}
+    top = check_functions(comp, program, externs, unrolled=unrolled)
+    checked = [{role: _checker(comp, decl, externs, top, unrolled).block()
                 for role, decl in blocks.items()} for blocks in pipelines]
+    if unrolled:        # as check_v1model: the loops the checker's scopes decide, unrolled
+        replace_loops([d for d in program.decls if isinstance(
+            d, (A.ActionDecl, A.FunctionDecl, A.ControlDecl, A.ParserDecl))], unrolled)
     return ir.Program(program, checked, externs, top)
+
+
+def _checker(comp, decl, externs, top, unrolled):
+    checker = BlockChecker(comp, decl, externs, top)
+    checker.unrolled = unrolled
+    return checker
 
 
 def _global_externs(comp, instances):

@@ -3,7 +3,7 @@ unrolls them too).
 
 A loop whose iterations its declaration's scope decides (the block's and the top
 level's constants) is unrolled once over the program, by the checker phase
-(`check.BlockChecker.unroll`, `replace_loops`); the emitter unrolls the others as it
+(`check.BlockChecker.unroll`, `replace_loops`; v1model and TNA); the emitter unrolls the others as it
 reaches them, in its scope of the moment (bounds from a function's or a sub-block's
 constructor arguments), or lowers them as run-time loops in an action.
 

@@ -467,6 +467,44 @@ control C(inout headers hdr)(bit<8> n) {
     assert unrolled_once[1] == by_the_emitter[1]
 
 
+def test_a_tna_program_has_its_loops_unrolled_by_the_tna_check_too(tmp_path, monkeypatch):
+    """tna.check_program unrolls the loops its scopes decide as check_v1model does, before
+    tna_lower; the lowered JSON and P4Info are the emitter's own unrolling's."""
+    text = (ROOT / "hw/tofino/red_ecn.p4").read_text()
+    anchor = "        eg_dprsr_md.drop_ctl = 0;\n"
+    assert text.count(anchor) == 1
+    text = text.replace(anchor, anchor + """
+        for (bit<8> i in 0 .. 3) {
+            if (i == 2) { break; }
+            for (bit<8> j = 0; j < 2; j = j + 1) { meta.red.q = meta.red.q + (bit<32>) j; }
+            meta.red.rand = meta.red.rand + (bit<32>) i;
+        }
+""")
+    path = tmp_path / "red_loops.p4"
+    path.write_text(text)
+    checked = check_tna_to_ir(str(path), "tna")
+    assert not any(isinstance(n, (A.For, A.ForIn)) for n in _ast_nodes(checked.ast.decls))
+    assert any(isinstance(n, ir.Loop) for b in checked.pipelines[0].values()
+               for n in ir.walk(b))                     # the IR keeps the loop for the lint
+    unrolled_once = compile_tna_to_objects(str(path), "tna")
+    monkeypatch.setattr(check.BlockChecker, "unroll", lambda self, s: None)
+    by_the_emitter = compile_tna_to_objects(str(path), "tna")
+    assert json.dumps(unrolled_once[0]) == json.dumps(by_the_emitter[0])
+    assert unrolled_once[1] == by_the_emitter[1]
+
+
+def _ast_nodes(node):
+    """Every statement and declaration node under `node` (expressions not entered)."""
+    if isinstance(node, list):
+        for x in node:
+            yield from _ast_nodes(x)
+    elif dataclasses.is_dataclass(node) and not isinstance(node, A.Expr):
+        yield node
+        for fl in dataclasses.fields(node):
+            if fl.name != "loc":
+                yield from _ast_nodes(getattr(node, fl.name))
+
+
 # Negative programs whose error is a limit of the BMv2 target, not of P4-16: the back-end's
 # to report (README.md, "Architecture: phases"); every other one is the checker's.
 BMV2_LIMITS = {"unsupported_runtime_division", "unsupported_table_applied_twice",
