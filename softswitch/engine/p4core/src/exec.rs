@@ -41,8 +41,13 @@ impl PacketState {
         self.fields.fill(0);
         self.valid.copy_from_slice(&template.valid);
         self.varbits.iter_mut().for_each(Vec::clear);
-        self.stack_next.fill(0);
-        self.union_stack_next.fill(0);
+        // Most programs have no stacks: no memset call for an empty slice.
+        if !self.stack_next.is_empty() {
+            self.stack_next.fill(0);
+        }
+        if !self.union_stack_next.is_empty() {
+            self.union_stack_next.fill(0);
+        }
         self.payload.clear();
         self.ingress_len = template.ingress_len;
         self.truncate = template.truncate;
@@ -177,6 +182,56 @@ pub struct Executor {
     frames: Vec<Vec<u8>>,
     /// The compiled pipeline; None runs the interpreter.
     compiled: Option<Arc<Compiled>>,
+    /// The standard_metadata writes of ingress and egress at precomputed places.
+    stores: StdStores,
+}
+
+/// The standard_metadata fields a new packet (`INGRESS`) and a dequeued one
+/// (`EGRESS`) get, as (field, mask) each: None when the program lacks one or
+/// one is wider than 64 bits (then `set_opt` writes them one by one). The
+/// stores run in this order, as the `set_opt` calls did.
+#[derive(Debug, Clone, Copy, Default)]
+struct StdStores {
+    /// ingress_port, instance_type, packet_length, ingress_global_timestamp.
+    ingress: Option<[(usize, u64); 4]>,
+    /// egress_global_timestamp, enq_timestamp, enq_qdepth, deq_timedelta,
+    /// deq_qdepth, egress_port, egress_spec, packet_length.
+    egress: Option<[(usize, u64); 8]>,
+}
+
+impl StdStores {
+    fn new(prog: &Program) -> StdStores {
+        let s = &prog.std;
+        let n = prog.num_fields();
+        StdStores {
+            ingress: Self::places([s.ingress_port, s.instance_type, s.packet_length, s.ingress_global_timestamp], n),
+            egress: Self::places(
+                [s.egress_global_timestamp, s.enq_timestamp, s.enq_qdepth, s.deq_timedelta, s.deq_qdepth, s.egress_port, s.egress_spec, s.packet_length],
+                n,
+            ),
+        }
+    }
+
+    fn places<const N: usize>(fields: [Option<(usize, u32)>; N], num_fields: usize) -> Option<[(usize, u64); N]> {
+        let mut out = [(0, 0); N];
+        for (o, f) in out.iter_mut().zip(fields) {
+            let (f, w) = f?;
+            if w > 64 || f >= num_fields {
+                return None;
+            }
+            *o = (f, mask_of(w) as u64);
+        }
+        Some(out)
+    }
+}
+
+/// `fields[f] = v & mask` for each place and value, in order (as `set_opt`
+/// with values below 2^64, which standard_metadata's are).
+#[inline(always)]
+fn store_all<const N: usize>(fields: &mut [i128], places: &[(usize, u64); N], values: [u64; N]) {
+    for ((f, mask), v) in places.iter().zip(values) {
+        fields[*f] = (v & mask) as i128;
+    }
 }
 
 /// Which engine an `Executor` runs packets with.
@@ -235,6 +290,7 @@ impl Executor {
             ingress_len: 0,
             truncate: None,
         };
+        let stores = StdStores::new(&prog);
         Executor {
             prog,
             rng: Pcg64Mcg::seed_from_u64(seed),
@@ -249,6 +305,7 @@ impl Executor {
             spare: Vec::new(),
             frames: Vec::new(),
             compiled,
+            stores,
         }
     }
 
@@ -365,10 +422,16 @@ impl Executor {
             pkt.fields[*f] = *v;
         }
         let s = &self.prog.std;
-        set_opt(&mut pkt, s.ingress_port, port as i128);
-        set_opt(&mut pkt, s.instance_type, itype);
-        set_opt(&mut pkt, s.packet_length, frame_len as i128);
-        set_opt(&mut pkt, s.ingress_global_timestamp, self.now_us as i128);
+        match &self.stores.ingress {
+            // instance types are small non-negative constants
+            Some(places) => store_all(&mut pkt.fields, places, [port as u64, itype as u64, frame_len as u64, self.now_us]),
+            None => {
+                set_opt(&mut pkt, s.ingress_port, port as i128);
+                set_opt(&mut pkt, s.instance_type, itype);
+                set_opt(&mut pkt, s.packet_length, frame_len as i128);
+                set_opt(&mut pkt, s.ingress_global_timestamp, self.now_us as i128);
+            }
+        }
         pkt.ingress_len = frame_len;
         pkt
     }
@@ -499,15 +562,24 @@ impl Executor {
         if !self.fits(&pkt) {
             return out; // queued under a previous pipeline: drop it
         }
-        set_opt(&mut pkt, s.egress_global_timestamp, now_us as i128);
-        set_opt(&mut pkt, s.enq_timestamp, q.enq_timestamp as i128);
-        set_opt(&mut pkt, s.enq_qdepth, q.enq_qdepth as i128);
-        set_opt(&mut pkt, s.deq_timedelta, q.deq_timedelta as i128);
-        set_opt(&mut pkt, s.deq_qdepth, q.deq_qdepth as i128);
-        set_opt(&mut pkt, s.egress_port, qp.egress_port as i128);
-        set_opt(&mut pkt, s.egress_spec, DROP_PORT as i128 + 1);
-        let len = pkt.ingress_len as i128;
-        set_opt(&mut pkt, s.packet_length, len);
+        let len = pkt.ingress_len;
+        match &self.stores.egress {
+            Some(places) => store_all(
+                &mut pkt.fields,
+                places,
+                [now_us, q.enq_timestamp, q.enq_qdepth, q.deq_timedelta, q.deq_qdepth, qp.egress_port as u64, DROP_PORT as u64 + 1, len as u64],
+            ),
+            None => {
+                set_opt(&mut pkt, s.egress_global_timestamp, now_us as i128);
+                set_opt(&mut pkt, s.enq_timestamp, q.enq_timestamp as i128);
+                set_opt(&mut pkt, s.enq_qdepth, q.enq_qdepth as i128);
+                set_opt(&mut pkt, s.deq_timedelta, q.deq_timedelta as i128);
+                set_opt(&mut pkt, s.deq_qdepth, q.deq_qdepth as i128);
+                set_opt(&mut pkt, s.egress_port, qp.egress_port as i128);
+                set_opt(&mut pkt, s.egress_spec, DROP_PORT as i128 + 1);
+                set_opt(&mut pkt, s.packet_length, len as i128);
+            }
+        }
         self.flags = Flags::default();
         if let Some(parser) = &prog.tna_egress_parser {
             self.tna_reparse(&prog, st, &mut pkt, parser);
