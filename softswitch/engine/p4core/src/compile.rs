@@ -315,7 +315,7 @@ struct QuickRead {
 
 /// Items laid out back to back over `bytes` bytes: written word by word, read field by field.
 pub(crate) struct Layout {
-    bytes: usize,
+    pub(crate) bytes: usize,
     pub(crate) words: Vec<Word>,
     pub(crate) reads: Vec<FieldRead>,
     /// When every read field is unsigned, at most 64 bits wide and the fields
@@ -564,10 +564,10 @@ fn may_read_header(prog: &Program, e: &Expr, h: usize) -> bool {
 
 /// A fixed-size header's layout.
 pub(crate) struct HeaderIo {
-    header: usize,
+    pub(crate) header: usize,
     /// Neither metadata nor a union member: extracting it only sets its validity.
-    plain: bool,
-    layout: Layout,
+    pub(crate) plain: bool,
+    pub(crate) layout: Layout,
 }
 
 fn header_io(prog: &Program, h: usize) -> Option<HeaderIo> {
@@ -581,21 +581,21 @@ fn header_io(prog: &Program, h: usize) -> Option<HeaderIo> {
 }
 
 
-enum Select {
+pub(crate) enum Select {
     /// Concatenated byte-padded key parts as one number, transitions in order as
     /// (value, mask, next state); no hit is NoMatch.
     Key { parts: Vec<(Val, u32)>, transitions: Vec<(u128, u128, Option<usize>)> },
     Interpreted,
 }
 
-enum ParseOp {
+pub(crate) enum ParseOp {
     Extract(HeaderIo),
     Interpreted(ParserOp),
 }
 
-struct ParseStateCode {
-    ops: Vec<ParseOp>,
-    select: Select,
+pub(crate) struct ParseStateCode {
+    pub(crate) ops: Vec<ParseOp>,
+    pub(crate) select: Select,
 }
 
 enum Calc {
@@ -683,6 +683,8 @@ pub(crate) struct Compiled {
     deparser: Option<Vec<HeaderIo>>,
     /// The native code of the parser's and the deparser's header layouts.
     _layouts: Option<crate::jit::Native>,
+    /// The whole parser as native code (`jit::parser`), where it covers every state it reaches.
+    native_parser: Option<(crate::jit::ParseFn, crate::jit::Native)>,
     pub(crate) coverage: Coverage,
 }
 
@@ -1342,6 +1344,8 @@ impl Compiled {
         });
         let mut layouts: Vec<&mut Layout> = extracts.chain(deparser.iter_mut().flatten().map(|io| &mut io.layout)).collect();
         let _layouts = crate::jit::layouts(&mut layouts);
+        // After the layouts: it inlines their native reads.
+        let native_parser = _layouts.as_ref().and_then(|_| crate::jit::parser(&prog, &parser));
         c.cov.interpreted_deparser = deparser.is_none();
         let mut checksums: Vec<(ChecksumCode, bool, bool)> = checksums;
         if let Some(headers) = &deparser {
@@ -1361,7 +1365,7 @@ impl Compiled {
                 (native_actions, _native_actions) = (codes, Some(native));
             }
         }
-        Some(Compiled { prog, actions, native_actions, _native_actions, may_exit, ingress, egress, parser, checksums, deparser, _layouts, coverage: c.cov })
+        Some(Compiled { prog, actions, native_actions, _native_actions, may_exit, ingress, egress, parser, checksums, deparser, _layouts, native_parser, coverage: c.cov })
     }
 
     /// Runs ops, stopping at `exit` as the interpreter does (checked before each primitive).
@@ -1466,6 +1470,13 @@ impl Compiled {
 
     /// Returns (bytes consumed, parser error code), as `Executor::parse`.
     pub(crate) fn parse(&self, ex: &mut Executor, st: &State, pkt: &mut PacketState, frame: &[u8]) -> (usize, i128) {
+        if let Some((native, _)) = &self.native_parser {
+            let mut pos = 0usize;
+            // SAFETY: the code reads the frame within its length (`jit::parser`) and
+            // writes fields and validity of the program `pkt` is laid out for.
+            let error = unsafe { native(frame.as_ptr(), frame.len(), pkt.fields.as_mut_ptr(), pkt.valid.as_mut_ptr(), &mut pos) };
+            return (pos, error as i128);
+        }
         let prog = &*self.prog;
         run_parser(prog, prog.parser.init, |si, pos| {
             let code = &self.parser[si];
@@ -1624,6 +1635,41 @@ mod tests {
         let set_red = c.prog.actions.iter().position(|a| a.name == "MyEgress.set_red").unwrap();
         assert!(c.native_actions[set_red].is_some(), "set_red's parameter copies run natively from table entries");
         assert!(c.deparser.as_ref().unwrap().iter().all(|io| io.layout.native_write.is_some()), "Ethernet and IPv4 are written natively");
+        assert!(c.native_parser.is_some(), "the parser is one native function");
+    }
+
+    #[test]
+    fn the_native_parser_reads_every_truncation_as_the_closures_do() {
+        let prog = Arc::new(program("red_ecn.json"));
+        let native = Compiled::new(prog.clone()).unwrap();
+        let mut closures = Compiled::new(prog.clone()).unwrap();
+        assert!(native.native_parser.is_some());
+        closures.native_parser = None;
+        let st = State::new(&prog);
+        let mut ex = Executor::with_engine(prog.clone(), 1, crate::Engine::Interpreter);
+        let fresh = || PacketState {
+            fields: vec![0; prog.num_fields()],
+            valid: prog.headers.iter().map(|h| h.metadata).collect(),
+            varbits: vec![Vec::new(); prog.num_varbits],
+            stack_next: vec![0; prog.stacks.len()],
+            union_stack_next: vec![0; prog.union_stacks.len()],
+            payload: Vec::new(),
+            ingress_len: 0,
+            truncate: None,
+        };
+        // IPv4 and another EtherType, each cut at every length (too short for
+        // Ethernet, for IPv4, for IPv4's whole words, and complete).
+        for ether_type in [[0x08, 0x00], [0x86, 0xdd]] {
+            let mut frame: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+            frame[12..14].copy_from_slice(&ether_type);
+            for len in 0..=frame.len() {
+                let (mut a, mut b) = (fresh(), fresh());
+                let got = native.parse(&mut ex, &st, &mut a, &frame[..len]);
+                let want = closures.parse(&mut ex, &st, &mut b, &frame[..len]);
+                assert_eq!(got, want, "length {len}");
+                assert_eq!((a.fields, a.valid), (b.fields, b.valid), "length {len}");
+            }
+        }
     }
 
     #[test]

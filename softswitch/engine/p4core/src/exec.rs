@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Bounds that keep malformed programs from looping forever.
-const MAX_PARSE_STATES: usize = 1024;
+pub(crate) const MAX_PARSE_STATES: usize = 1024;
 pub(crate) const MAX_CONTROL_STEPS: usize = 100_000;
 const MAX_RESUBMITS: usize = 16;
 

@@ -10,8 +10,8 @@
 //! them (`actions`) and header layouts (`layouts`: parser reads, deparser
 //! writes) get native code the same way, where every piece is covered.
 
-use crate::compile::{cover, strip_mask, Compiled, Edge, Layout, NodeCode, Op, PipelineCode, TableCode, Test, MAX_READ_WORDS};
-use crate::exec::{Executor, PacketState};
+use crate::compile::{cover, strip_mask, Compiled, Edge, Layout, NodeCode, Op, ParseOp, ParseStateCode, PipelineCode, Select, TableCode, Test, Val, MAX_READ_WORDS};
+use crate::exec::{Executor, PacketState, MAX_PARSE_STATES};
 use crate::load::mask_of;
 use crate::program::*;
 use crate::state::{CellsView, State};
@@ -303,6 +303,207 @@ fn read_words(b: &mut FunctionBuilder, layout: &Layout, words: Value, fields: Va
         b.ins().store(MemFlags::trusted(), v, fields, 16 * r.field as i32);
         b.ins().store(MemFlags::trusted(), zero, fields, 16 * r.field as i32 + 8);
     }
+}
+
+/// The parser as native code: (frame, its length, fields, validity, where
+/// the bytes consumed go) -> the parser error code (0: none).
+pub(crate) type ParseFn = unsafe extern "C" fn(*const u8, usize, *mut i128, *mut bool, *mut usize) -> i64;
+
+/// The whole parser as one native function, when every state reachable from
+/// the start is covered: extracts of plain headers through native layout
+/// reads (inlined), selects on a key of fields (or constants) of at most 64
+/// bits in all, and a state graph without loops (so the interpreter's step
+/// bound, `MAX_PARSE_STATES`, can never be reached). Same results as
+/// `Compiled::parse`: PacketTooShort when a header does not fit (bytes
+/// consumed up to it), NoMatch when no transition matches.
+pub(crate) fn parser(prog: &Program, states: &[ParseStateCode]) -> Option<(ParseFn, Native)> {
+    let too_short = i64::try_from(prog.errors.packet_too_short).ok()?;
+    let no_match = i64::try_from(prog.errors.no_match).ok()?;
+    // Reachable states: covered, and no loop among them.
+    let mut mark = vec![0u8; states.len()]; // 0 new, 1 on the path, 2 done
+    fn visit(states: &[ParseStateCode], s: usize, mark: &mut [u8]) -> bool {
+        match mark.get(s) {
+            Some(1) | None => return false,
+            Some(2) => return true,
+            _ => {}
+        }
+        mark[s] = 1;
+        let st = &states[s];
+        let ops = st.ops.iter().all(|op| matches!(op, ParseOp::Extract(io) if io.plain && io.layout.native_read.is_some()));
+        let ok = ops
+            && match &st.select {
+                Select::Key { parts, transitions } => {
+                    let bits: u32 = parts.iter().map(|(_, w)| w.div_ceil(8) * 8).sum();
+                    bits <= 64
+                        && parts.iter().all(|(v, _)| matches!(v, Val::Field(_) | Val::Const(_)))
+                        && transitions.iter().all(|(value, mask, _)| *value <= u64::MAX as u128 && *mask <= u64::MAX as u128)
+                        && transitions.iter().filter_map(|t| t.2).all(|n| visit(states, n, mark))
+                }
+                Select::Interpreted => false,
+            };
+        mark[s] = 2;
+        ok
+    }
+    if states.len() > MAX_PARSE_STATES || !prog.parser.init.is_none_or(|s| visit(states, s, &mut mark)) {
+        return None;
+    }
+    let mut module = new_module()?;
+    let ptr = module.target_config().pointer_type();
+    if ptr != types::I64 {
+        return None; // positions are i64 values below
+    }
+    let mut ctx = module.make_context();
+    ctx.func.signature.params.extend([ptr, ptr, ptr, ptr, ptr].map(AbiParam::new));
+    ctx.func.signature.returns.push(AbiParam::new(types::I64));
+    let mut padded_sig = module.make_signature();
+    padded_sig.params.extend([ptr, ptr, ptr, ptr, ptr].map(AbiParam::new));
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let padded = b.import_signature(padded_sig);
+        let start = b.create_block();
+        b.append_block_params_for_function_params(start);
+        b.switch_to_block(start);
+        let [frame, len, fields, valid, pos_out] = <[Value; 5]>::try_from(b.block_params(start)).expect("five parameters");
+        // ret(pos, error)
+        let ret = b.create_block();
+        b.append_block_param(ret, ptr);
+        b.append_block_param(ret, types::I64);
+        let mut blocks: Vec<Option<Block>> = vec![None; states.len()];
+        let mut todo: Vec<usize> = Vec::new();
+        // Jumps to the block of state `next` (its parameter: the byte position), or to ret with no error.
+        fn target(b: &mut FunctionBuilder, blocks: &mut [Option<Block>], todo: &mut Vec<usize>, ret: Block, next: Option<usize>, pos: Value) {
+            match next {
+                None => {
+                    let zero = b.ins().iconst(types::I64, 0);
+                    b.ins().jump(ret, &[pos, zero]);
+                }
+                Some(n) => {
+                    let block = *blocks[n].get_or_insert_with(|| {
+                        todo.push(n);
+                        let block = b.create_block();
+                        b.append_block_param(block, types::I64);
+                        block
+                    });
+                    b.ins().jump(block, &[pos]);
+                }
+            }
+        }
+        let zero = b.ins().iconst(ptr, 0);
+        target(&mut b, &mut blocks, &mut todo, ret, prog.parser.init, zero);
+        let mut done = vec![false; states.len()];
+        while let Some(n) = todo.pop() {
+            if std::mem::replace(&mut done[n], true) {
+                continue;
+            }
+            let block = blocks[n].expect("queued states have blocks");
+            b.switch_to_block(block);
+            let mut pos = b.block_params(block)[0];
+            let st = &states[n];
+            for op in &st.ops {
+                let ParseOp::Extract(io) = op else { unreachable!("checked above") };
+                let layout = &io.layout;
+                let end = b.ins().iadd_imm(pos, layout.bytes as i64);
+                let fits = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, end, len);
+                let (read, short) = (b.create_block(), b.create_block());
+                b.ins().brif(fits, read, &[], short, &[]);
+                b.switch_to_block(short);
+                let error = b.ins().iconst(types::I64, too_short);
+                b.ins().jump(ret, &[pos, error]);
+                b.switch_to_block(read);
+                // Whole words from the frame when they are all there, else a zero-padded copy.
+                let whole_end = b.ins().iadd_imm(pos, 8 * layout.words.len() as i64);
+                let whole = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, whole_end, len);
+                let (inline, copy, after) = (b.create_block(), b.create_block(), b.create_block());
+                b.ins().brif(whole, inline, &[], copy, &[]);
+                b.switch_to_block(inline);
+                let at = b.ins().iadd(frame, pos);
+                read_words(&mut b, layout, at, fields);
+                b.ins().jump(after, &[]);
+                b.switch_to_block(copy);
+                let callee = b.ins().iconst(ptr, read_padded as *const () as usize as i64);
+                let l = b.ins().iconst(ptr, layout as *const Layout as usize as i64);
+                b.ins().call_indirect(padded, callee, &[l, frame, len, pos, fields]);
+                b.ins().jump(after, &[]);
+                b.switch_to_block(after);
+                let one = b.ins().iconst(types::I8, 1);
+                b.ins().store(MemFlags::trusted(), one, valid, io.header as i32);
+                pos = end;
+            }
+            let Select::Key { parts, transitions } = &st.select else { unreachable!("checked above") };
+            let mut key: Option<Value> = None;
+            for (v, w) in parts {
+                let bits = w.div_ceil(8) * 8;
+                let m = mask_of(*w) as u64 as i64;
+                let part = match v {
+                    Val::Field(f) => {
+                        let x = b.ins().load(types::I64, MemFlags::trusted(), fields, 16 * *f as i32);
+                        b.ins().band_imm(x, m)
+                    }
+                    Val::Const(c) => b.ins().iconst(types::I64, (*c as u64 as i64) & m),
+                    _ => unreachable!("checked above"),
+                };
+                key = Some(match key {
+                    None => part,
+                    Some(k) => {
+                        let k = b.ins().ishl_imm(k, bits as i64);
+                        b.ins().bor(k, part)
+                    }
+                });
+            }
+            let key = key.unwrap_or_else(|| b.ins().iconst(types::I64, 0));
+            let mut matched_all = false;
+            for (value, mask, next) in transitions {
+                if *mask == 0 {
+                    // Matches whatever the key (when its value is 0, as a default's is).
+                    if *value == 0 {
+                        target(&mut b, &mut blocks, &mut todo, ret, *next, pos);
+                        matched_all = true;
+                        break;
+                    }
+                    continue;
+                }
+                let k = b.ins().band_imm(key, *mask as u64 as i64);
+                let hit = b.ins().icmp_imm(IntCC::Equal, k, *value as u64 as i64);
+                let (this, other) = (b.create_block(), b.create_block());
+                b.ins().brif(hit, this, &[], other, &[]);
+                b.switch_to_block(this);
+                target(&mut b, &mut blocks, &mut todo, ret, *next, pos);
+                b.switch_to_block(other);
+            }
+            if !matched_all {
+                let error = b.ins().iconst(types::I64, no_match);
+                b.ins().jump(ret, &[pos, error]);
+            }
+        }
+        b.switch_to_block(ret);
+        let (pos, error) = (b.block_params(ret)[0], b.block_params(ret)[1]);
+        b.ins().store(MemFlags::trusted(), pos, pos_out, 0);
+        b.ins().return_(&[error]);
+        b.seal_all_blocks();
+        b.finalize();
+    }
+    let id = module.declare_anonymous_function(&ctx.func.signature).ok()?;
+    module.define_function(id, &mut ctx).ok()?;
+    module.clear_context(&mut ctx);
+    module.finalize_definitions().ok()?;
+    let code = module.get_finalized_function(id);
+    // SAFETY: declared with five pointer-sized parameters and an i64 result.
+    let f = unsafe { std::mem::transmute::<*const u8, ParseFn>(code) };
+    Some((f, Native { module: Some(module) }))
+}
+
+/// A layout's native read of the bytes at `pos` when its whole words run past
+/// the frame's end: from a zero-padded copy, as `Layout::read`.
+unsafe extern "C" fn read_padded(layout: *const Layout, frame: *const u8, len: usize, pos: usize, fields: *mut i128) {
+    let layout = &*layout;
+    let read = layout.native_read.expect("the parser inlines only layouts with native reads");
+    let frame = std::slice::from_raw_parts(frame, len);
+    let mut padded = [0u8; 8 * MAX_READ_WORDS];
+    let rest = &frame[pos.min(len)..];
+    let n = rest.len().min(8 * layout.words.len());
+    padded[..n].copy_from_slice(&rest[..n]);
+    read(padded.as_ptr(), fields)
 }
 
 unsafe extern "C" fn run_op(frame: *mut Frame, op: *const Op) {
