@@ -5,7 +5,9 @@ the report, on study folders written here with known values. The lab test is
 at the end (root)."""
 
 import json
+import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -437,3 +439,28 @@ def test_quick_variant_runs_and_checks_the_direction_of_the_iw_effect(tmp_path):
     assert "quick CI variant only" in report and "Direction check: passed" in report
     assert (tmp_path / "s" / "report" / "quick-page-delay.png").exists()
     assert json.loads((tmp_path / "s" / "wall_times.json").read_text())["quick"]["runs"] == 5
+
+
+def test_run_part_counts_runs_done_again_and_not_older_ones(tmp_path, monkeypatch):
+    """--redo-unfaithful runs a complete run again: it counts as this call's
+    run; a complete run the call did not touch does not."""
+    clock = iter([0.0, 220.0])
+    monkeypatch.setattr(common.time, "monotonic", lambda: next(clock))
+    for run_id in ("p00-r0", "p05-r0"):       # complete before the call
+        folder = tmp_path / "halves" / run_id
+        folder.mkdir(parents=True)
+        (folder / "complete").write_text("")
+        os.utime(folder / "complete", (1.0, 1.0))
+
+    def call(command):                        # p00-r0 again (its folder made anew), p01-r0 new
+        shutil.rmtree(tmp_path / "halves" / "p00-r0")
+        for run_id in ("p00-r0", "p01-r0"):
+            folder = tmp_path / "halves" / run_id
+            folder.mkdir()
+            (folder / "result.json").write_text(json.dumps({
+                "epoch": 1000.0, "window": [1010.0, 1100.0], "phase_seconds": {"traffic": 100.0}}))
+            (folder / "complete").write_text("")
+        return 0
+    monkeypatch.setattr(common, "call_run", call)
+    assert common.run_part(tmp_path, "halves", FILES / "halves.toml", ["--jobs", "2"]) == 0
+    assert common.read_wall(tmp_path)["halves"]["runs"] == 2

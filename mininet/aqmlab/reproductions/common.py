@@ -196,11 +196,11 @@ def run_part(root, part, source, extra):
                "--resume"] + extra
     duration = tomllib.loads(Path(source).read_text())["duration"]
     jobs = int(extra[extra.index("--jobs") + 1]) if "--jobs" in extra else 1
-    before = {p.parent for p in out_dir.glob(f"*/{study.COMPLETE}")}
+    since = time.time()      # runs completed from now on (redone ones too) are this call's
     started = time.monotonic()
     code = call_run(command)
     seconds = time.monotonic() - started
-    new = [p.parent for p in out_dir.glob(f"*/{study.COMPLETE}") if p.parent not in before]
+    new = [p.parent for p in out_dir.glob(f"*/{study.COMPLETE}") if p.stat().st_mtime >= since]
     path = Path(root) / WALL_TIMES
     wall = json.loads(path.read_text()) if path.exists() else {}
     entry = wall.setdefault(part, {"seconds": 0.0, "runs": 0, "slot_seconds": 0.0,
