@@ -695,6 +695,9 @@ def plan_lines(root):
         f"aqmlab study rfc2415 --out results/rfc2415 --jobs {jobs}",
         "tar -C results/rfc2415 --exclude lab --exclude '*.png' --exclude report.md -cf - . |",
         "    tar -C docs/reproductions/rfc2415/study -xf -",
+        "find docs/reproductions/rfc2415/study -name queue.csv -delete    # the report does "
+        "not read them",
+        "find docs/reproductions/rfc2415/study -name transfers.csv -exec gzip -9 {} +",
         "aqmlab study rfc2415 --out docs/reproductions/rfc2415/study --report-only --report "
         "docs/reproductions/rfc2415.md",
         "```", "",
