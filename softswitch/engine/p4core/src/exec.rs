@@ -184,6 +184,9 @@ pub struct Executor {
     compiled: Option<Arc<Compiled>>,
     /// The standard_metadata writes of ingress and egress at precomputed places.
     stores: StdStores,
+    /// The deparser's headers with their byte counts, when none has a varbit
+    /// (so a header's bytes are fixed): `wire_len` sums them without lookups.
+    deparser_bytes: Option<Box<[(usize, usize)]>>,
 }
 
 /// The standard_metadata fields a new packet (`INGRESS`) and a dequeued one
@@ -291,6 +294,14 @@ impl Executor {
             truncate: None,
         };
         let stores = StdStores::new(&prog);
+        let deparser_bytes = prog
+            .deparser
+            .iter()
+            .map(|h| {
+                let hdr = &prog.headers[*h];
+                hdr.varbit_slot.is_none().then(|| (*h, prog.header_types[hdr.type_idx].fixed_bits as usize / 8))
+            })
+            .collect();
         Executor {
             prog,
             rng: Pcg64Mcg::seed_from_u64(seed),
@@ -306,6 +317,7 @@ impl Executor {
             frames: Vec::new(),
             compiled,
             stores,
+            deparser_bytes,
         }
     }
 
@@ -919,6 +931,9 @@ impl Executor {
     }
 
     fn wire_len(&self, pkt: &PacketState) -> usize {
+        if let Some(bytes) = &self.deparser_bytes {
+            return bytes.iter().filter(|(h, _)| pkt.valid[*h]).map(|(_, n)| n).sum::<usize>() + pkt.payload.len();
+        }
         let headers: usize = self.prog.deparser.iter().filter(|h| pkt.valid[**h]).map(|h| self.header_bytes(pkt, *h)).sum();
         headers + pkt.payload.len()
     }
