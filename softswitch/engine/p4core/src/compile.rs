@@ -1647,16 +1647,7 @@ mod tests {
         closures.native_parser = None;
         let st = State::new(&prog);
         let mut ex = Executor::with_engine(prog.clone(), 1, crate::Engine::Interpreter);
-        let fresh = || PacketState {
-            fields: vec![0; prog.num_fields()],
-            valid: prog.headers.iter().map(|h| h.metadata).collect(),
-            varbits: vec![Vec::new(); prog.num_varbits],
-            stack_next: vec![0; prog.stacks.len()],
-            union_stack_next: vec![0; prog.union_stacks.len()],
-            payload: Vec::new(),
-            ingress_len: 0,
-            truncate: None,
-        };
+        let fresh = || PacketState::fresh(&prog);
         // IPv4 and another EtherType, each cut at every length (too short for
         // Ethernet, for IPv4, for IPv4's whole words, and complete).
         for ether_type in [[0x08, 0x00], [0x86, 0xdd]] {

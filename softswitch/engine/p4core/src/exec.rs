@@ -33,6 +33,20 @@ pub struct PacketState {
 }
 
 impl PacketState {
+    /// A packet before parsing: every field 0, only metadata headers valid.
+    pub(crate) fn fresh(prog: &Program) -> PacketState {
+        PacketState {
+            fields: vec![0; prog.num_fields()],
+            valid: prog.headers.iter().map(|h| h.metadata).collect(),
+            varbits: vec![Vec::new(); prog.num_varbits],
+            stack_next: vec![0; prog.stacks.len()],
+            union_stack_next: vec![0; prog.union_stacks.len()],
+            payload: Vec::new(),
+            ingress_len: 0,
+            truncate: None,
+        }
+    }
+
     /// Makes this recycled packet (laid out for the same program: `Executor::fits`)
     /// equal to the fresh-packet template, without reallocating or re-checking lengths.
     fn reset_to(&mut self, template: &PacketState) {
@@ -283,16 +297,7 @@ impl Executor {
             Engine::Compiled => Compiled::new(prog.clone()).map(Arc::new),
             Engine::Interpreter => None,
         };
-        let template = PacketState {
-            fields: vec![0; prog.num_fields()],
-            valid: prog.headers.iter().map(|h| h.metadata).collect(),
-            varbits: vec![Vec::new(); prog.num_varbits],
-            stack_next: vec![0; prog.stacks.len()],
-            union_stack_next: vec![0; prog.union_stacks.len()],
-            payload: Vec::new(),
-            ingress_len: 0,
-            truncate: None,
-        };
+        let template = PacketState::fresh(&prog);
         let stores = StdStores::new(&prog);
         let deparser_bytes = prog
             .deparser
