@@ -49,7 +49,8 @@ evaluation: the top level's constants, widths, stack sizes and enum values
 here, in the emitter's scope (`outer`).
 
 Both paths run it on whole blocks before anything is lowered (`tna.check_program`,
-`check_v1model`, which keeps the program's expression nodes: `record`). The BMv2 emitter
+`check_v1model`; both keep the program's expression nodes: `record`, which tna_lower.py
+reads its decisions from). The BMv2 emitter
 reads types and values from those nodes instead of keeping copies of these rules: from
 the program's where the passes left an expression as it was checked (`ExprMixin.node`),
 else from the expression checked again in its own scope (`ExprMixin.typed`, `nodes`

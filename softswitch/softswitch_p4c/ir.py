@@ -263,11 +263,19 @@ class Control(Decl):
 class Program:
     """A checked TNA/T2NA program: `pipelines`, one {role: Parser | Control} per Pipeline of
     `Switch`; `instances`, the top-level extern instances by name; `functions`, the
-    top-level actions and functions by name."""
+    top-level actions and functions by name; `nodes`, every AST expression's node,
+    id(AST expression) -> (it, its node) (`check.record`; `node_of` reads it), for the
+    lowering that still rewrites the AST (tna_lower.py)."""
     ast: Any
     pipelines: list
     instances: dict
     functions: dict
+    nodes: dict = field(default_factory=dict, repr=False)
+
+    def node_of(self, e):
+        """AST expression `e`'s node, None when the checker did not keep one."""
+        kept = self.nodes.get(id(e))
+        return kept[1] if kept is not None and kept[0] is e else None
 
 
 def children(node):

@@ -35,30 +35,30 @@ def check_program(program, source_name):
             comp.declare_global(d)
     check_parameters(program)
     pipelines = [_pipeline_blocks(comp, instances, arg) for arg in _switch_args(instances)]
-    externs = _global_externs(comp, instances)
-    unrolled = {}
-    top = check_functions(comp, program, externs, unrolled=unrolled)
-    checked = [{role: _checker(comp, decl, externs, top, unrolled).block()
+    nodes, unrolled = {}, {}
+    externs = _global_externs(comp, instances, nodes)
+    top = check_functions(comp, program, externs, nodes, unrolled)
+    checked = [{role: _checker(comp, decl, externs, top, nodes, unrolled).block()
                 for role, decl in blocks.items()} for blocks in pipelines]
     if unrolled:        # as check_v1model: the loops the checker's scopes decide, unrolled
         replace_loops([d for d in program.decls if isinstance(
             d, (A.ActionDecl, A.FunctionDecl, A.ControlDecl, A.ParserDecl))], unrolled)
-    return ir.Program(program, checked, externs, top)
+    return ir.Program(program, checked, externs, top, nodes)
 
 
-def _checker(comp, decl, externs, top, unrolled):
+def _checker(comp, decl, externs, top, nodes, unrolled):
     checker = BlockChecker(comp, decl, externs, top)
-    checker.unrolled = unrolled
+    checker.program_nodes, checker.unrolled = nodes, unrolled
     return checker
 
 
-def _global_externs(comp, instances):
+def _global_externs(comp, instances, nodes):
     """Top-level extern instances (e.g. a Register shared by controls): name -> ir.Instance;
     RegisterAction bodies are checked here, with only their own parameters in scope."""
     externs = {}
     for name, inst in instances.items():
         if inst.type.name not in ("Switch", "Pipeline"):
-            externs[name] = BlockChecker(comp, None, externs).instance(inst)
+            externs[name] = _checker(comp, None, externs, None, nodes, None).instance(inst)
     return externs
 
 

@@ -27,16 +27,43 @@ TNA program may do is refused with a file:line:col error naming the construct.
   it) and the engine's `tna_lpf_sample` primitive (SAMPLE mode, one time
   constant for rise and fall); Wred.execute -> the same average, then RED's
   drop decision against per-index registers `<name>__min`, `__max`, `__maxp`.
+
+Every decision comes from the checked IR (`ir.Program`), not from names: the blocks are
+the pipeline's IR blocks, their parameters taken by their place in TNA's signatures
+(which tna.py checked: packet, headers, user metadata, then intrinsic metadata, a member
+named as its type) and compared as types; a name becomes a `__tna_md` member when the
+checker resolved it to that parameter (`ir.Ref.decl`), so an action parameter spelled
+like one stays itself; the externs are the blocks' `ir.Instance`s whose type is a TNA
+extern, a call is lowered when the checker resolved its method on one of them, a
+RegisterAction's register is what its argument resolved to and its `apply` parameters
+are renamed by declaration; the Hash algorithm and Counter unit are the enum values the
+checker folded, Random/Hash widths the instance's type arguments, and the intrinsic
+fields' widths (ns conversions, ports, pkt_length) the IR's struct types. The AST node
+of an expression is paired with its IR node through `ir.Program.nodes` (`node_of`,
+the checker's `record` table, which tna.check_program keeps as check_v1model does).
+
+What stays AST work, and why: the output is a V1Switch AST for the v1model path, whose
+emitter lowers the AST (README.md, "Architecture: phases"), so the pieces it copies
+(argument expressions, RegisterAction bodies, types as written) are the source's AST
+and `transform` keeps what it does not change, so the IR still knows it; TNA's own
+top-level declarations are kept or dropped by the file that declares them (PortId_t
+goes: v1model.p4 declares it too); table keys keep their names as written (bf-p4c's
+P4Info names are source text); which statements may hold an extern call, and the
+deparsers' statement forms, are statement shapes; `PORT_METADATA_SIZE` is the
+architecture's constant by its name (a name resolved to the global constant).
 """
 import dataclasses
 import os
 
 from . import ast as A
+from . import ir
 from .compiler import Compiler
 from .errors import CompileError, SrcLoc
 from .exprs import as_data
 from .parser import parse
 from .preprocess import INCLUDE_DIR, preprocess
+from .types import Bits, EnumT, ExternT, same_type
+from .values import Val
 
 TNA_FILES = {"tofino.p4", "tna.p4", "t2na.p4"}
 MD = "__tna_md"
@@ -45,8 +72,10 @@ TNA_BLOCKS_ANNOTATION = "tna_egress_parser_ingress_deparser"
 EGRESS_PARSER, INGRESS_DEPARSER = "tna_egress_parser", "tna_ingress_deparser"
 SM = "__tna_sm"
 DROP_PORT = 511
-# Lowered extern instance types (v1model) for TNA's.
-V1_EXTERN = {"Register": "register", "Counter": "counter"}
+PORT_METADATA_SIZE = "PORT_METADATA_SIZE"
+# The TNA externs the built-in target runs; the others are refused where they are instantiated.
+SUPPORTED_EXTERNS = ("Register", "RegisterAction", "Random", "Hash", "Counter", "Lpf", "Wred",
+                     "Checksum")
 COUNTER_UNITS = {"PACKETS": "packets", "BYTES": "bytes", "PACKETS_AND_BYTES": "packets_and_bytes"}
 REMOVED_EXTERNS = ("RegisterAction", "Random", "Lpf", "Wred", "Checksum", "Hash")
 # Extern calls lowered only as a statement, a declaration's initializer or an assignment's source.
@@ -58,12 +87,11 @@ HASH_ALGOS = {"IDENTITY": "identity", "RANDOM": "random", "CRC16": "crc16", "CRC
 
 def lower(checked, cell_bytes):
     """Return the V1Switch `A.Program` equivalent of a checked TNA program (`ir.Program`)
-    whose traffic manager counts queues in cells of `cell_bytes`. The rewrite still works
-    on the blocks' AST (README.md, "Architecture: phases")."""
+    whose traffic manager counts queues in cells of `cell_bytes`. Its decisions come from
+    the IR; what it writes is AST (README.md, "Architecture: phases")."""
     if len(checked.pipelines) != 1:
         raise CompileError(None, "the built-in target runs one TNA pipeline (Switch(pipe))")
-    blocks = {role: block.ast for role, block in checked.pipelines[0].items()}
-    return _Lowering(checked.ast, blocks, cell_bytes).lowered()
+    return _Lowering(checked, cell_bytes).lowered()
 
 
 class TnaCompiler(Compiler):
@@ -136,7 +164,9 @@ def assign(lhs, rhs):
 
 
 def transform(node, fn):
-    """Rebuild an AST bottom-up; fn(node) returns a replacement or None to keep it."""
+    """Rebuild an AST bottom-up; fn(node) returns a replacement or None to keep it. A node
+    nothing below changes is kept as it is, so the checked program's IR (`node_of`) still
+    knows it."""
     if isinstance(node, list):
         return [transform(x, fn) for x in node]
     if isinstance(node, tuple):
@@ -144,9 +174,16 @@ def transform(node, fn):
     if not dataclasses.is_dataclass(node) or isinstance(node, SrcLoc):
         return node
     changes = {f.name: transform(getattr(node, f.name), fn) for f in dataclasses.fields(node)}
-    node = dataclasses.replace(node, **changes)
+    if not all(_same(v, getattr(node, k)) for k, v in changes.items()):
+        node = dataclasses.replace(node, **changes)
     new = fn(node)
     return node if new is None else new
+
+
+def _same(new, old):
+    if isinstance(new, (list, tuple)):
+        return len(new) == len(old) and all(a is b for a, b in zip(new, old))
+    return new is old
 
 
 def walk(node, fn):
@@ -181,43 +218,72 @@ def _prelude():
     return parse(text, "<tna lowering>").decls
 
 
+# ------------------------------------------------------------------ IR facts
+def tna_extern(decl):
+    """The TNA extern an IR declaration is an instance of (its type's name), else None."""
+    t = getattr(decl, "type", None)
+    return t.name if isinstance(decl, ir.Instance) and isinstance(t, ExternT) and \
+        _from_tna_include(t.decl) else None
+
+
+def block_params(block):
+    """A pipeline block's parameters (ir.Variable) by their place in TNA's signatures, which
+    tna.check_program checked: the packet (None in a control), the headers, the user
+    metadata, then the intrinsic metadata."""
+    params = [p for p in block.params if p.kind == "param"]
+    pkt = params.pop(0) if isinstance(params[0].type, ExternT) else None
+    return pkt, params[0], params[1], params[2:]
+
+
+def enum_member(node):
+    """The enum member an IR expression's compile-time value is, else None."""
+    if node is None or not isinstance(node.type, EnumT) or node.value is None:
+        return None
+    return next((m for m, v in node.type.members.items() if v == node.value), None)
+
+
 # ------------------------------------------------------------------ the lowering
 class _Lowering:
-    def __init__(self, program, blocks, cell_bytes):
-        self.program = program
-        self.blocks = blocks
+    def __init__(self, checked, cell_bytes):
+        self.checked = checked
+        self.blocks = checked.pipelines[0]      # role -> ir.Parser / ir.Control
         self.cell_bytes = cell_bytes
         self.md_fields = []          # (field name, TypeRef) of __tna_md
-        self.param_map = {}          # role -> {param name: replacement Expr}
+        self.md_types = {}           # field name -> its type (the IR's)
+        self.replaced = {}           # id(block parameter's ir.Variable) -> its __tna_md member
         self.fresh = 0
 
     def lowered(self):
         check_one_header_type(self.blocks)
         self.collect_metadata()
         roles = self.blocks
-        ig_parser = self.lower_parser(roles["ingress_parser"], "ingress_parser")
-        eg_parser = self.lower_parser(roles["egress_parser"], "egress_parser")
+        ig_parser = self.lower_parser(roles["ingress_parser"])
+        eg_parser = self.lower_parser(roles["egress_parser"])
         ig_deparser = self.lower_ingress_deparser(roles["ingress_deparser"])
         ingress = self.lower_control(roles["ingress"], "ingress")
         egress = self.lower_control(roles["egress"], "egress")
         deparser, checksum = self.lower_deparser(roles["egress_deparser"])
         verify = self.empty_control("__TnaVerifyChecksum", checksum.params)
-        block_names = {d.name for d in roles.values()}
-        kept = [d for d in self.program.decls
-                if not _from_core(d) and not self.dropped_tna_decl(d)
-                and getattr(d, "name", None) not in block_names | {"main"}
-                and not (isinstance(d, A.Instance) and d.type.name in ("Pipeline", "Switch"))]
         annos = [A.Annotation(_loc0(), CELL_ANNOTATION, [A.IntLit(_loc0(), self.cell_bytes)]),
                  A.Annotation(_loc0(), TNA_BLOCKS_ANNOTATION,
                               [A.StrLit(_loc0(), eg_parser.name), A.StrLit(_loc0(), ig_deparser.name)])]
         main = A.Instance(_loc0(), annos, A.TypeRef(_loc0(), "V1Switch"), [
             A.Call(_loc0(), name(b.name), [], []) for b in
             (ig_parser, verify, ingress, egress, checksum, deparser)], "main")
-        kept = [dataclasses.replace(d, kind="struct") if _from_tna_include(d) and
-                isinstance(d, A.StructLike) else d for d in kept]
-        return A.Program(_v1model_decls() + _prelude() + kept + [self.md_struct()] +
+        return A.Program(_v1model_decls() + _prelude() + self.kept_decls() + [self.md_struct()] +
                          [ig_parser, verify, ingress, egress, checksum, deparser, eg_parser,
                           ig_deparser, main])
+
+    def kept_decls(self):
+        """The program's own declarations but the pipeline's blocks and the package instances
+        (the extern instances of the IR stay); TNA's intrinsic metadata types as structs."""
+        blocks = {id(b.ast) for b in self.blocks.values()}
+        externs = {id(inst.ast) for inst in self.checked.instances.values()}
+        kept = [d for d in self.checked.ast.decls
+                if not _from_core(d) and not self.dropped_tna_decl(d) and id(d) not in blocks
+                and not (isinstance(d, A.Instance) and id(d) not in externs)]
+        return [dataclasses.replace(d, kind="struct") if _from_tna_include(d) and
+                isinstance(d, A.StructLike) else d for d in kept]
 
     @staticmethod
     def dropped_tna_decl(d):
@@ -228,42 +294,87 @@ class _Lowering:
         return not isinstance(d, (A.Typedef, A.EnumDecl, A.ConstDecl, A.StructLike)) or \
             getattr(d, "name", "") == "PortId_t"
 
+    # -------------------------------------------------------------- IR facts of the AST
+    def called(self, c):
+        """(the IR node whose method a call `x.m(...)` calls, `m`), as the checker resolved
+        it; None for any other call or expression."""
+        f = self.checked.node_of(c.func) if isinstance(c, A.Call) else None
+        return (f.base, f.name) if isinstance(f, ir.Member) and f.method is not None else None
+
+    def instance_called(self, c):
+        """(the ir.Instance whose method call `c` calls, the method), else None."""
+        found = self.called(c)
+        if found is None or not isinstance(found[0], ir.Ref) or \
+                not isinstance(found[0].decl, ir.Instance):
+            return None
+        return found[0].decl, found[1]
+
+    def packet_method(self, stmt):
+        """The method of `pkt.<method>(...);` on the block's packet_in / packet_out, else None."""
+        found = self.called(stmt.call) if isinstance(stmt, A.CallStmt) else None
+        if found is None or not isinstance(found[0].type, ExternT) or \
+                found[0].type.name not in ("packet_in", "packet_out"):
+            return None
+        return found[1]
+
+    def is_emit(self, stmt):
+        return self.packet_method(stmt) == "emit" and len(stmt.call.args) == 1
+
+    def is_prologue(self, stmt, intr):
+        """`pkt.extract(<the intrinsic metadata parameter>)` or
+        `pkt.advance(PORT_METADATA_SIZE)` (the architecture's constant)."""
+        method = self.packet_method(stmt)
+        if method not in ("extract", "advance") or len(stmt.call.args) != 1:
+            return False
+        arg = self.checked.node_of(stmt.call.args[0])
+        if not isinstance(arg, ir.Ref):
+            return False
+        return arg.decl is intr if method == "extract" else \
+            arg.name == PORT_METADATA_SIZE and isinstance(arg.decl, Val)
+
+    def what(self, stmt):
+        """A deparser statement for an error message: `Mirror.emit()` or the kind of statement."""
+        found = []
+        walk(stmt, lambda n: found.append(self.instance_called(n)) if isinstance(n, A.Call) and
+             self.instance_called(n) is not None else None)
+        if found:
+            inst, method = found[0]
+            return f"{inst.type.name}.{method}()"
+        return "an assignment" if isinstance(stmt, A.Assign) else "this statement"
+
     # -------------------------------------------------------------- metadata
     def collect_metadata(self):
-        """One struct member per non-packet, non-header block parameter, by role."""
-        hdr_type = self.blocks["ingress_parser"].params[1].type.name
-        for role, decl in self.blocks.items():
-            subst = {}
-            for p in decl.params:
-                if p.type.name in ("packet_in", "packet_out", hdr_type):
-                    continue
-                field = self.md_field(role, p)
-                subst[p.name] = member(MD, field)
-            self.param_map[role] = subst
+        """One struct member per non-packet, non-header block parameter: the user metadata
+        (ig_md / eg_md) and each intrinsic metadata (named as its type); every name that
+        refers to one becomes that member (`substitute`)."""
+        for role, block in self.blocks.items():
+            _, _, md, intrinsic = block_params(block)
+            user = "ig_md" if role.startswith("ingress") else "eg_md"
+            for p, field in [(md, user)] + [(p, p.type.name[:-2]) for p in intrinsic]:
+                self.add_md_field(field, p)
+                self.replaced[id(p)] = member(MD, field)
 
-    def md_field(self, role, p):
-        """User metadata: ig_md / eg_md; intrinsic metadata by its type's name."""
-        t = p.type.name
-        if t.startswith(("ingress_intrinsic", "egress_intrinsic")):
-            field = t[:-2]
-        else:
-            field = "ig_md" if role.startswith("ingress") else "eg_md"
-        if field not in dict(self.md_fields):
-            self.md_fields.append((field, p.type))
-        elif dict(self.md_fields)[field].name != t:
+    def add_md_field(self, field, p):
+        if field not in self.md_types:
+            self.md_fields.append((field, p.ast.type))
+            self.md_types[field] = p.type
+        elif not same_type(self.md_types[field], p.type):
             raise CompileError(p.loc, f"ingress (or egress) blocks use two metadata types "
-                                      f"({dict(self.md_fields)[field].name}, {t}); the built-in "
-                                      f"target needs one per gress")
-        return field
+                                      f"({dict(self.md_fields)[field].name}, {p.ast.type.name}); "
+                                      f"the built-in target needs one per gress")
+
+    def md_width(self, field, name):
+        """The declared width of field `name` of intrinsic metadata `field`."""
+        return self.md_types[field].field_type(name).width
 
     def md_struct(self):
         fields = [A.StructField(_loc0(), [], t, n) for n, t in self.md_fields]
         return A.StructLike(_loc0(), [], "__tna_md_t", "struct", fields)
 
-    def new_params(self, decl, kind):
+    def new_params(self, block, kind):
         """The V1Switch signature, keeping the block's own packet and header names."""
-        pkt = next((p for p in decl.params if p.type.name in ("packet_in", "packet_out")), None)
-        hdr = next(p for p in decl.params if p.type.name == self.hdr_type_name())
+        pkt, hdr, _, _ = block_params(block)
+        pkt, hdr = pkt and pkt.ast, hdr.ast
         md = A.Param(_loc0(), [], "inout", A.TypeRef(_loc0(), "__tna_md_t"), MD)
         sm = A.Param(_loc0(), [], "inout", A.TypeRef(_loc0(), "standard_metadata_t"), SM)
         if kind == "parser":
@@ -274,147 +385,145 @@ class _Lowering:
             return [dataclasses.replace(hdr, direction="inout"), md]
         return [pkt, dataclasses.replace(hdr, direction="in")]
 
-    def hdr_type_name(self):
-        return self.blocks["ingress_parser"].params[1].type.name
-
-    def substitute_params(self, node, role):
-        subst = self.param_map[role]
+    def substitute(self, node, renames=None):
+        """Every name the checker resolved to a block's metadata parameter rewritten as its
+        __tna_md member, and to a declaration of `renames` (id -> expression) as that."""
+        subst = {**self.replaced, **(renames or {})}
 
         def fn(n):
-            if isinstance(n, A.Name) and n.name in subst and not n.absolute:
-                return dataclasses.replace(subst[n.name], loc=n.loc)
+            ref = self.checked.node_of(n) if isinstance(n, A.Name) else None
+            if isinstance(ref, ir.Ref) and id(ref.decl) in subst:
+                return dataclasses.replace(subst[id(ref.decl)], loc=n.loc)
             return None
         return transform(node, fn)
 
     # -------------------------------------------------------------- parser
-    def lower_parser(self, decl, role):
+    def lower_parser(self, block):
         """Without the intrinsic-metadata prologue, which the glue replaces."""
-        intr = _param_of_type(decl, "ingress_intrinsic_metadata_t" if role == "ingress_parser"
-                              else "egress_intrinsic_metadata_t")
-        for d in decl.locals:
-            if isinstance(d, A.Instance) and _from_tna_type(d.type.name):
-                raise CompileError(d.type.loc, f"TNA extern '{d.type.name}' is not supported on "
-                                               f"the built-in target")
-        states = [dataclasses.replace(s, stmts=[x for x in s.stmts
-                                               if not _is_prologue(x, intr)]) for s in decl.states]
-        states = self.substitute_params(states, role)
-        start = next(s for s in states if s.name == "start")
-        start.stmts[:0] = self.ingress_glue() if role == "ingress_parser" else self.egress_glue()
-        return dataclasses.replace(decl, params=self.new_params(decl, "parser"), states=states,
-                                   locals=self.substitute_params(decl.locals, role))
+        decl, intr = block.ast, block_params(block)[3][0]
+        for d in block.locals:
+            if tna_extern(d) not in (None,) + SUPPORTED_EXTERNS:
+                raise CompileError(d.ast.type.loc, f"TNA extern '{d.type.name}' is not supported "
+                                                   f"on the built-in target")
+        glue = self.ingress_glue() if block is self.blocks["ingress_parser"] else \
+            self.egress_glue()
+        states = [self.substitute(dataclasses.replace(s, stmts=[
+            x for x in s.stmts if not self.is_prologue(x, intr)])) for s in decl.states]
+        states = [dataclasses.replace(s, stmts=glue + s.stmts) if s.name == "start" else s
+                  for s in states]
+        return dataclasses.replace(decl, params=self.new_params(block, "parser"), states=states,
+                                   locals=self.substitute(decl.locals))
 
-    def lower_ingress_deparser(self, decl):
+    def lower_ingress_deparser(self, block):
         """Emits only: the engine re-parses what it emits with the egress parser."""
+        decl = block.ast
         for s in decl.body.stmts:
-            if not _is_emit(s):
+            if not self.is_emit(s):
                 raise CompileError(s.loc, f"the built-in target's TNA ingress deparser may only "
-                                          f"emit headers, not {_what(s, decl)}")
-        body = self.substitute_params(decl.body, "ingress_deparser")
-        return dataclasses.replace(decl, params=self.new_params(decl, "deparser"), locals=[],
-                                   body=body)
+                                          f"emit headers, not {self.what(s)}")
+        return dataclasses.replace(decl, params=self.new_params(block, "deparser"), locals=[],
+                                   body=self.substitute(decl.body))
 
     def ingress_glue(self):
         """TNA's ingress intrinsic metadata from the engine's standard_metadata."""
-        have = dict(self.md_fields)
+        have = self.md_types
+        ig, tm, prsr = ("ingress_intrinsic_metadata", "ingress_intrinsic_metadata_for_tm",
+                        "ingress_intrinsic_metadata_from_parser")
         glue = [assign(member(SM, "egress_spec"), A.IntLit(_loc0(), DROP_PORT, 9))]
-        if "ingress_intrinsic_metadata" in have:
-            glue += [assign(member(MD, "ingress_intrinsic_metadata", "ingress_port"),
-                            member(SM, "ingress_port")),
-                     assign(member(MD, "ingress_intrinsic_metadata", "ingress_mac_tstamp"),
-                            _ns(member(SM, "ingress_global_timestamp"), 48))]
-        if "ingress_intrinsic_metadata_for_tm" in have:
-            glue.append(assign(member(MD, "ingress_intrinsic_metadata_for_tm", "ucast_egress_port"),
-                               A.IntLit(_loc0(), DROP_PORT, 9)))
-        if "ingress_intrinsic_metadata_from_parser" in have:
-            glue.append(assign(member(MD, "ingress_intrinsic_metadata_from_parser", "global_tstamp"),
-                               _ns(member(SM, "ingress_global_timestamp"), 48)))
+        if ig in have:
+            glue += [assign(member(MD, ig, "ingress_port"), member(SM, "ingress_port")),
+                     assign(member(MD, ig, "ingress_mac_tstamp"),
+                            _ns(member(SM, "ingress_global_timestamp"),
+                                self.md_width(ig, "ingress_mac_tstamp")))]
+        if tm in have:
+            port = self.md_width(tm, "ucast_egress_port")
+            glue.append(assign(member(MD, tm, "ucast_egress_port"),
+                               A.IntLit(_loc0(), DROP_PORT, port)))
+        if prsr in have:
+            glue.append(assign(member(MD, prsr, "global_tstamp"),
+                               _ns(member(SM, "ingress_global_timestamp"),
+                                   self.md_width(prsr, "global_tstamp"))))
         return glue
 
-    def ns_field(self, struct, field, us_expr):
-        """The engine's us as ns in an intrinsic field of the declared width, wrapping
-        (Tofino 1's 18-bit enq_tstamp/deq_timedelta wrap after 262 us)."""
-        decl = next(d for d in self.program.decls
-                    if isinstance(d, A.StructLike) and d.name == struct + "_t")
-        t = next(f.type for f in decl.fields if f.name == field)
-        return _ns(us_expr, _bit_width(t))
-
     def egress_glue(self):
-        have = dict(self.md_fields)
-        eg = "egress_intrinsic_metadata"
+        """TNA's egress intrinsic metadata from the engine's: times in ns wrapping at the
+        declared width (Tofino 1's 18-bit enq_tstamp/deq_timedelta wrap after 262 us)."""
+        eg, prsr = "egress_intrinsic_metadata", "egress_intrinsic_metadata_from_parser"
         glue = []
-        if eg in have:
-            glue += [assign(member(MD, eg, f), cast(w, e) if c else e) for f, e, w, c in (
-                ("egress_port", member(SM, "egress_port"), 9, False),
-                ("enq_qdepth", member(SM, "enq_qdepth"), 19, False),
-                ("deq_qdepth", member(SM, "deq_qdepth"), 19, False),
-                ("enq_tstamp", self.ns_field(eg, "enq_tstamp", member(SM, "enq_timestamp")), 0,
+        if eg in self.md_types:
+            glue += [assign(member(MD, eg, f), cast(self.md_width(eg, f), e) if narrowed else e)
+                     for f, e, narrowed in (
+                ("egress_port", member(SM, "egress_port"), False),
+                ("enq_qdepth", member(SM, "enq_qdepth"), False),
+                ("deq_qdepth", member(SM, "deq_qdepth"), False),
+                ("enq_tstamp", _ns(member(SM, "enq_timestamp"), self.md_width(eg, "enq_tstamp")),
                  False),
-                ("deq_timedelta", self.ns_field(eg, "deq_timedelta", member(SM, "deq_timedelta")), 0,
-                 False),
-                ("pkt_length", member(SM, "packet_length"), 16, True))]
-        if "egress_intrinsic_metadata_from_parser" in have:
-            glue.append(assign(member(MD, "egress_intrinsic_metadata_from_parser", "global_tstamp"),
-                               _ns(member(SM, "egress_global_timestamp"), 48)))
+                ("deq_timedelta", _ns(member(SM, "deq_timedelta"),
+                                      self.md_width(eg, "deq_timedelta")), False),
+                ("pkt_length", member(SM, "packet_length"), True))]
+        if prsr in self.md_types:
+            glue.append(assign(member(MD, prsr, "global_tstamp"),
+                               _ns(member(SM, "egress_global_timestamp"),
+                                   self.md_width(prsr, "global_tstamp"))))
         return glue
 
     # -------------------------------------------------------------- controls
-    def lower_control(self, decl, role):
-        _refuse_exit(decl)
-        lpf_locals, rewriter = self.extern_rewriter(decl, role)
-        local_decls = [self.lower_local(d) for d in _keys_named_as_written(decl.locals)
-                       if not (isinstance(d, A.Instance) and d.type.name in REMOVED_EXTERNS)]
-        local_decls = lpf_locals + rewriter(self.substitute_params(local_decls, role))
-        body = rewriter(self.substitute_params(decl.body, role))
+    def lower_control(self, block, role):
+        decl = block.ast
+        _refuse_exit(block)
+        lpf_locals, rewriter = self.extern_rewriter(block, role)
+        local_decls = _keys_named_as_written([self.lower_local(d) for d in block.locals
+                                              if tna_extern(d) not in REMOVED_EXTERNS])
+        local_decls = lpf_locals + rewriter(self.substitute(local_decls))
+        body = rewriter(self.substitute(decl.body))
         dprsr = "ingress_intrinsic_metadata_for_deparser" if role == "ingress" \
             else "egress_intrinsic_metadata_for_deparser"
         tail = []
-        if dprsr in dict(self.md_fields):
+        if dprsr in self.md_types:
             drop = A.If(_loc0(), A.Binary(_loc0(), "==", A.Slice(
                 _loc0(), member(MD, dprsr, "drop_ctl"), A.IntLit(_loc0(), 0), A.IntLit(_loc0(), 0)),
                 A.IntLit(_loc0(), 1, 1)), A.Block(_loc0(), [call("mark_to_drop", [name(SM)])]),
                 None)
             tail.append(drop)
-        if role == "ingress" and "ingress_intrinsic_metadata_for_tm" in dict(self.md_fields):
+        if role == "ingress" and "ingress_intrinsic_metadata_for_tm" in self.md_types:
             tail.insert(0, assign(member(SM, "egress_spec"),
                                   member(MD, "ingress_intrinsic_metadata_for_tm", "ucast_egress_port")))
         body = A.Block(body.loc, [body] + tail)
-        return dataclasses.replace(decl, params=self.new_params(decl, "control"),
+        return dataclasses.replace(decl, params=self.new_params(block, "control"),
                                    locals=local_decls, body=body)
 
-    def lower_local(self, d):
-        if not isinstance(d, A.Instance) or d.type.name not in V1_EXTERN:
-            if isinstance(d, A.Instance) and _from_tna_type(d.type.name):
-                raise CompileError(d.type.loc, f"TNA extern '{d.type.name}' is not supported on "
-                                               f"the built-in target (only Register, "
-                                               f"RegisterAction, Random, Hash, Counter, Lpf, "
-                                               f"Wred, Checksum)")
-            return d
-        if d.type.name == "Register":
-            if len(d.args) != 1:
+    def lower_local(self, local):
+        """A local declaration of a control (IR) as V1Switch AST: Register -> register,
+        Counter -> counter; other TNA externs are refused."""
+        d, kind = local.ast, tna_extern(local)
+        if kind == "Register":
+            if len(local.args) != 1:
                 raise CompileError(d.loc, "Register with an initial value is not supported on "
                                           "the built-in target")
             return dataclasses.replace(d, type=A.TypeRef(d.type.loc, "register",
                                                          args=d.type.args[:1]))
-        unit = d.args[1]
-        if not (isinstance(unit, A.Member) and unit.name in COUNTER_UNITS):
-            raise CompileError(unit.loc, "Counter type must be a CounterType_t constant")
-        return dataclasses.replace(d, type=A.TypeRef(d.type.loc, "counter"), args=[
-            d.args[0], A.Member(unit.loc, name("CounterType", unit.loc), COUNTER_UNITS[unit.name])])
+        if kind == "Counter":
+            unit, unit_loc = enum_member(local.args[1]), local.args[1].loc
+            if unit not in COUNTER_UNITS:
+                raise CompileError(unit_loc, "Counter type must be a CounterType_t constant")
+            return dataclasses.replace(d, type=A.TypeRef(d.type.loc, "counter"), args=[
+                d.args[0], A.Member(unit_loc, name("CounterType", unit_loc), COUNTER_UNITS[unit])])
+        if kind not in (None,) + SUPPORTED_EXTERNS:
+            raise CompileError(d.type.loc, f"TNA extern '{kind}' is not supported on the "
+                                           f"built-in target (only {', '.join(SUPPORTED_EXTERNS)})")
+        return d
 
-    def extern_rewriter(self, decl, role):
+    def extern_rewriter(self, block, role):
         """Locals for the Lpfs, and a function rewriting calls of the control's TNA externs."""
-        insts = {d.name: d for d in decl.locals if isinstance(d, A.Instance)}
-        regs = {d.name: d for d in insts.values() if d.type.name == "Register"}
         lpf_locals = []
-        for d in insts.values():
-            if d.type.name == "Lpf":
-                lpf_locals += _lpf_registers(d)
-            if d.type.name == "Wred":
-                lpf_locals += _lpf_registers(d) + _wred_registers(d)
-        for d in insts.values():
-            if d.type.name == "Hash":
+        for d in block.locals:
+            if tna_extern(d) == "Lpf":
+                lpf_locals += _lpf_registers(d.ast)
+            if tna_extern(d) == "Wred":
+                lpf_locals += _lpf_registers(d.ast) + _wred_registers(d.ast)
+            if tna_extern(d) == "Hash":
                 _hash_algo(d)
-        externs = _ExternCalls(self, insts, regs, role)
+        externs = _ExternCalls(self, block, role)
 
         def rewriter(node):
             node = transform(node, externs.split_declarations)
@@ -426,27 +535,41 @@ class _Lowering:
         return A.ControlDecl(_loc0(), [], cname, [], params, None, [], A.Block(_loc0(), []))
 
     # -------------------------------------------------------------- deparser
-    def lower_deparser(self, decl):
+    def lower_deparser(self, block):
         """Emits stay in the deparser; Checksum updates move to the compute-checksum control."""
-        checksums = {d.name for d in decl.locals
-                     if isinstance(d, A.Instance) and d.type.name == "Checksum"}
-        others = [d for d in decl.locals if getattr(d, "name", None) not in checksums]
+        decl = block.ast
+        others = [d for d in block.locals if tna_extern(d) != "Checksum"]
         if others:
-            raise CompileError(others[0].loc, "the built-in target's TNA egress deparser holds "
-                                              "only Checksum instances")
-        body = self.substitute_params(decl.body, "egress_deparser")
+            raise CompileError(others[0].ast.loc, "the built-in target's TNA egress deparser "
+                                                  "holds only Checksum instances")
+        body = self.substitute(decl.body)
         emits, updates = [], []
         for s in body.stmts:
-            if _is_emit(s):
+            if self.is_emit(s):
                 emits.append(s)
             else:
-                updates.append(_checksum_update(s, checksums))
-        deparser = dataclasses.replace(decl, params=self.new_params(decl, "deparser"), locals=[],
+                updates.append(self.checksum_update(s))
+        deparser = dataclasses.replace(decl, params=self.new_params(block, "deparser"), locals=[],
                                        body=A.Block(body.loc, emits))
         checksum = A.ControlDecl(decl.loc, [], "__TnaComputeChecksum", [],
-                                 self.new_params(decl, "checksum"), None, [],
+                                 self.new_params(block, "checksum"), None, [],
                                  A.Block(body.loc, updates))
         return deparser, checksum
+
+    def checksum_update(self, stmt):
+        """`[if (c)] { f = ck.update({...}); }` -> `update_checksum(c, {...}, f, csum16)`."""
+        cond = A.BoolLit(stmt.loc, True)
+        inner = stmt
+        if isinstance(stmt, A.If) and stmt.other is None:
+            cond, inner = stmt.cond, stmt.then
+        if isinstance(inner, A.Block) and len(inner.stmts) == 1:
+            inner = inner.stmts[0]
+        found = self.instance_called(inner.rhs) if isinstance(inner, A.Assign) else None
+        if not (found and tna_extern(found[0]) == "Checksum" and found[1] == "update"):
+            raise CompileError(stmt.loc, "the built-in target's TNA egress deparser holds emits "
+                                         "and `[if (cond)] field = checksum.update({...});` only")
+        algo = A.Member(stmt.loc, name("HashAlgorithm", stmt.loc), "csum16")
+        return call("update_checksum", [cond, inner.rhs.args[0], inner.lhs, algo], stmt.loc)
 
     def fresh_name(self, base):
         self.fresh += 1
@@ -454,12 +577,14 @@ class _Lowering:
 
 
 class _ExternCalls:
-    """Rewrites `x = inst.method(...)` / `inst.method(...);` of one control's TNA externs."""
+    """Rewrites `x = inst.method(...)` / `inst.method(...);` of one control's TNA externs
+    (the instances the checker resolved the calls to)."""
 
-    def __init__(self, lowering, insts, regs, role):
+    def __init__(self, lowering, block, role):
         self.low = lowering
-        self.insts = insts
-        self.regs = regs
+        self.insts = {id(d) for d in block.locals
+                      if tna_extern(d) in VALUE_EXTERNS + ("Counter", "Register")}
+        self.regs = {id(d) for d in block.locals if tna_extern(d) == "Register"}
         self.role = role
 
     def split_declarations(self, node):
@@ -513,12 +638,9 @@ class _ExternCalls:
         return False
 
     def extern_of(self, c):
-        f = c.func
-        if isinstance(f, A.Member) and isinstance(f.expr, A.Name) and f.expr.name in self.insts:
-            inst = self.insts[f.expr.name]
-            if inst.type.name in VALUE_EXTERNS + ("Counter", "Register"):
-                return inst, f.name
-        return None
+        """(the control's ir.Instance call `c` calls a method of, the method), else None."""
+        found = self.low.instance_called(c)
+        return found if found is not None and id(found[0]) in self.insts else None
 
     def lowered(self, lhs, c):
         found = self.extern_of(c)
@@ -543,39 +665,37 @@ class _ExternCalls:
         return [call(member(inst.name, "write"), [cast(32, c.args[0]), c.args[1]], c.loc)]
 
     def Random_get(self, inst, c, lhs):
-        width = _bit_width(inst.type.args[0])
+        width = _bit_width(inst)
         tmp = self.low.fresh_name("random")
-        out = [A.VarDecl(c.loc, [], inst.type.args[0], tmp, None),
+        out = [A.VarDecl(c.loc, [], inst.ast.type.args[0], tmp, None),
                call("random", [name(tmp), A.IntLit(c.loc, 0, width),
                                A.IntLit(c.loc, (1 << width) - 1, width)], c.loc)]
         return out + self.result(lhs, name(tmp))
 
     def Hash_get(self, inst, c, lhs):
         """v1model's hash with base 0 and max 2^W: the W low bits of the hash, as TNA's get."""
-        algo = _hash_algo(inst)
+        algo, algo_loc = _hash_algo(inst)
         if lhs is None:
             raise CompileError(c.loc, "Hash.get() result unused")
-        width = _bit_width(inst.type.args[0])
+        width = _bit_width(inst)
         tmp = self.low.fresh_name("hash")
-        v1_algo = A.Member(algo.loc, name("HashAlgorithm", algo.loc), HASH_ALGOS[algo.name])
-        return [A.VarDecl(c.loc, [], inst.type.args[0], tmp, None),
+        v1_algo = A.Member(algo_loc, name("HashAlgorithm", algo_loc), HASH_ALGOS[algo])
+        return [A.VarDecl(c.loc, [], inst.ast.type.args[0], tmp, None),
                 call("hash", [name(tmp), v1_algo, A.IntLit(c.loc, 0, width), c.args[0],
                               A.IntLit(c.loc, 1 << width, 64)], c.loc)] + self.result(lhs, name(tmp))
 
     def RegisterAction_execute(self, inst, c, lhs):
         """read; the action's body on a local copy; write (one access, as the stateful ALU)."""
         reg = self.register_of(inst)
-        apply = next((m for m in inst.initializer or [] if m.name == "apply"), None)
+        apply = next((m for m in inst.methods if m.name == "apply"), None)
         if apply is None:
             raise CompileError(inst.loc, f"RegisterAction '{inst.name}' has no apply method")
-        value_t, _, out_t = inst.type.args
+        value_t, _, out_t = inst.ast.type.args
         value, rv = self.low.fresh_name("value"), self.low.fresh_name("rv")
-        renames = {apply.params[0].name: value}
+        renames = {id(apply.params[0]): name(value)}
         if len(apply.params) > 1:
-            renames[apply.params[1].name] = rv
-        body = transform(self.low.substitute_params(apply.body, self.role),
-                         lambda n: name(renames[n.name], n.loc)
-                         if isinstance(n, A.Name) and n.name in renames else None)
+            renames[id(apply.params[1])] = name(rv)
+        body = self.low.substitute(apply.ast.body, renames)
         index = cast(32, c.args[0])
         out = [A.VarDecl(c.loc, [], value_t, value, None),
                A.VarDecl(c.loc, [], out_t, rv, A.Cast(c.loc, out_t, A.IntLit(c.loc, 0))),
@@ -585,17 +705,18 @@ class _ExternCalls:
         return out + self.result(lhs, name(rv))
 
     def register_of(self, inst):
+        """The Register of the same control a RegisterAction's first argument names."""
         arg = inst.args[0] if inst.args else None
-        if not (isinstance(arg, A.Name) and arg.name in self.regs):
+        if not (isinstance(arg, ir.Ref) and id(arg.decl) in self.regs):
             raise CompileError(inst.loc, f"RegisterAction '{inst.name}' must name a Register "
                                          f"of the same control")
-        return self.regs[arg.name]
+        return arg.decl
 
     def Lpf_execute(self, inst, c, lhs):
         """The Lpf's state in registers; the filter step is the engine's tna_lpf_sample."""
         if lhs is None:
             raise CompileError(c.loc, "Lpf.execute() result unused")
-        t = inst.type.args[0]
+        t = inst.ast.type.args[0]
         index = cast(32, c.args[1])
         avg, last, tau, now = (self.low.fresh_name(n) for n in ("avg", "last", "tau", "now"))
         return [A.VarDecl(c.loc, [], t, avg, None),
@@ -625,13 +746,13 @@ class _ExternCalls:
         whose max threshold is 0 (not configured) never drops."""
         if lhs is None:
             raise CompileError(c.loc, "Wred.execute() result unused")
-        t = inst.type.args[0]
+        t = inst.ast.type.args[0]
         val, avg, index, drop, keep, result = (self.low.fresh_name(n) for n in (
             "val", "avg", "index", "drop", "keep", "wred"))
         head = [A.VarDecl(c.loc, [], t, val, c.args[0]),
                 A.VarDecl(c.loc, [], bits(32), index, cast(32, c.args[1])),
-                A.VarDecl(c.loc, [], bits(8), drop, inst.args[1]),
-                A.VarDecl(c.loc, [], bits(8), keep, inst.args[2])]
+                A.VarDecl(c.loc, [], bits(8), drop, inst.ast.args[1]),
+                A.VarDecl(c.loc, [], bits(8), keep, inst.ast.args[2])]
         cast_to, self.cast_to = self.cast_to, None          # the cast is the result's, not avg's
         average = self.Lpf_execute(inst, A.Call(c.loc, c.func, [], [name(val), name(index)]),
                                    name(avg, c.loc))
@@ -674,44 +795,20 @@ def _parse_stmts(text, loc):
 # ------------------------------------------------------------------ block checks
 def check_one_header_type(blocks):
     """The engine keeps one header vector per packet: both gresses must use one header type."""
-    want = blocks["ingress_parser"].params[1].type.name
+    want = block_params(blocks["ingress_parser"])[1]
     for role in ("ingress", "ingress_deparser", "egress_parser", "egress", "egress_deparser"):
-        decl = blocks[role]
-        hdr = decl.params[1] if "parser" in role or "deparser" in role else decl.params[0]
-        if hdr.type.name != want:
+        hdr = block_params(blocks[role])[1]
+        if not same_type(hdr.type, want.type):
             raise CompileError(hdr.loc, f"the built-in target needs one header type for both "
-                                        f"gresses: '{hdr.type.name}' here, '{want}' in the "
-                                        f"ingress parser")
+                                        f"gresses: '{hdr.ast.type.name}' here, "
+                                        f"'{want.ast.type.name}' in the ingress parser")
 
 
-def _what(stmt, decl):
-    """A deparser statement for an error message: `Mirror.emit()` or the kind of statement."""
-    insts = {d.name: d.type.name for d in decl.locals if isinstance(d, A.Instance)}
-    found = []
-    walk(stmt, lambda n: found.append(f"{insts[n.func.expr.name]}.{n.func.name}()")
-         if isinstance(n, A.Call) and isinstance(n.func, A.Member) and
-         isinstance(n.func.expr, A.Name) and n.func.expr.name in insts else None)
-    return found[0] if found else "an assignment" if isinstance(stmt, A.Assign) else "this statement"
-
-
-def _param_of_type(decl, tname):
-    return next((p.name for p in decl.params if p.type.name == tname), None)
-
-
-def _is_prologue(stmt, intr):
-    """`pkt.extract(<intrinsic metadata>)` or `pkt.advance(PORT_METADATA_SIZE)`."""
-    if not isinstance(stmt, A.CallStmt) or not isinstance(stmt.call.func, A.Member):
-        return False
-    m, args = stmt.call.func.name, stmt.call.args
-    return (m == "extract" and len(args) == 1 and isinstance(args[0], A.Name) and
-            args[0].name == intr) or \
-        (m == "advance" and len(args) == 1 and isinstance(args[0], A.Name) and
-         args[0].name == "PORT_METADATA_SIZE")
-
-
-def _is_emit(stmt):
-    return isinstance(stmt, A.CallStmt) and isinstance(stmt.call.func, A.Member) and \
-        stmt.call.func.name == "emit" and len(stmt.call.args) == 1
+def _refuse_exit(block):
+    found = next((n for n in ir.walk(block) if isinstance(n, ir.Exit)), None)
+    if found is not None:
+        raise CompileError(found.loc, "exit in a TNA control is not supported on the built-in "
+                                      "target")
 
 
 # ------------------------------------------------------------------ small pieces
@@ -720,26 +817,22 @@ def _ns(us_expr, width):
     return A.Binary(_loc0(), "*", cast(width, us_expr), A.IntLit(_loc0(), 1000, width))
 
 
-def _bit_width(t):
-    if t.name != "bit" or not isinstance(t.width, A.IntLit):
-        raise CompileError(t.loc, "Random<W> and Hash<W> need W = bit<N> with a literal N")
-    return t.width.value
-
-
-def _from_tna_type(tname):
-    return tname in ("Meter", "DirectMeter", "DirectCounter", "DirectWred",
-                     "DirectLpf", "DirectRegister", "DirectRegisterAction", "RegisterParam",
-                     "Mirror", "Resubmit", "Digest", "ParserCounter", "ParserPriority",
-                     "ActionProfile", "ActionSelector", "CRCPolynomial")
+def _bit_width(inst):
+    """W of a Random<W> or Hash<W> instance."""
+    t = inst.type.type_args[0]
+    if not isinstance(t, Bits) or t.signed:
+        raise CompileError(inst.ast.type.args[0].loc, "Random<W> and Hash<W> need W = bit<N>")
+    return t.width
 
 
 def _hash_algo(inst):
+    """The algorithm of a Hash instance (its member of HashAlgorithm_t) and its place."""
     algo = inst.args[0] if inst.args else None
-    if not (isinstance(algo, A.Member) and algo.name in HASH_ALGOS):
+    if enum_member(algo) not in HASH_ALGOS:
         raise CompileError(inst.loc, f"Hash algorithm must be one of "
                                      f"{', '.join('HashAlgorithm_t.' + a for a in HASH_ALGOS)} "
                                      f"on the built-in target")
-    return algo
+    return enum_member(algo), algo.loc
 
 
 def _lpf_registers(d):
@@ -777,30 +870,3 @@ def _dotted(e):
         parts.append(e.name)
         e = e.expr
     return ".".join([e.name] + parts[::-1]) if isinstance(e, A.Name) else None
-
-
-def _refuse_exit(decl):
-    def fn(n):
-        if isinstance(n, A.Exit):
-            raise CompileError(n.loc, "exit in a TNA control is not supported on the built-in "
-                                      "target")
-        return None
-    transform([decl.locals, decl.body], fn)
-
-
-def _checksum_update(stmt, checksums):
-    """`[if (c)] { f = ck.update({...}); }` -> `update_checksum(c, {...}, f, csum16)`."""
-    cond = A.BoolLit(stmt.loc, True)
-    inner = stmt
-    if isinstance(stmt, A.If) and stmt.other is None:
-        cond, inner = stmt.cond, stmt.then
-    if isinstance(inner, A.Block) and len(inner.stmts) == 1:
-        inner = inner.stmts[0]
-    ok = (isinstance(inner, A.Assign) and isinstance(inner.rhs, A.Call) and
-          isinstance(inner.rhs.func, A.Member) and inner.rhs.func.name == "update" and
-          isinstance(inner.rhs.func.expr, A.Name) and inner.rhs.func.expr.name in checksums)
-    if not ok:
-        raise CompileError(stmt.loc, "the built-in target's TNA egress deparser holds emits and "
-                                     "`[if (cond)] field = checksum.update({...});` only")
-    algo = A.Member(stmt.loc, name("HashAlgorithm", stmt.loc), "csum16")
-    return call("update_checksum", [cond, inner.rhs.args[0], inner.lhs, algo], stmt.loc)

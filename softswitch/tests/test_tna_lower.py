@@ -340,6 +340,18 @@ def test_the_bridged_header_travels_through_the_ingress_deparser_and_the_egress_
     assert int.from_bytes(out[14:18], "big") == 0xbeef
 
 
+def test_a_name_is_lowered_as_what_the_checker_resolved_it_to_not_by_its_spelling(tmp_path):
+    """An action parameter named as the egress intrinsic metadata parameter is the action's
+    value (the name used to be rewritten into the metadata, leaving the JSON a null operand)."""
+    old = "    apply {\n        if (hdr.depths.isValid())"
+    assert old in BRIDGE_TNA
+    sw = tna_engine_switch(tmp_path, BRIDGE_TNA.replace(old, (
+        "    action note(bit<32> eg_intr_md) { hdr.depths.deq_qdepth = eg_intr_md; }\n"
+        "    apply {\n        note(7);\n        if (hdr.depths.isValid())"), 1), "tna")
+    (port, out), = sw.process_packet(0, bridge_frame(2))
+    assert int.from_bytes(out[18:22], "big") == 7
+
+
 def test_egress_parses_what_the_ingress_deparser_emitted_not_what_ingress_parsed(tmp_path):
     """Ingress rewrites the EtherType the parsers select on: the egress parser, run on the
     deparsed bytes, no longer extracts the depths header (the bytes stay payload)."""
