@@ -359,6 +359,13 @@ def only_of(command):
     return command[command.index("--only") + 1].split(",") if "--only" in command else None
 
 
+def test_jobs_option_is_read_once_for_the_calibration_and_every_part():
+    """run_part and the calibration split --jobs N from the run options the same way."""
+    assert common.jobs_option(["--no-progress", "--jobs", "3", "--build-dir", "b"]) == (
+        3, ["--no-progress", "--build-dir", "b"])
+    assert common.jobs_option(["--no-progress"]) == (1, ["--no-progress"])
+
+
 def test_one_command_calibrates_then_runs_each_part_with_the_chosen_red(tmp_path, monkeypatch):
     """main() with `aqmlab run` replaced by writing known study folders: the
     calibration's choice lands in every part's file, the statements' points

@@ -184,6 +184,15 @@ def save_report(path, lines, figures, plots, heading):
     return text
 
 
+def jobs_option(extra):
+    """`aqmlab run` options -> (their --jobs N, 1 without one; the options
+    without --jobs N)."""
+    if "--jobs" not in extra:
+        return 1, list(extra)
+    at = extra.index("--jobs")
+    return int(extra[at + 1]), extra[:at] + extra[at + 2:]
+
+
 def run_part(root, part, source, extra):
     """`aqmlab run` of one file into root/part (resumed); its wall time, the
     runs it completed, their traffic seconds and the slot-seconds they used
@@ -195,7 +204,7 @@ def run_part(root, part, source, extra):
     command = [sys.executable, "-m", "aqmlab", "run", str(source), "--out", str(out_dir),
                "--resume"] + extra
     duration = tomllib.loads(Path(source).read_text())["duration"]
-    jobs = int(extra[extra.index("--jobs") + 1]) if "--jobs" in extra else 1
+    jobs, _ = jobs_option(extra)
     since = time.time()      # runs completed from now on (redone ones too) are this call's
     started = time.monotonic()
     code = call_run(command)

@@ -865,9 +865,7 @@ def calibrate(root, extra):
     print("[calibration] RED region per congestion level", flush=True)
     source = EXPERIMENTS / f"{CALIBRATION}.toml"
     experiment = load_experiment(source)
-    at = extra.index("--jobs") if "--jobs" in extra else None
-    jobs = int(extra[at + 1]) if at is not None else 1
-    rest = extra[:at] + extra[at + 2:] if at is not None else extra
+    jobs, rest = common.jobs_option(extra)
     stages = rule_stages(experiment, CALIBRATION, "calibration", study.expand(experiment))
     failed = common.run_stages(root, stages, {CALIBRATION: source}, jobs, rest)
     choice = choose_red(load_study(root / CALIBRATION))
