@@ -146,11 +146,7 @@ class Parser:
         loc = self.tok.loc
         ty = self.type_ref()
         if self.at("("):
-            args = self.arguments()
-            name = self.ident("instance name")
-            initializer = self.instance_initializer()
-            self.expect(";")
-            return A.Instance(loc, annos, ty, args, name, initializer)
+            return self.instance(loc, annos, ty)
         name = self.ident("name")
         if self.at("(") or self.at("<"):
             tps = self.type_params()
@@ -160,6 +156,14 @@ class Parser:
             self.type_param_scopes.pop()
             return A.FunctionDecl(loc, annos, name, ty, tps, params, body)
         raise self.error("expected '(' after declaration name")
+
+    def instance(self, loc, annos, ty):
+        """The rest of an instantiation after its type: `(args) name [= {...}];`."""
+        args = self.arguments()
+        name = self.ident("instance name")
+        initializer = self.instance_initializer()
+        self.expect(";")
+        return A.Instance(loc, annos, ty, args, name, initializer)
 
     def instance_initializer(self):
         """`= { function declarations }` after an instantiation (e.g. TNA's
@@ -709,11 +713,7 @@ class Parser:
         loc = self.tok.loc
         ty = self.type_ref()
         if self.at("("):
-            args = self.arguments()
-            name = self.ident("instance name")
-            initializer = self.instance_initializer()
-            self.expect(";")
-            return A.Instance(loc, annos, ty, args, name, initializer)
+            return self.instance(loc, annos, ty)
         name_loc = self.tok.loc
         name = self.ident("variable name")
         init = self.expression() if self.accept("=") else None
