@@ -103,6 +103,22 @@ def test_hash_get_is_the_low_bits_of_the_named_crc(tmp_path, algo, width, expect
     assert int.from_bytes(out[18:20], "big") == expect(addrs) & 0xFFFF
 
 
+def test_a_hash_algorithm_named_by_a_constant_is_the_constants_value(tmp_path):
+    """The algorithm is the value the checker folded, however the argument spells it."""
+    text = RED_TNA.read_text()
+    local, use = "    action drop() {\n        ig_dprsr_md.drop_ctl = 1;", "        ipv4_lpm.apply();"
+    assert local in text and use in text and "control MyIngress" in text
+    text = text.replace("control MyIngress", "const HashAlgorithm_t FLOW_HASH = "
+                        "HashAlgorithm_t.CRC32;\ncontrol MyIngress", 1)
+    text = text.replace(local, "    Hash<bit<16>>(FLOW_HASH) flow_hash;\n" + local, 1)
+    text = text.replace(use, use + "\n            hdr.ipv4.identification = "
+                        "flow_hash.get({hdr.ipv4.srcAddr});", 1)
+    prog = tmp_path / "hashed.p4"
+    prog.write_text(text)
+    bmv2_json, _ = compile_tna_to_objects(str(prog), "tna")
+    assert "crc32" in [c["algo"] for c in bmv2_json["calculations"]]
+
+
 QUEUE_TNA = r"""
 #include <core.p4>
 #include <tna.p4>
