@@ -636,7 +636,8 @@ pub(crate) struct TableCode {
     table: usize,
     /// The lpm key of a table indexed per prefix length (`state::lpm_index`).
     lpm: Option<usize>,
-    keys: Vec<(Val, u128)>,
+    /// Each key part and its mask.
+    pub(crate) keys: Vec<(Val, u128)>,
     pub(crate) next_hit: Option<Edge>,
     pub(crate) next_miss: Option<Edge>,
     pub(crate) next_by_action: Vec<Option<Edge>>,
@@ -644,7 +645,7 @@ pub(crate) struct TableCode {
 }
 
 /// Table keys of up to this many fields are built on the stack.
-const SHORT_KEY: usize = 4;
+pub(crate) const SHORT_KEY: usize = 4;
 
 pub(crate) struct PipelineCode {
     pub(crate) nodes: Vec<NodeCode>,
@@ -1422,7 +1423,6 @@ impl Compiled {
     }
 
     pub(crate) fn apply_table<'a>(&self, tc: &'a TableCode, ex: &mut Executor, st: &State, pkt: &mut PacketState) -> &'a Edge {
-        let t = &self.prog.tables[tc.table];
         // Keys on the stack (no vector to fill) for the usual few key fields.
         let mut short = [0u128; SHORT_KEY];
         let mut long = Vec::new();
@@ -1435,7 +1435,23 @@ impl Compiled {
         for (k, (v, m)) in key.iter_mut().zip(&tc.keys) {
             *k = v.get(ex, st, pkt, &[]) as u128 & m;
         }
-        let key = &*key;
+        self.apply_keyed(tc, key, ex, st, pkt, |code, ex, pkt, args| code.run(self, ex, st, pkt, args))
+    }
+
+    /// `apply_table` with its key built (native code builds it inline: `jit.rs`);
+    /// `native` runs an entry's action where it has native code (native control
+    /// code runs it with its own frame).
+    #[inline(always)]
+    pub(crate) fn apply_keyed<'a>(
+        &self,
+        tc: &'a TableCode,
+        key: &[u128],
+        ex: &mut Executor,
+        st: &State,
+        pkt: &mut PacketState,
+        native: impl FnOnce(crate::jit::ActionCode, &mut Executor, &mut PacketState, &[i128]),
+    ) -> &'a Edge {
+        let t = &self.prog.tables[tc.table];
         let ts = st.tables[tc.table].read();
         let after = |a: Option<usize>| a.and_then(|a| tc.next_by_action.get(a)?.as_ref()).unwrap_or(&tc.base_default_next);
         let next = match ts.lookup_indexed(t, key, tc.lpm) {
@@ -1443,11 +1459,11 @@ impl Compiled {
                 if t.direct_counter.is_some() || t.direct_meter.is_some() {
                     ex.direct_resources(t, e, pkt);
                 }
-                let action = self.run_entry(ex, st, pkt, t, &e.act);
+                let action = self.run_entry(ex, st, pkt, t, &e.act, native);
                 tc.next_hit.as_ref().unwrap_or_else(|| after(action))
             }
             None => {
-                let action = ts.default.as_ref().and_then(|d| self.run_entry(ex, st, pkt, t, d));
+                let action = ts.default.as_ref().and_then(|d| self.run_entry(ex, st, pkt, t, d, native));
                 tc.next_miss.as_ref().unwrap_or_else(|| after(action))
             }
         };
@@ -1455,11 +1471,20 @@ impl Compiled {
         next
     }
 
-    fn run_entry(&self, ex: &mut Executor, st: &State, pkt: &mut PacketState, t: &Table, act: &EntryAction) -> Option<usize> {
+    #[inline(always)]
+    fn run_entry(
+        &self,
+        ex: &mut Executor,
+        st: &State,
+        pkt: &mut PacketState,
+        t: &Table,
+        act: &EntryAction,
+        native: impl FnOnce(crate::jit::ActionCode, &mut Executor, &mut PacketState, &[i128]),
+    ) -> Option<usize> {
         match act {
             EntryAction::Call(c) => {
                 match self.native_actions[c.action].filter(|code| c.args.len() >= code.args) {
-                    Some(code) => code.run(self, ex, st, pkt, &c.args),
+                    Some(code) => native(code, ex, pkt, &c.args),
                     None => self.run_ops(&self.actions[c.action], ex, st, pkt, &c.args),
                 }
                 Some(c.action)

@@ -3,19 +3,20 @@
 //! assignments whose values u64 arithmetic gives exactly (the rules of
 //! `Compiler::expr64`: a value is its low 64 bits, and with a bound the value
 //! itself) run inline, and so do register reads and writes (on the cells
-//! `State::register_views` locates); table applies, and every condition or
-//! primitive it does not cover, call back into the closures `compile.rs` built
-//! for them (`TableCode`, `Test`, `Op`). So the native code walks the same
+//! `State::register_views` locates) and table keys; table applies (the lookup
+//! and the entry's action), and every condition or primitive it does not cover,
+//! call back into the closures `compile.rs` built for them (`TableCode`,
+//! `Test`, `Op`). So the native code walks the same
 //! graph with the same results, node by node. Actions as table entries run
 //! them (`actions`) and header layouts (`layouts`: parser reads, deparser
 //! writes) get native code the same way, where every piece is covered.
 
-use crate::compile::{cover, strip_mask, Compiled, Edge, Layout, NodeCode, Op, ParseOp, ParseStateCode, PipelineCode, Select, TableCode, Test, Val, MAX_READ_WORDS};
+use crate::compile::{cover, strip_mask, Compiled, Edge, Layout, NodeCode, Op, ParseOp, ParseStateCode, PipelineCode, Select, TableCode, Test, Val, MAX_READ_WORDS, SHORT_KEY};
 use crate::exec::{Executor, PacketState, MAX_PARSE_STATES};
 use crate::load::mask_of;
 use crate::program::*;
 use crate::state::{CellsView, State};
-use cranelift_codegen::ir::{condcodes::IntCC, types, AbiParam, Block, InstBuilder, MemFlags, SigRef, Type, Value};
+use cranelift_codegen::ir::{condcodes::IntCC, types, AbiParam, Block, InstBuilder, MemFlags, SigRef, StackSlotData, StackSlotKind, Type, Value};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -97,11 +98,12 @@ fn function(module: &mut JITModule, prog: &Program, params: bool, body: impl FnO
         signature(&[ptr, ptr], None),
         signature(&[ptr, ptr], Some(types::I8)),
         signature(&[ptr, ptr], Some(ptr)),
+        signature(&[ptr, ptr, ptr], Some(ptr)),
     ];
     let mut fctx = FunctionBuilderContext::new();
     let covered = {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let [op, test, table] = sigs.map(|s| b.import_signature(s));
+        let [op, test, table, keyed] = sigs.map(|s| b.import_signature(s));
         let start = b.create_block();
         b.append_block_params_for_function_params(start);
         b.switch_to_block(start);
@@ -110,7 +112,7 @@ fn function(module: &mut JITModule, prog: &Program, params: bool, body: impl FnO
         let fields = b.ins().load(ptr, MemFlags::trusted(), frame, offset_of!(Frame, fields) as i32);
         let valid = b.ins().load(ptr, MemFlags::trusted(), frame, offset_of!(Frame, valid) as i32);
         let done = b.create_block();
-        let sigs = Sigs { op, test, table };
+        let sigs = Sigs { op, test, table, keyed };
         let mut g = Gen { prog, b, ptr, frame, fields, valid, args, args_used: 0, sigs, blocks: Vec::new(), todo: Vec::new(), done };
         let covered = body(&mut g);
         g.b.ins().return_(&[]);
@@ -521,11 +523,21 @@ unsafe extern "C" fn apply_table(frame: *mut Frame, table: *const TableCode) -> 
     (*f.compiled).apply_table(&*table, &mut *f.ex, &*f.st, &mut *f.pkt)
 }
 
+/// `apply_table` with the key the native code built (`Gen::table_key`).
+unsafe extern "C" fn apply_keyed(frame: *mut Frame, table: *const TableCode, key: *const u128) -> *const Edge {
+    let f = &*frame;
+    let tc = &*table;
+    let key = std::slice::from_raw_parts(key, tc.keys.len());
+    // An entry's native action runs with this frame: no frame of its own to fill.
+    (*f.compiled).apply_keyed(tc, key, &mut *f.ex, &*f.st, &mut *f.pkt, |code, _, _, args| (code.run)(frame, args.as_ptr()))
+}
+
 
 struct Sigs {
     op: SigRef,
     test: SigRef,
     table: SigRef,
+    keyed: SigRef,
 }
 
 /// A value in u64: its low 64 bits; with `bound`, the value itself, in `0..=bound`.
@@ -582,7 +594,12 @@ impl Gen<'_, '_> {
                 self.edge(on_false);
             }
             NodeCode::Table(tc) => {
-                let taken = self.call(self.sigs.table, apply_table as *const () as usize, &[tc as *const TableCode as usize]).expect("edge");
+                let code = self.b.ins().iconst(self.ptr, tc as *const TableCode as i64);
+                let taken = match self.table_key(tc) {
+                    Some(key) => self.call_with(self.sigs.keyed, apply_keyed as *const () as usize, &[self.frame, code, key]),
+                    None => self.call_with(self.sigs.table, apply_table as *const () as usize, &[self.frame, code]),
+                }
+                .expect("edge");
                 let edges: Vec<&Edge> =
                     tc.next_hit.iter().chain(&tc.next_miss).chain(tc.next_by_action.iter().flatten()).chain([&tc.base_default_next]).collect();
                 let (last, rest) = edges.split_last().expect("a table has its default edge");
@@ -620,6 +637,37 @@ impl Gen<'_, '_> {
         }
         let next = self.target(edge.next);
         self.b.ins().jump(next, &[]);
+    }
+
+    /// The key of table `tc` built in a stack slot, as `Compiled::apply_table`
+    /// builds it (each part's value, masked, as a u128), and the slot's address;
+    /// None when a part is not a field, constant or validity, or its mask is
+    /// wider than 64 bits.
+    fn table_key(&mut self, tc: &TableCode) -> Option<Value> {
+        if tc.keys.is_empty() || tc.keys.len() > SHORT_KEY || tc.keys.iter().any(|(v, m)| *m > u64::MAX as u128 || matches!(v, Val::Local(_) | Val::Fn(_))) {
+            return None;
+        }
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16 * tc.keys.len() as u32, 4));
+        let zero = self.b.ins().iconst(types::I64, 0);
+        for (i, (v, m)) in tc.keys.iter().enumerate() {
+            let m = *m as u64 as i64;
+            let part = match v {
+                Val::Const(c) => self.b.ins().iconst(types::I64, *c as u64 as i64 & m),
+                Val::Field(f) => {
+                    let x = self.b.ins().load(types::I64, MemFlags::trusted(), self.fields, 16 * *f as i32);
+                    self.b.ins().band_imm(x, m)
+                }
+                Val::Valid(h) => {
+                    let x = self.b.ins().load(types::I8, MemFlags::trusted(), self.valid, *h as i32);
+                    let x = self.b.ins().uextend(types::I64, x);
+                    self.b.ins().band_imm(x, m)
+                }
+                Val::Local(_) | Val::Fn(_) => unreachable!("refused above"),
+            };
+            self.b.ins().stack_store(part, slot, 16 * i as i32);
+            self.b.ins().stack_store(zero, slot, 16 * i as i32 + 8);
+        }
+        Some(self.b.ins().stack_addr(self.ptr, slot, 0))
     }
 
     /// Calls `f(frame, args...)`; returns its result, if any.

@@ -264,6 +264,10 @@ pub(crate) struct TableState {
     pub entries: Entries,
     /// Exact tables: key values -> slot in `entries`.
     pub exact: FxHashMap<KeyVals, usize>,
+    /// Exact tables of one key of at most `DIRECT_KEY_BITS` bits, once an entry
+    /// is added: `exact` as an array indexed by the key value (`NO_SLOT`: none),
+    /// so a lookup is one load instead of a hash probe.
+    direct: Vec<u32>,
     /// Other tables: handles ordered by (rank desc, seq asc).
     pub order: Vec<u64>,
     /// lpm tables (exact + one lpm key): per prefix length, longest first, key values -> slot in `entries`.
@@ -295,6 +299,14 @@ impl TableState {
         let plen = lpm_index(t).map(|li| entry.key[li].plen);
         let slot = self.entries.push(entry);
         if t.all_exact {
+            if let (KeyVals::One(v), Some(bits)) = (&values, direct_bits(t)) {
+                if self.direct.is_empty() {
+                    self.direct = vec![NO_SLOT; 1 << bits];
+                }
+                if let Some(s) = direct_cell(&mut self.direct, *v) {
+                    *s = slot as u32;
+                }
+            }
             self.exact.insert(values, slot);
         } else if let Some(plen) = plen {
             let pos = self.by_prefix.partition_point(|(p, _)| *p > plen);
@@ -317,6 +329,7 @@ impl TableState {
         // The entry that was last now sits in `slot`: its index entry follows it.
         let moved = (slot < self.entries.len()).then(|| key_vals(self.entries.at(slot)));
         let last = self.entries.len();
+        self.unindex_direct(&k, slot, moved.as_ref(), last);
         for map in std::iter::once(&mut self.exact).chain(self.by_prefix.iter_mut().map(|(_, map)| map)) {
             if map.get(&k) == Some(&slot) {
                 map.remove(&k);
@@ -331,6 +344,21 @@ impl TableState {
         self.order.retain(|x| *x != h);
     }
 
+    /// `remove`'s update of the direct index: the removed entry's key (`k`, at
+    /// `slot`) leaves it, and the entry moved from `last` to `slot` follows.
+    fn unindex_direct(&mut self, k: &KeyVals, slot: usize, moved: Option<&KeyVals>, last: usize) {
+        let one = |k: &KeyVals| match k {
+            KeyVals::One(v) => Some(*v),
+            _ => None,
+        };
+        if let Some(s) = one(k).and_then(|v| direct_cell(&mut self.direct, v)).filter(|s| **s as usize == slot) {
+            *s = NO_SLOT;
+        }
+        if let Some(s) = moved.and_then(one).and_then(|v| direct_cell(&mut self.direct, v)).filter(|s| **s as usize == last) {
+            *s = slot as u32;
+        }
+    }
+
     fn find_duplicate(&self, key: &[KeyElem], priority: i32) -> Option<u64> {
         self.entries.values().find(|e| e.key == key && e.priority == priority).map(|e| e.seq)
     }
@@ -341,7 +369,16 @@ impl TableState {
     }
 
     /// `lookup` with the table's `lpm_index` computed once by the caller.
+    #[inline(always)]
     pub(crate) fn lookup_indexed(&self, t: &Table, key: &[u128], lpm: Option<usize>) -> Option<&Entry> {
+        // A table with a direct index (only they have one) is looked up inline.
+        if let Some(&s) = key.first().and_then(|k| self.direct.get(usize::try_from(*k).ok()?)) {
+            return (s != NO_SLOT).then(|| self.entries.at(s as usize));
+        }
+        self.lookup_probed(t, key, lpm)
+    }
+
+    fn lookup_probed(&self, t: &Table, key: &[u128], lpm: Option<usize>) -> Option<&Entry> {
         if self.entries.is_empty() {
             return None;
         }
@@ -369,6 +406,24 @@ impl TableState {
 }
 
 const MAX_INDEXED_KEYS: usize = 8;
+
+/// Exact tables with one key of at most this many bits get a direct index
+/// (`TableState::direct`: 4,096 cells of 4 bytes at most).
+const DIRECT_KEY_BITS: u32 = 12;
+const NO_SLOT: u32 = u32::MAX;
+
+/// The direct index's cell of key value `v`; None past its end (or when it has none).
+fn direct_cell(direct: &mut [u32], v: u128) -> Option<&mut u32> {
+    direct.get_mut(usize::try_from(v).ok()?)
+}
+
+/// The key width of a table the direct index covers.
+fn direct_bits(t: &Table) -> Option<u32> {
+    match &t.keys[..] {
+        [k] if t.all_exact && k.width <= DIRECT_KEY_BITS => Some(k.width),
+        _ => None,
+    }
+}
 
 /// An entry's key values, as the exact and lpm indexes hold them.
 fn key_vals(e: &Entry) -> KeyVals {
@@ -1102,5 +1157,49 @@ fn match_key_of(kf: &KeyField, k: &KeyElem) -> MatchKey {
         MatchKind::Optional if k.mask == 0 => MatchKey::Optional(None),
         MatchKind::Optional => MatchKey::Optional(Some(b(k.value))),
         MatchKind::Range => MatchKey::Range(b(k.lo), b(k.hi)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The direct index of a narrow exact table finds what the hash index finds,
+    /// through adds, deletes anywhere (an entry moves into the freed slot) and a clear.
+    #[test]
+    fn direct_index_follows_adds_deletes_and_clear() {
+        let path = format!("{}/tests/programs/red_ecn.json", env!("CARGO_MANIFEST_DIR"));
+        let prog = Arc::new(Program::from_json(&std::fs::read_to_string(path).unwrap()).unwrap());
+        let st = State::new(&prog);
+        let name = "MyIngress.telemetry_sampling";
+        let ti = prog.table_index(name).unwrap();
+        let t = &prog.tables[ti];
+        assert_eq!(direct_bits(t), Some(9), "one 9-bit exact key (egress_spec)");
+        let add = |port: u16| st.table_add(name, &[MatchKey::Exact(port.to_be_bytes().to_vec())], "MyIngress.set_sampling", &[vec![0, 0, 0, port as u8]], 0).unwrap();
+        let check = |present: &[u16]| {
+            let ts = st.tables[ti].read();
+            assert!(!ts.direct.is_empty());
+            for port in 0..512u16 {
+                let key = [port as u128];
+                let period = |e: Option<&Entry>| e.map(|e| match &e.act {
+                    EntryAction::Call(c) => c.args[0],
+                    EntryAction::Indirect(_) => unreachable!(),
+                });
+                let direct = period(ts.lookup(t, &key));
+                assert_eq!(direct, period(ts.lookup_probed(t, &key, None)), "port {port}: both indexes");
+                assert_eq!(direct, present.contains(&port).then_some(port as i128), "port {port}");
+            }
+        };
+        let handles: Vec<u64> = (1..=6).map(add).collect();
+        check(&[1, 2, 3, 4, 5, 6]);
+        for gone in [0, 3, 5] {
+            st.table_delete(name, handles[gone]).unwrap();
+        }
+        check(&[2, 3, 5]);
+        add(9);
+        check(&[2, 3, 5, 9]);
+        st.table_clear(name).unwrap();
+        add(7);
+        check(&[7]);
     }
 }
