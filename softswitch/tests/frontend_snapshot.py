@@ -16,9 +16,14 @@ import sys
 from softswitch_p4c.driver import check_tna_file, compile_to_objects, compile_tna_to_objects
 from softswitch_p4c.errors import CompileError
 from softswitch_p4c.p4info import to_text
+from softswitch_p4c.preprocess import INCLUDE_DIR
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TESTS = ROOT / "softswitch" / "tests"
+# The compiler names its bundled includes (core.p4, v1model.p4) by absolute path;
+# the root of the checkout it runs from is cut so that a snapshot written from
+# another worktree compares equal.
+COMPILER_ROOT = str(pathlib.Path(INCLUDE_DIR).resolve().parents[2]) + "/"
 
 
 def v1model_programs():
@@ -69,7 +74,7 @@ def snapshot():
     for path, arch in tna_programs():
         rel = str(path.relative_to(ROOT))
         out[f"{rel.replace('/', '__')}.{arch}.out"] = tna_output(rel, arch)
-    return out
+    return {name: text.replace(COMPILER_ROOT, "") for name, text in out.items()}
 
 
 def main(argv):
