@@ -17,6 +17,7 @@ import pytest
 from aqmlab import study
 from aqmlab.config import load_experiment
 from aqmlab.reproductions import common, rfc2415
+from aqmlab.reproductions import rfc2415_differences as differences
 from labhelpers import REPO, run_quick_study
 from test_rfc2884 import only_of, write_study
 
@@ -426,6 +427,79 @@ def test_unknown_part_is_one_line_and_exit_2(tmp_path):
     assert out.returncode == 2 and not (tmp_path / "s").exists()
     assert out.stderr.strip() == ("aqmlab study rfc2415: error: --parts: unknown part 'nope' "
                                   f"(parts: {', '.join(rfc2415.PARTS)})")
+
+
+# ---------------------------------------------------------------- why the numbers differ
+
+def test_loss_free_round_trips_of_objects_and_pages():
+    assert [differences.slow_start_rounds(n, 1, 11) for n in (1, 2, 3, 4, 7, 8)] == [
+        1, 2, 2, 3, 3, 4]
+    assert differences.slow_start_rounds(30, 1, 4) == 9      # 1, 2, 4, then 4 a round trip
+    assert differences.slow_start_rounds(4, 3, 11) == 2
+    # the primary's 1 segment: 2 round trips; the largest embedded object's 2: 3 at IW 1,
+    # 2 at IW 2; 5 packets of 8 ms
+    sizes = [1448, 1448, 2896, 100]
+    assert differences.loss_free_page_s(sizes, 1, 0.1, 0.008) == pytest.approx(0.54)
+    assert differences.loss_free_page_s(sizes, 2, 0.1, 0.008) == pytest.approx(0.44)
+
+
+def object_row(page, delay, end=20.0, size=1448, kind="object"):
+    """A transfers.csv row as run_csv_rows returns it (strings)."""
+    return {"workload": "web", "flow": "web.0.0", "kind": kind, "page": str(page),
+            "size": str(size), "delay": str(delay), "end": str(end), "complete": "True"}
+
+
+def web_pages(pages, warmup_page=False):
+    """Rows of pages of four one-segment objects; `pages` lists (page delay,
+    the delay of its last object), the others taking 0.2 s (two 0.1 s round trips)."""
+    rows = []
+    for page, (delay, last) in enumerate(pages):
+        end = 5.0 if warmup_page and page == 0 else 20.0 + page
+        rows += [object_row(page, 0.2, end) for _ in range(3)] + [object_row(page, last, end)]
+        rows.append(object_row(page, delay, end, size=4 * 1448, kind="page"))
+    return rows
+
+
+def test_each_page_is_read_for_the_losses_its_objects_met():
+    assert [differences.penalty(x) for x in (0.1, 0.6, 1.03, 2.0)] == [
+        "none", "data", "synack", "several"]
+    rows = web_pages([(0.4, 0.2), (0.4, 0.2), (1.4, 1.2), (1.0, 0.8)], warmup_page=True)
+    pages = differences.run_pages(rows, iw=1, warmup=10)
+    assert pages == [(0.4, set()), (1.4, {"synack"}), (1.0, {"data"})]   # the warm-up's left out
+    assert differences.page_losses(pages) == pytest.approx(
+        {"clean_pct": 100 / 3, "synack_pct": 100 / 3, "median_s": 1.0, "clean_median_s": 0.4})
+
+
+def test_iw_gain_of_loss_free_pages_beside_all_pages(tmp_path):
+    """IW 1: 2 loss-free pages of 1.0 s, 3 with a SYN-ACK timeout of 2.0 s; IW 3:
+    0.75 s and 1.75 s: all pages 12.5 % faster, loss-free ones 25 %."""
+    def transfers_of(run):
+        clean, lossy = (1.0, 2.0) if rfc2415.iw_of(run.scenario) == 1 else (0.75, 1.75)
+        return web_pages([(clean, 0.2)] * 2 + [(lossy, 1.2)] * 3)
+    e = load_experiment(FILES / "thread_droptail.toml")
+    key = rfc2415.Part("x", None).key
+    only = {r.run_id for r in study.expand(e) if key(r.scenario) in {(16, 4, 1), (16, 4, 3)}}
+    write_study(tmp_path / "thread_droptail", (FILES / "thread_droptail.toml").read_text(),
+                lambda run: result({"web": 1.0}), transfers_of=transfers_of, only=only)
+    part = rfc2415.Part.load("thread_droptail", tmp_path / "thread_droptail")
+    lines = differences.page_loss_lines(part, rfc2415.published()["thread"]["droptail"])
+    assert "| 4 | 1 | 40 | 60 | 2 \\| 1 | — |" in lines
+    assert ("| 4 | 3 | 40 | 60 | 1.75 \\| 0.75 | 12.5 [12.5, 12.5] (n = 5) \\| "
+            "25 [25, 25] (n = 5) \\| 28 |") in lines
+
+
+def test_drop_rates_against_the_square_root_law_and_the_threads_own_floor():
+    # the thread's 1 MB in 26.3 s is 26.3 packets/s; a full 22-packet queue makes the
+    # round trip 100.4 + 176 ms: a window of 7.26 packets, 0.75 / 7.26^2 = 1.42 %
+    assert differences.published_floor_pct(26.3, 1_000_000, 22, 1.5e6, 0.1004) == \
+        pytest.approx(1.42, abs=0.01)
+    assert (differences.sqrt_law_pct(5, 1), differences.sqrt_law_pct(5, 2)) == (6.0, 3.0)
+    flows = {"ftp/ftp.0.0": {"retransmits": 5, "data_segments": 100},
+             "web-iw1/web-iw1.0.0": {"retransmits": 10, "data_segments": 50},
+             "web/web.1.0": {"retransmits": 10, "data_segments": 50}}
+    assert differences.retransmit_shares({"flow_stats": flows}) == pytest.approx((5, 20, 80))
+    # RFC 2415 Table 2: 34 % of 1.5 Mb/s over 8 webs, each a page per 0.56 + 3 s
+    assert differences.implied_bytes_per_page(34, 8, 0.56, 3, 1.5e6) == pytest.approx(28368.75)
 
 
 # ---------------------------------------------------------------- in the lab (root)
