@@ -98,9 +98,12 @@ def flow_goodputs(records, window):
     return {key: 8 * window_bytes(rs, window) / seconds for key, rs in sorted(by_flow.items())}
 
 
-def transfer_delays(records, kind):
-    """Delays (s) of the complete transfers of one kind (page, object, ...)."""
-    return [r["end"] - r["start"] for r in records if r["kind"] == kind and r.get("complete")]
+def transfer_delays(records, kind, window):
+    """Delays (s) of the complete transfers of one kind (page, object, ...)
+    ending inside the window, as goodput counts them."""
+    start, end = window
+    return [r["end"] - r["start"] for r in records if r["kind"] == kind and r.get("complete")
+            and start <= r["end"] <= end]
 
 
 def transactions_per_second(records, window):
@@ -220,7 +223,7 @@ def workload_summary(records, window, workloads=()):
         mine = [r for r in records if r.get("workload") == workload]
         flows = [g for (w, _), g in goodputs.items() if w == workload]
         delays_kind = _delay_kind(mine)
-        delays = delay_summary(transfer_delays(mine, delays_kind)) if delays_kind else {}
+        delays = delay_summary(transfer_delays(mine, delays_kind, window)) if delays_kind else {}
         aggregate = sum(flows)
         summary[workload] = {
             "flows": len(flows), "goodput_bps": aggregate,

@@ -22,6 +22,15 @@ def test_percentiles_match_linear_interpolation():
     assert summary["median"] == pytest.approx(0.2) and summary["count"] == 3
 
 
+def test_delays_count_only_transfers_ending_inside_the_window():
+    """As goodput: a page that ended during the warm-up is not measured."""
+    pages = [{"workload": "web", "flow": "f", "kind": "page", "start": s, "end": e,
+              "bytes": 10, "size": 10, "complete": True}
+             for s, e in ((0, 5), (11, 11.2), (12, 12.4))]
+    summary = metrics.workload_summary(pages, (10, 20))["web"]
+    assert summary["delay_s"]["count"] == 2 and summary["delay_s"]["median"] == pytest.approx(0.3)
+
+
 def test_network_power_is_goodput_over_median_delay():
     assert metrics.network_power(1e6, 0.5) == pytest.approx(2e6)
     assert math.isnan(metrics.network_power(1e6, math.nan))
