@@ -490,8 +490,10 @@ def test_iw_gain_of_loss_free_pages_beside_all_pages(tmp_path):
 
 def test_drop_rates_against_the_square_root_law_and_the_threads_own_floor():
     # the thread's 1 MB in 26.3 s is 26.3 packets/s; a full 22-packet queue makes the
-    # round trip 100.4 + 176 ms: a window of 7.26 packets, 0.75 / 7.26^2 = 1.42 %
+    # round trip 100.4 + 176 ms: a window of 7.26 packets, 1.5 / 7.26^2 = 2.85 % (b = 1)
     assert differences.published_floor_pct(26.3, 1_000_000, 22, 1.5e6, 0.1004) == \
+        pytest.approx(2.85, abs=0.01)
+    assert differences.published_floor_pct(26.3, 1_000_000, 22, 1.5e6, 0.1004, b=2) == \
         pytest.approx(1.42, abs=0.01)
     assert (differences.sqrt_law_pct(5, 1), differences.sqrt_law_pct(5, 2)) == (6.0, 3.0)
     flows = {"ftp/ftp.0.0": {"retransmits": 5, "data_segments": 100},

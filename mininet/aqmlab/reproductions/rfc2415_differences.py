@@ -7,8 +7,8 @@ the study's own runs (the report's "Why aqmlab's numbers differ" section):
 - web losses, read from each object's delay beyond its loss-free round trips
   (none, one lost data segment, Linux's 1 s SYN-ACK timeout, several), and the
   IW 1 -> k decrease of the pages without a loss against all pages;
-- FTP losses against the square-root law at the FTPs' measured window, and the
-  bound the thread's own FTP delays put on its drop rates.
+- FTP losses against the square-root law at the FTPs' measured window, and
+  what the law says at the thread's own FTP throughput.
 """
 
 import math
@@ -30,9 +30,11 @@ MAX_OBJECT = 100_000_000  # the agent's default --max-size
 # beyond, several losses or backed-off timeouts.
 PENALTIES = ((0.3, "none"), (0.9, "data"), (1.25, "synack"), (math.inf, "several"))
 # The square-root law: loss rate p = c / W^2 for a Reno window of W packets
-# averaged over its sawtooth; c = 3 / (2 b) with b packets acknowledged per
-# window increase of one: b = 1 for Linux (it counts acknowledged segments,
-# RFC 3465), b = 2 for a 1997 sender opening per ACK behind delayed ACKs.
+# averaged over its sawtooth, losses recovered without timeouts; c = 3 / (2 b),
+# the window growing one segment per b round trips: b = 1 for Linux (it counts
+# acknowledged segments, RFC 3465) and for ns-2's tcp-full, whose receiver ACKs
+# every segment by default (segsperack_ 1); b = 2 for a sender opening per ACK
+# behind a receiver that ACKs every second segment.
 SQRT_LAW = {1: 1.5, 2: 0.75}
 
 
@@ -266,24 +268,25 @@ def sqrt_law_pct(window, b):
     return 100 * SQRT_LAW[b] / window ** 2
 
 
-def published_floor_pct(ftp_delay_s, file_bytes, buffer, rate_bps, base_rtt_s):
-    """The least drop rate a Reno FTP (b = 2) has at the thread's own FTP
-    throughput: its window is at most that rate times the RTT of a full buffer."""
+def published_floor_pct(ftp_delay_s, file_bytes, buffer, rate_bps, base_rtt_s, b=1):
+    """The square-root law's drop rate at the thread's own FTP throughput with
+    the queue always full (the largest window that throughput allows): the
+    least a Reno FTP loses there unless it idles in retransmission timeouts."""
     rate = file_bytes / SEGMENT_BYTES / ftp_delay_s
-    return sqrt_law_pct(rate * (base_rtt_s + buffer * FRAME_BITS / rate_bps), 2)
+    return sqrt_law_pct(rate * (base_rtt_s + buffer * FRAME_BITS / rate_bps), b)
 
 
 def drop_rate_lines(part, published_rows, ranges):
     """Per FTP count (IW 1 and 3): the FTPs' window and retransmissions against
     the square-root law, the webs' part, and the thread's drop range against
-    the floor its own FTP delays set."""
+    what the law says at its own FTP delays."""
     if not part:
         return ["Not run."]
     published = {row["ftps"]: row.get("ftp_s") for row in published_rows}
     lines = ["| FTPs | IW | per FTP: packets/s \\| srtt ms \\| window | FTP retransmitted % | "
-             "square-root law % (Linux, b = 1 \\| 1997, b = 2) | web retransmitted % \\| web "
-             "share of all retransmissions % | drop rate %: aqmlab \\| thread \\| least at the "
-             "thread's FTP delay (b = 2) |", "|---|---|---|---|---|---|---|"]
+             "square-root law % (b = 1 \\| b = 2) | web retransmitted % \\| web share of all "
+             "retransmissions % | drop rate %: aqmlab \\| thread \\| the law at the thread's "
+             "FTP delay, full queue, b = 1 |", "|---|---|---|---|---|---|---|"]
     for webs, ftps, iw in part.keys():
         runs = [run for run in part.loaded.runs if part.key(run.scenario) == (webs, ftps, iw)
                 and run.run_id in part.loaded.results
