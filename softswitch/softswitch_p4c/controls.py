@@ -509,7 +509,7 @@ class ControlMixin:
             # a value (its type: check.py), evaluated here without primitives so that a
             # call, which each label's test would repeat, is refused
             self.eval_value(e, Ctx(ctx.scope, None, "control", ctx.control))
-            return self.g_if(switch_as_ifs(s), ctx)
+            return self.g_stmt(switch_as_ifs(s), ctx)    # a block when only `default` has a body
         tsym = self.table_of_apply(e.expr, ctx)
         table_entry, table = self.apply_table(tsym, e.expr)
         branches, pending_labels, default = [], [], None

@@ -195,14 +195,14 @@ class ConditionSplitter:
 
 
 def assigned_names(node):
-    """Plain names a statement tree assigns to (`x = ...`)."""
+    """Plain names a statement tree assigns to (`x = ...`), in switch cases too."""
     out = set()
     if isinstance(node, A.Assign) and isinstance(node.lhs, A.Name):
         out.add(node.lhs.name)
     if isinstance(node, list):
         for x in node:
             out |= assigned_names(x)
-    elif is_dataclass(node) and isinstance(node, A.Stmt):
+    elif is_dataclass(node) and isinstance(node, (A.Stmt, A.SwitchCase)):
         for f in fields(node):
             if f.name != "loc":
                 out |= assigned_names(getattr(node, f.name))

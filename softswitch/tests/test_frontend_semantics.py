@@ -5,9 +5,11 @@ Every test here failed before its fix (wrong packet, compile error, or a JSON th
 refused)."""
 import json
 
+import pytest
 from scapy.all import IP
 
 from softswitch_p4c.driver import compile_source
+from softswitch_p4c.errors import CompileError
 from softswitch_p4c.validate import problems
 from test_frontend_engine import only, packet, switch_for
 from test_frontend_lowering import program
@@ -273,6 +275,28 @@ def test_break_and_continue_in_unrolled_loops(tmp_path):
         }
         hdr.ipv4.identification = odd;""")
     assert ident(sw) == 9
+
+
+def test_a_value_switch_with_only_a_default_body_runs_it(tmp_path):
+    # crashed with "AttributeError: 'Block' object has no attribute 'cond'" in an apply
+    # block (its if-chain is the default body alone); an action lowered it already
+    sw = switch_for(tmp_path, apply="""
+        sm.egress_spec = 1;
+        switch (hdr.ipv4.ttl) { default: { hdr.ipv4.identification = 7; } }""")
+    assert ident(sw) == 7
+
+
+def test_a_loop_variable_assigned_in_a_switch_case_is_refused_as_in_an_if(tmp_path):
+    # the unroller did not look into switch cases: the iteration's constant was then
+    # "not assignable" at the assignment instead of the loop's own message
+    body = "switch (hdr.ipv4.ttl) { 1: { i = 5; } default: { hdr.ipv4.ttl = i; } }"
+    for kw in (dict(apply=f"for (bit<8> i = 0; i < 3; i = i + 1) {{ {body} }}"),
+               dict(controls=f"""control S(inout headers hdr)(bit<8> n) {{
+                        apply {{ for (bit<8> i = 0; i < n; i = i + 1) {{ {body} }} }} }}""",
+                    ingress="S(2) s;", apply="s.apply(hdr);")):
+        with pytest.raises(CompileError, match="assignment to loop variable 'i' inside the "
+                                               "loop body"):
+            compile_source(program(**kw), tmp_path)
 
 
 def test_varbit_locals_and_equality(tmp_path):
