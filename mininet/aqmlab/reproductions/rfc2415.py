@@ -797,6 +797,10 @@ def why_lines(parts, pub):
         "Known limits; the receiver's window is Linux's own). It binds with one FTP (window "
         "10.7-11.0 packets, drops 0.06-0.43 % against the RFC's 2.1-2.6 % at 16 webs, whose "
         "heavier web load drops more), not in the congested points (3-6 packets).",
+        "- Access links: each client and each server has its own 10 Mb/s link, where the RFC "
+        "hangs 4 on each; bursts of several servers reach the bottleneck together instead of "
+        "one after another on a shared link (not measured here; it can only add to the webs' "
+        "burst losses).",
         "- FTP: 1 MB files back to back, each on a new connection, one at a time per FTP "
         "client; their delays are within 12 % of the thread's (29.5 / 42.1 / 55.5 s against "
         "26.3 / 39.5 / 52.2 s), so the FTPs take the same bandwidth.",
