@@ -686,6 +686,9 @@ pub(crate) struct Compiled {
     _layouts: Option<crate::jit::Native>,
     /// The whole parser as native code (`jit::parser`), where it covers every state it reaches.
     native_parser: Option<(crate::jit::ParseFn, crate::jit::Native)>,
+    /// The whole deparser as native code (`jit::deparser`) and the bytes it may
+    /// write (its headers' whole words), where it covers every header.
+    native_deparser: Option<(crate::jit::DeparseFn, usize, crate::jit::Native)>,
     pub(crate) coverage: Coverage,
 }
 
@@ -1354,6 +1357,15 @@ impl Compiled {
                 code.in_place = in_place_update(&prog, i, headers).filter(|_| *update && i < 64);
             }
         }
+        let native_deparser = deparser.as_ref().filter(|_| _layouts.is_some()).and_then(|headers| {
+            let sums: Vec<crate::jit::InPlaceSum> = checksums
+                .iter()
+                .enumerate()
+                .filter_map(|(bit, (code, _, _))| code.in_place.map(|(pos, at)| crate::jit::InPlaceSum { bit, pos, at, target: code.target }))
+                .collect();
+            let most = headers.iter().map(|io| 8 * io.layout.words.len()).sum();
+            crate::jit::deparser(headers, &sums).map(|(f, native)| (f, most, native))
+        });
         let may_exit = prog.actions.iter().flat_map(|a| &a.prims).any(|p| matches!(p, Prim::Exit | Prim::Assert(_)))
             || prog.parser.states.iter().flat_map(|s| &s.ops).any(|o| matches!(o, ParserOp::Primitive(Prim::Exit | Prim::Assert(_))));
         let (mut native_actions, mut _native_actions) = (vec![None; prog.actions.len()], None);
@@ -1366,7 +1378,22 @@ impl Compiled {
                 (native_actions, _native_actions) = (codes, Some(native));
             }
         }
-        Some(Compiled { prog, actions, native_actions, _native_actions, may_exit, ingress, egress, parser, checksums, deparser, _layouts, native_parser, coverage: c.cov })
+        Some(Compiled {
+            prog,
+            actions,
+            native_actions,
+            _native_actions,
+            may_exit,
+            ingress,
+            egress,
+            parser,
+            checksums,
+            deparser,
+            _layouts,
+            native_parser,
+            native_deparser,
+            coverage: c.cov,
+        })
     }
 
     /// Runs ops, stopping at `exit` as the interpreter does (checked before each primitive).
@@ -1586,6 +1613,19 @@ impl Compiled {
                 }
             }
         }
+        if let Some((native, most, _)) = &self.native_deparser {
+            let mut out = ex.frame_buffer(most + pkt.payload.len());
+            // SAFETY: the code writes at most `most` bytes (whole words) to the
+            // buffer, reserved above, and reads and writes fields and validity
+            // of the program `pkt` is laid out for; it returns the bytes of the
+            // headers, of which it wrote every one.
+            unsafe {
+                let n = native(pkt.fields.as_mut_ptr(), pkt.valid.as_ptr(), out.as_mut_ptr(), in_place);
+                out.set_len(n);
+            }
+            out.extend_from_slice(&pkt.payload);
+            return Some(out);
+        }
         let headers_len: usize = headers.iter().filter(|io| pkt.valid[io.header]).map(|io| io.layout.bytes).sum();
         let mut out = ex.frame_buffer(headers_len + 8 + pkt.payload.len());
         for (pos, io) in headers.iter().enumerate() {
@@ -1661,6 +1701,7 @@ mod tests {
         assert!(c.native_actions[set_red].is_some(), "set_red's parameter copies run natively from table entries");
         assert!(c.deparser.as_ref().unwrap().iter().all(|io| io.layout.native_write.is_some()), "Ethernet and IPv4 are written natively");
         assert!(c.native_parser.is_some(), "the parser is one native function");
+        assert!(c.native_deparser.is_some(), "so is the deparser");
     }
 
     #[test]
@@ -1686,6 +1727,45 @@ mod tests {
                 assert_eq!((a.fields, a.valid), (b.fields, b.valid), "length {len}");
             }
         }
+    }
+
+    #[test]
+    fn the_native_deparser_writes_what_the_closures_write() {
+        let prog = Arc::new(program("red_ecn.json"));
+        let native = Compiled::new(prog.clone()).unwrap();
+        let mut closures = Compiled::new(prog.clone()).unwrap();
+        assert!(native.native_deparser.is_some(), "Ethernet and IPv4 with IPv4's checksum in place");
+        closures.native_deparser = None;
+        let st = State::new(&prog);
+        let mut ex = Executor::with_engine(prog.clone(), 1, crate::Engine::Interpreter);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Random field values under every validity of the headers (so with
+        // and without the checksum update), and payloads of 0 to 9 bytes.
+        let mut updated = 0;
+        for round in 0..400 {
+            let mut a = PacketState::fresh(&prog);
+            for (f, v) in a.fields.iter_mut().enumerate() {
+                *v = (next() as u128 & mask_of(prog.field_info[f].0)) as i128;
+            }
+            for v in a.valid.iter_mut() {
+                *v = next() & 1 == 1;
+            }
+            a.payload = (0..round % 10).map(|_| next() as u8).collect();
+            let mut b = a.clone();
+            let before = a.fields.clone();
+            let got = native.deparse(&mut ex, &st, &mut a);
+            let want = closures.deparse(&mut ex, &st, &mut b);
+            assert_eq!(got, want, "round {round}");
+            assert_eq!(a.fields, b.fields, "round {round}: the checksum field");
+            updated += (a.fields != before) as usize;
+        }
+        assert!(updated > 100, "IPv4's checksum was updated in {updated} rounds");
     }
 
     #[test]

@@ -9,9 +9,10 @@
 //! `Test`, `Op`). So the native code walks the same
 //! graph with the same results, node by node. Actions as table entries run
 //! them (`actions`) and header layouts (`layouts`: parser reads, deparser
-//! writes) get native code the same way, where every piece is covered.
+//! writes) get native code the same way, where every piece is covered, and
+//! so do the whole parser (`parser`) and the whole deparser (`deparser`).
 
-use crate::compile::{cover, strip_mask, Compiled, Edge, Layout, NodeCode, Op, ParseOp, ParseStateCode, PipelineCode, Select, TableCode, Test, Val, MAX_READ_WORDS, SHORT_KEY};
+use crate::compile::{cover, strip_mask, Compiled, Edge, HeaderIo, Layout, NodeCode, Op, ParseOp, ParseStateCode, PipelineCode, Select, TableCode, Test, Val, MAX_READ_WORDS, SHORT_KEY};
 use crate::exec::{Executor, PacketState, MAX_PARSE_STATES};
 use crate::load::mask_of;
 use crate::program::*;
@@ -263,7 +264,14 @@ pub(crate) fn layouts(layouts: &mut [&mut Layout]) -> Option<Native> {
 
 /// The words of `Layout::word`, stored big-endian at `out`.
 fn write_words(b: &mut FunctionBuilder, layout: &Layout, fields: Value, out: Value) {
-    for (k, w) in layout.words.iter().enumerate() {
+    let words = word_values(b, layout, fields);
+    store_words(b, &words, out);
+}
+
+/// The values of `Layout::word` (their big-endian bytes are the layout's).
+fn word_values(b: &mut FunctionBuilder, layout: &Layout, fields: Value) -> Vec<Value> {
+    let mut words = Vec::with_capacity(layout.words.len());
+    for w in &layout.words {
         let mut acc = b.ins().iconst(types::I64, w.consts as i64);
         for p in &w.narrow {
             let v = b.ins().load(types::I64, MemFlags::trusted(), fields, 16 * p.field as i32);
@@ -276,9 +284,144 @@ fn write_words(b: &mut FunctionBuilder, layout: &Layout, fields: Value, out: Val
             }
             acc = b.ins().bor(acc, v);
         }
-        let be = b.ins().bswap(acc);
+        words.push(acc);
+    }
+    words
+}
+
+/// Stores `words` big-endian at `out`, one after the other.
+fn store_words(b: &mut FunctionBuilder, words: &[Value], out: Value) {
+    for (k, w) in words.iter().enumerate() {
+        let be = b.ins().bswap(*w);
         b.ins().store(MemFlags::new().with_notrap(), be, out, 8 * k as i32);
     }
+}
+
+/// The deparser as native code: (fields, validity, output, the in-place
+/// checksums due: bit i for checksum i) -> the bytes of headers written.
+pub(crate) type DeparseFn = unsafe extern "C" fn(*mut i128, *const bool, *mut u8, u64) -> usize;
+
+/// An in-place checksum (`compile::in_place_update`) as the native deparser
+/// computes it: its bit in the due mask, its header's deparser position, its
+/// byte offset in the header and its field.
+pub(crate) struct InPlaceSum {
+    pub(crate) bit: usize,
+    pub(crate) pos: usize,
+    pub(crate) at: usize,
+    pub(crate) target: usize,
+}
+
+/// The whole deparser as one native function, when every header has a native
+/// write and at most one in-place checksum: each valid header's whole words
+/// are stored at the running byte position (the next header's, or the
+/// payload the caller appends, overwrite the bytes past its end, so the caller
+/// reserves 8 bytes per word), and a due in-place checksum is summed from the
+/// header's words, patched in and stored in its field, as
+/// `Compiled::update_in_place` does over the written bytes.
+pub(crate) fn deparser(headers: &[HeaderIo], sums: &[InPlaceSum]) -> Option<(DeparseFn, Native)> {
+    let covered = headers.iter().enumerate().all(|(p, io)| io.layout.native_write.is_some() && sums.iter().filter(|s| s.pos == p).count() <= 1);
+    if !covered || sums.iter().any(|s| s.bit >= 64) {
+        return None;
+    }
+    let mut module = new_module()?;
+    let ptr = module.target_config().pointer_type();
+    if ptr != types::I64 {
+        return None; // positions are i64 values below
+    }
+    let mut ctx = module.make_context();
+    ctx.func.signature.params.extend([ptr, ptr, ptr, types::I64].map(AbiParam::new));
+    ctx.func.signature.returns.push(AbiParam::new(ptr));
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let start = b.create_block();
+        b.append_block_params_for_function_params(start);
+        b.switch_to_block(start);
+        let [fields, valid, out, due] = <[Value; 4]>::try_from(b.block_params(start)).expect("four parameters");
+        let mut pos = b.ins().iconst(ptr, 0);
+        for (p, io) in headers.iter().enumerate() {
+            // next(pos): the position after this header, written or not.
+            let (write, next) = (b.create_block(), b.create_block());
+            b.append_block_param(next, ptr);
+            let is_valid = b.ins().load(types::I8, MemFlags::trusted(), valid, io.header as i32);
+            b.ins().brif(is_valid, write, &[], next, &[pos]);
+            b.switch_to_block(write);
+            let mut words = word_values(&mut b, &io.layout, fields);
+            if let Some(s) = sums.iter().find(|s| s.pos == p) {
+                let k = s.at / 8;
+                words[k] = in_place_sum(&mut b, &words, s, fields, due);
+            }
+            let at = b.ins().iadd(out, pos);
+            store_words(&mut b, &words, at);
+            let end = b.ins().iadd_imm(pos, io.layout.bytes as i64);
+            b.ins().jump(next, &[end]);
+            b.switch_to_block(next);
+            pos = b.block_params(next)[0];
+        }
+        b.ins().return_(&[pos]);
+        b.seal_all_blocks();
+        b.finalize();
+    }
+    let id = module.declare_anonymous_function(&ctx.func.signature).ok()?;
+    module.define_function(id, &mut ctx).ok()?;
+    module.clear_context(&mut ctx);
+    module.finalize_definitions().ok()?;
+    let code = module.get_finalized_function(id);
+    // SAFETY: declared with three pointer parameters and an i64, and a pointer-sized result.
+    let f = unsafe { std::mem::transmute::<*const u8, DeparseFn>(code) };
+    Some((f, Native { module: Some(module) }))
+}
+
+/// The word holding checksum `s` after its in-place update when its bit of
+/// `due` is set (the checksum also stored in its field), else as it was.
+fn in_place_sum(b: &mut FunctionBuilder, words: &[Value], s: &InPlaceSum, fields: Value, due: Value) -> Value {
+    let (k, shift) = (s.at / 8, (6 - s.at % 8) * 8);
+    let (sum, done) = (b.create_block(), b.create_block());
+    b.append_block_param(done, types::I64);
+    let bit = b.ins().ushr_imm(due, s.bit as i64);
+    let bit = b.ins().band_imm(bit, 1);
+    b.ins().brif(bit, sum, &[], done, &[words[k]]);
+    b.switch_to_block(sum);
+    // The header's bytes without the checksum's two: its word with them zeroed.
+    let without = b.ins().band_imm(words[k], !(0xffffu64 << shift) as i64);
+    let others: Vec<Value> = words.iter().enumerate().map(|(j, w)| if j == k { without } else { *w }).collect();
+    let csum = csum16_of_words(b, &others);
+    let zero = b.ins().iconst(types::I64, 0);
+    b.ins().store(MemFlags::trusted(), csum, fields, 16 * s.target as i32);
+    b.ins().store(MemFlags::trusted(), zero, fields, 16 * s.target as i32 + 8);
+    let placed = b.ins().ishl_imm(csum, shift as i64);
+    let patched = b.ins().bor(without, placed);
+    b.ins().jump(done, &[patched]);
+    b.switch_to_block(done);
+    b.block_params(done)[0]
+}
+
+/// `hash::csum16` of the bytes whose big-endian words `words` are (an even
+/// count of bytes, zeros past them): the ones' complement of the ones'
+/// complement sum of their 16-bit lanes, in the low 16 bits.
+fn csum16_of_words(b: &mut FunctionBuilder, words: &[Value]) -> Value {
+    // Lanes 0 and 2, and 1 and 3, summed in the two 32-bit halves (at most
+    // 2 * 0xffff per word each: no carry between the halves below 32,768 words).
+    const PAIRS: i64 = 0x0000_ffff_0000_ffff;
+    let mut sum = b.ins().iconst(types::I64, 0);
+    for w in words {
+        let low = b.ins().band_imm(*w, PAIRS);
+        let high = b.ins().ushr_imm(*w, 16);
+        let high = b.ins().band_imm(high, PAIRS);
+        sum = b.ins().iadd(sum, low);
+        sum = b.ins().iadd(sum, high);
+    }
+    let low = b.ins().band_imm(sum, 0xffff_ffff);
+    let high = b.ins().ushr_imm(sum, 32);
+    let mut sum = b.ins().iadd(low, high);
+    // Folding the carries three times leaves at most 16 bits from 34.
+    for _ in 0..3 {
+        let low = b.ins().band_imm(sum, 0xffff);
+        let high = b.ins().ushr_imm(sum, 16);
+        sum = b.ins().iadd(low, high);
+    }
+    let inverted = b.ins().bnot(sum);
+    b.ins().band_imm(inverted, 0xffff)
 }
 
 /// The fields of `Layout::read`, from the big-endian words at `words`.
