@@ -23,7 +23,6 @@ from aqmlab.reproductions.common import fmt
 
 SEGMENT_BYTES = 1448      # MSS 1460 less the 12-byte timestamp option Linux sends
 FRAME_BITS = 1500 * 8
-MAX_OBJECT = 100_000_000  # the agent's default --max-size
 # An object's delay beyond its loss-free round trips (s) -> what it met:
 # under 0.3 s nothing; to 0.9 s one lost data segment (TLP, fast retransmit or
 # one RTO of ~3 srtt); to 1.25 s Linux's 1 s SYN-ACK timeout (its initial RTO);
@@ -69,10 +68,11 @@ def loss_free_page_s(sizes, iw, rtt_s, packet_s, clamp=11):
     return primary + embedded + packet_s * sum(segments_of(s) for s in sizes)
 
 
-def model_median_page_s(object_size, embedded, iw, rtt_s, packet_s, clamp=11, pages=20000,
-                        seed=1):
-    """Median loss-free page delay over `pages` pages drawn as the agent draws them."""
-    draw = size_sampler(object_size, random.Random(seed), MAX_OBJECT)
+def model_median_page_s(web, iw, rtt_s, packet_s, pages=20000, seed=1):
+    """Median loss-free page delay of an http10 workload over `pages` pages
+    drawn as the agent draws them."""
+    draw = size_sampler(web.object_size, random.Random(seed), web.max_size)
+    embedded, clamp = web.embedded, web.tcp.window_clamp or 11
     return statistics.median(loss_free_page_s([draw() for _ in range(1 + embedded)], iw,
                                               rtt_s, packet_s, clamp) for _ in range(pages))
 
@@ -217,9 +217,8 @@ def web_load_lines(part, table1, table2):
             for r in runs) if load]
         if not loads:
             continue
-        model = model_median_page_s(web.object_size, web.embedded, iw,
-                                    base_rtt_s(scenario.topology), FRAME_BITS / b.rate_bps,
-                                    web.tcp.window_clamp or 11)
+        model = model_median_page_s(web, iw, base_rtt_s(scenario.topology),
+                                    FRAME_BITS / b.rate_bps)
         row, delay = published.get((webs, 0)), delays.get((webs, 0), [])
         implied = (implied_bytes_per_page(row["utilisation_pct"][iw - 1], webs,
                                           delay[iw - 1], mean_think_s(web.think), b.rate_bps)
