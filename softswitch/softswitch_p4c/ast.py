@@ -224,6 +224,12 @@ class Switch(Stmt):
 
 
 @dataclass
+class SwitchChain(Stmt):            # written by desugar.switches_as_ifs, never parsed
+    expr: Expr                      # the switch's value, for the back-end's rules on it
+    chain: Stmt                     # its if/else-if chain (desugar.switch_as_ifs)
+
+
+@dataclass
 class For(Stmt):                    # for (init; cond; updates) body
     init: list
     cond: Optional[Expr]

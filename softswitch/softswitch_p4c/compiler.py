@@ -7,7 +7,7 @@ V1Switch blocks (mixins in exprs/stmts/controls/parsers) into BMv2 JSON.
 from . import ast as A
 from .check import BlockChecker, check_v1model, convert
 from .controls import ControlMixin
-from .desugar import ConditionSplitter, instantiate_direct_calls
+from .desugar import ConditionSplitter, instantiate_direct_calls, switches_as_ifs
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .exprs import ExprMixin
@@ -73,6 +73,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
             self.declare_global(d)
         self.check_blocks()
         instantiate_direct_calls(self.program, self.globals)
+        switches_as_ifs(self.program)
         main = self.globals.lookup("main")
         if main is None:
             raise CompileError(None, "program has no 'main' package instance")

@@ -12,7 +12,7 @@ from typing import Any
 from . import ast as A
 from .ast import describe
 from .copyinout import params_needing_copies
-from .desugar import calls_function, has_apply, is_hit_test, switch_as_ifs
+from .desugar import calls_function, contains_apply, has_apply, is_hit_test
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
@@ -305,6 +305,8 @@ class ControlMixin:
             return seq.entry, seq.exits
         if isinstance(s, A.If):
             return self.g_if(s, ctx)
+        if isinstance(s, A.SwitchChain):
+            return self.g_value_switch(s, ctx)
         if isinstance(s, A.Switch):
             return self.g_switch(s, ctx)
         if isinstance(s, (A.For, A.ForIn)):
@@ -487,29 +489,26 @@ class ControlMixin:
             tsym = self.table_of_apply(cond.expr, ctx)
             if tsym:
                 return tsym, (cond.name == "hit") != negate
-        if self.contains_apply(cond):
+        if contains_apply(cond):
             raise unsupported(cond.loc, "table apply inside a complex condition "
                                         "(use `if (t.apply().hit)` alone)")
         return None
 
-    def contains_apply(self, e):
-        if isinstance(e, A.Member) and e.name == "apply":
-            return True
-        for v in getattr(e, "__dict__", {}).values():
-            if isinstance(v, A.Expr) and self.contains_apply(v):
-                return True
-        return False
+    def g_value_switch(self, s, ctx):
+        """A switch on a value (its type: check.py), as desugar.switches_as_ifs wrote it:
+        the value is evaluated here without primitives, so that a call, which each label's
+        test would repeat, is refused; then its if-chain (a block when only `default` has
+        a body)."""
+        self.eval_value(s.expr, Ctx(ctx.scope, None, "control", ctx.control))
+        return self.g_stmt(s.chain, ctx)
 
     def g_switch(self, s, ctx):
+        """A switch on `t.apply().action_run` (desugar.switches_as_ifs rewrote the others
+        but those on another table apply result, refused here)."""
         e = s.expr
         if not (isinstance(e, A.Member) and e.name == "action_run" and
                 isinstance(e.expr, A.Call) and self.table_of_apply(e.expr, ctx)):
-            if self.contains_apply(e):
-                raise unsupported(s.loc, "switch on a table apply result other than action_run")
-            # a value (its type: check.py), evaluated here without primitives so that a
-            # call, which each label's test would repeat, is refused
-            self.eval_value(e, Ctx(ctx.scope, None, "control", ctx.control))
-            return self.g_stmt(switch_as_ifs(s), ctx)    # a block when only `default` has a body
+            raise unsupported(s.loc, "switch on a table apply result other than action_run")
         tsym = self.table_of_apply(e.expr, ctx)
         table_entry, table = self.apply_table(tsym, e.expr)
         branches, pending_labels, default = [], [], None

@@ -5,6 +5,10 @@ a condition in a control's `apply` block that applies tables inside `&&`, `||`, 
 (`if (x > 1 && t.apply().hit)`) becomes plain statements the pipeline graph can
 express: each table test sets a fresh bool through `if (t.apply().hit)`, and the right
 operand of `&&` / `||` is evaluated only when the left does not decide (P4-16 8.6).
+Run once over the program, after the check: a control type applied directly gets an
+instance (`instantiate_direct_calls`), a switch on a value its if-chain
+(`switches_as_ifs`); the condition splitter and the aggregate `?:` still run as the
+emitter reaches each statement list.
 """
 from dataclasses import fields, is_dataclass
 
@@ -24,6 +28,15 @@ def has_apply(e):
     if is_dataclass(e) and isinstance(e, A.Expr):
         return any(has_apply(getattr(e, f.name)) for f in fields(e) if f.name != "loc")
     return False
+
+
+def contains_apply(e):
+    """Does `e` name an `apply` method outside call arguments (`t.apply().hit`,
+    `t.apply().action_run`)? What the control graph refuses in a value or condition."""
+    if isinstance(e, A.Member) and e.name == "apply":
+        return True
+    return any(isinstance(v, A.Expr) and contains_apply(v)
+               for v in getattr(e, "__dict__", {}).values())
 
 
 _PURE_METHODS = ("isValid", "minSizeInBits", "minSizeInBytes", "lookahead", "apply")
@@ -85,6 +98,41 @@ def switch_as_ifs(s):
             cond = test if cond is None else A.Binary(label.loc, "||", cond, test)
         chain = A.If(s.loc, cond, body, chain)
     return chain
+
+
+def switches_as_ifs(program):
+    """Once over the program, after the check and before lowering: each `switch` on a
+    value becomes an `A.SwitchChain` holding its if-chain (`switch_as_ifs`), in the bodies
+    of actions and functions and in controls' apply blocks. A control's switch on
+    `t.apply().action_run` (or on any other table apply, which the graph refuses) stays a
+    switch, and so does one in a parser state (refused there). The chain's tests read the
+    switch's own expression and labels (the nodes the checker kept for them)."""
+    for d in program.decls:
+        if isinstance(d, (A.ActionDecl, A.FunctionDecl)):
+            _switches_as_ifs(d.body, True)
+        elif isinstance(d, A.ControlDecl) and d.body is not None:
+            for local in d.locals:
+                if isinstance(local, A.ActionDecl):
+                    _switches_as_ifs(local.body, True)
+            _switches_as_ifs(d.body, False)
+
+
+def _switches_as_ifs(node, in_action):
+    """`node` with its value switches rewritten (every switch, `in_action`: an action or
+    function lowers even a switch on an apply as an if-chain); lists and statements in
+    place."""
+    if isinstance(node, list):
+        node[:] = [_switches_as_ifs(x, in_action) for x in node]
+    elif isinstance(node, A.Switch):
+        for case in node.cases:
+            case.body = _switches_as_ifs(case.body, in_action)
+        if in_action or not contains_apply(node.expr):
+            return A.SwitchChain(node.loc, node.expr, switch_as_ifs(node))
+    elif isinstance(node, A.Stmt):
+        for f in fields(node):
+            if f.name != "loc":
+                setattr(node, f.name, _switches_as_ifs(getattr(node, f.name), in_action))
+    return node
 
 
 def select_as_if(s):

@@ -40,7 +40,8 @@ class IndexExpander:
                                                            scope)
         if _applies_block(s, scope):     # inlined once per application: not per index
             return [s]
-        searched = s.cond if isinstance(s, A.If) else s.expr if isinstance(s, A.Switch) \
+        searched = s.cond if isinstance(s, A.If) else \
+            s.expr if isinstance(s, (A.Switch, A.SwitchChain)) \
             else s if isinstance(s, (A.Assign, A.CallStmt)) else None
         found = self.find(searched, scope) if searched is not None else None
         if found is None:

@@ -8,7 +8,7 @@ from .ast import describe
 from .check import min_args
 from .errors import CompileError, unsupported
 from .copyinout import params_needing_copies, storage_of
-from .desugar import has_side_effects, select_as_if, switch_as_ifs
+from .desugar import has_side_effects, select_as_if
 from .exprs import Ctx, StackLastRef
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope, TypeSym
 from .unroll import NotUnrollable
@@ -206,15 +206,20 @@ class StmtMixin:
         if ctx.return_jumps is not None:
             ctx.return_jumps.append(self.emit(ctx, "_jump", [hexstr(0)], s.loc))
 
-    def st_Switch(self, s, ctx):
-        """`switch (value)` inside an action or function: an if/else-if chain (the control
-        graph lowers switches on `t.apply().action_run` itself)."""
-        if ctx.kind == "parser":
+    def st_SwitchChain(self, s, ctx):
+        """`switch (value)` inside an action or function, as desugar.switches_as_ifs wrote
+        it: its if/else-if chain (the value's type: check.py)."""
+        if ctx.kind == "parser":              # a function inlined into a parser state
             raise CompileError(s.loc, "'switch' statements are not allowed in a parser")
-        if has_side_effects(s.expr):
+        if has_side_effects(s.expr):          # each label's test reads it again
             raise unsupported(s.expr.loc, "'switch' inside an action on an expression with side "
                                           "effects")
-        self.lower_stmt(switch_as_ifs(s), ctx)    # a bit<>, enum or error value: check.py
+        self.lower_stmt(s.chain, ctx)
+
+    def st_Switch(self, s, ctx):
+        """A switch a parser state nests in a block (desugar.switches_as_ifs rewrote those of
+        actions, functions and controls)."""
+        raise CompileError(s.loc, "'switch' statements are not allowed in a parser")
 
     def st_CallStmt(self, s, ctx):
         self.lower_call(s.call, ctx, stmt=True)

@@ -467,6 +467,47 @@ control C(inout headers hdr)(bit<8> n) {
     assert unrolled_once[1] == by_the_emitter[1]
 
 
+def test_value_switches_are_if_chains_written_once_before_lowering(tmp_path, monkeypatch):
+    """desugar.switches_as_ifs runs once over the program after the check: the emitter
+    meets every value switch (of a function, an action, an apply block, nested in a case)
+    as the if-chain the pass wrote (`A.SwitchChain`), and only a control's switch on
+    `t.apply().action_run` as a switch."""
+    text = program(decls="""
+bit<8> f(in bit<8> x) { bit<8> r = 0; switch (x) { 1: { r = 2; } default: { r = 3; } } return r; }
+""", ingress="""
+        action a() { switch (hdr.ipv4.ttl) { 1: 2: { meta.m8 = 1; } } }
+        action b() { }
+        table t { actions = { a; b; } }""", apply="""
+        switch (t.apply().action_run) {
+            a: { switch (hdr.ipv4.protocol) { 6: { meta.m16 = 1; } default: { b(); } } }
+            b: { meta.m8 = f(hdr.ipv4.ttl); }
+        }""")
+    path = tmp_path / "switches.p4"
+    path.write_text(text)
+    met = {}
+
+    def kinds(node):
+        if isinstance(node, (A.Switch, A.SwitchChain)):
+            met[type(node).__name__] = met.get(type(node).__name__, 0) + 1
+        if isinstance(node, list):
+            for x in node:
+                kinds(x)
+        elif dataclasses.is_dataclass(node) and not isinstance(node, A.Expr):
+            for fl in dataclasses.fields(node):
+                if fl.name != "loc":
+                    kinds(getattr(node, fl.name))
+
+    lower_main = Compiler.lower_main
+
+    def lower_main_counting(self, main):
+        kinds(self.program.decls)
+        return lower_main(self, main)
+
+    monkeypatch.setattr(Compiler, "lower_main", lower_main_counting)
+    compile_to_objects(str(path))
+    assert met == {"Switch": 1, "SwitchChain": 3}
+
+
 def test_a_tna_program_has_its_loops_unrolled_by_the_tna_check_too(tmp_path, monkeypatch):
     """tna.check_program unrolls the loops its scopes decide as check_v1model does, before
     tna_lower; the lowered JSON and P4Info are the emitter's own unrolling's."""
