@@ -457,6 +457,10 @@ class StmtMixin:
                 more = self.possible_writes(s.stmts, scope)
             elif isinstance(s, A.If):
                 more = self.possible_writes([s.then] + ([s.other] if s.other else []), scope)
+            elif isinstance(s, A.SwitchChain):
+                more = self.possible_writes([s.chain], scope)
+            elif isinstance(s, (A.For, A.ForIn)):
+                more = self.possible_writes([s.body], scope)
             elif isinstance(s, A.Assign):
                 more = self.written_by(s.lhs, scope)
             elif isinstance(s, A.CallStmt):

@@ -44,6 +44,18 @@ def test_inout_arguments_are_copied_in_and_out(tmp_path):
     assert ident(sw, ident=6) == 0x0C
 
 
+def test_an_in_argument_is_copied_when_a_switch_case_or_a_loop_writes_its_storage(tmp_path):
+    # the action writes hdr.ipv4.ttl by its own name inside a switch case (or a loop the
+    # emitter unrolls), then reads x: x is the ttl copied in (64), not the 1 written; the
+    # writes there were not seen, so x was bound to the field itself
+    for body in ("switch (hdr.ipv4.ttl) { default: { hdr.ipv4.ttl = 1; hdr.ipv4.protocol = x; } }",
+                 "for (bit<8> i = 0; i < n; i = i + 1) { hdr.ipv4.ttl = 1; hdr.ipv4.protocol = x; }"):
+        sw = switch_for(tmp_path, ingress=f"action a(in bit<8> x, bit<8> n) {{ {body} }}",
+                        apply="sm.egress_spec = 1; a(hdr.ipv4.ttl, 1);")
+        p = only(sw.process_packet(0, packet(ttl=64)))[1][IP]
+        assert (p.ttl, p.proto) == (1, 64)
+
+
 def test_inout_argument_is_not_the_storage_it_came_from(tmp_path):
     # the action writes the field by its own name; the parameter keeps the copied-in value
     sw = switch_for(tmp_path, ingress="""
