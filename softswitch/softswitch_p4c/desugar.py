@@ -7,8 +7,8 @@ express: each table test sets a fresh bool through `if (t.apply().hit)`, and the
 operand of `&&` / `||` is evaluated only when the left does not decide (P4-16 8.6).
 Run once over the program, after the check: a control type applied directly gets an
 instance (`instantiate_direct_calls`), a switch on a value its if-chain
-(`switches_as_ifs`); the condition splitter and the aggregate `?:` still run as the
-emitter reaches each statement list.
+(`switches_as_ifs`); the condition splitter still runs as the emitter reaches each
+statement list.
 """
 from dataclasses import fields, is_dataclass
 
@@ -133,13 +133,6 @@ def _switches_as_ifs(node, in_action):
             if f.name != "loc":
                 setattr(node, f.name, _switches_as_ifs(getattr(node, f.name), in_action))
     return node
-
-
-def select_as_if(s):
-    """`x = c ? a : b` where x is a header, struct or stack: BMv2's `?:` yields data only,
-    so the choice becomes `if (c) x = a; else x = b;` (only the chosen side is read)."""
-    return A.If(s.loc, s.rhs.cond, A.Assign(s.loc, s.lhs, s.rhs.then),
-                A.Assign(s.loc, s.lhs, s.rhs.other))
 
 
 class ConditionSplitter:

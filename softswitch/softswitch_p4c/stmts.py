@@ -8,7 +8,7 @@ from .ast import describe
 from .check import min_args
 from .errors import CompileError, unsupported
 from .copyinout import params_needing_copies, storage_of
-from .desugar import has_side_effects, select_as_if
+from .desugar import has_side_effects
 from .exprs import Ctx, StackLastRef
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope, TypeSym
 from .unroll import NotUnrollable
@@ -76,16 +76,23 @@ class StmtMixin:
     def st_Assign(self, s, ctx):
         lhs = self.eval_value(s.lhs, ctx)
         self.check_lvalue(lhs, s.lhs)
-        if isinstance(s.rhs, A.Ternary) and not lhs.type.is_scalar:
-            return self.lower_stmt(select_as_if(s), ctx)
-        if isinstance(s.rhs, A.Call):
-            produced = self.lower_call(s.rhs, ctx, dest=lhs)
+        self.assign_from(lhs, s.rhs, ctx, s.loc)
+
+    def assign_from(self, dest, e, ctx, loc):
+        """`dest = e` with `dest` evaluated once, before `e`. `c ? a : b` on a header,
+        struct or stack assigns only the side `c` chooses (BMv2's `?:` yields data only);
+        a call may write its result in place."""
+        if isinstance(e, A.Ternary) and not dest.type.is_scalar:
+            return self.choose(e.cond, lambda c: self.assign_from(dest, e.then, c, loc),
+                               lambda c: self.assign_from(dest, e.other, c, loc), ctx, loc)
+        if isinstance(e, A.Call):
+            produced = self.lower_call(e, ctx, dest=dest)
             if produced is None:
                 return
-            rhs = produced
+            value = produced
         else:
-            rhs = self.eval_value(s.rhs, ctx, lhs.type)
-        self.assign(ctx, lhs, rhs, s.loc)
+            value = self.eval_value(e, ctx, dest.type)
+        self.assign(ctx, dest, value, loc)
 
     def check_lvalue(self, v, e):
         """`v` is storage BMv2 can write (constants and read-only parameters: check.py)."""
@@ -105,12 +112,7 @@ class StmtMixin:
             return
         var = self.declare_local(s, t, ctx)
         if s.init is not None:
-            if isinstance(s.init, A.Call):
-                produced = self.lower_call(s.init, ctx, dest=var)
-                if produced is not None:
-                    self.assign(ctx, var, produced, s.init.loc)
-            else:
-                self.assign(ctx, var, self.eval_value(s.init, ctx, t), s.init.loc)
+            self.assign_from(var, s.init, ctx, s.init.loc)
         ctx.scope.declare(s.name, var, s.loc)
 
     def varbit_local(self, name, t):
@@ -127,20 +129,27 @@ class StmtMixin:
         return self.layout(t, self.unique_instance_name(s.name), False, s.name)
 
     def st_If(self, s, ctx):
-        cond = self.eval_value(s.cond, ctx)
+        other = None if s.other is None else lambda c: self.lower_stmt(s.other, c)
+        self.choose(s.cond, lambda c: self.lower_stmt(s.then, c), other, ctx, s.loc)
+
+    def choose(self, cond_e, then, other, ctx, loc):
+        """Lower `then` or `other` (each given its own child context; `other` may be None)
+        as condition `cond_e` decides: a compile-time one lowers one of them, a run-time one
+        jumps around both (`_jump_if_zero`, `_jump`), as p4c writes an action's `if`."""
+        cond = self.eval_value(cond_e, ctx)
         if cond.const is not None:
-            branch = s.then if cond.const else s.other
+            branch = then if cond.const else other
             if branch is not None:
-                self.lower_stmt(branch, ctx.child(Scope(ctx.scope)))
+                branch(ctx.child(Scope(ctx.scope)))
             return
         if ctx.kind == "parser":
-            raise unsupported(s.loc, "'if' statement in a parser state")
-        jz = self.emit(ctx, "_jump_if_zero", [expr("b2d", None, as_bool(cond)), hexstr(0)], s.loc)
-        self.lower_stmt(s.then, ctx.child(Scope(ctx.scope)))
-        if s.other is not None:
-            j = self.emit(ctx, "_jump", [hexstr(0)], s.loc)
+            raise unsupported(loc, "'if' statement in a parser state")
+        jz = self.emit(ctx, "_jump_if_zero", [expr("b2d", None, as_bool(cond)), hexstr(0)], loc)
+        then(ctx.child(Scope(ctx.scope)))
+        if other is not None:
+            j = self.emit(ctx, "_jump", [hexstr(0)], loc)
             self.patch_jump(jz, len(ctx.prims))
-            self.lower_stmt(s.other, ctx.child(Scope(ctx.scope)))
+            other(ctx.child(Scope(ctx.scope)))
             self.patch_jump(j, len(ctx.prims))
         else:
             self.patch_jump(jz, len(ctx.prims))

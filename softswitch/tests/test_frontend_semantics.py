@@ -6,7 +6,7 @@ refused)."""
 import json
 
 import pytest
-from scapy.all import IP
+from scapy.all import IP, Ether
 
 from softswitch_p4c.driver import compile_source
 from softswitch_p4c.errors import CompileError
@@ -287,6 +287,30 @@ def test_break_and_continue_in_unrolled_loops(tmp_path):
         }
         hdr.ipv4.identification = odd;""")
     assert ident(sw) == 9
+
+
+def test_a_choice_of_headers_evaluates_its_destination_once(tmp_path):
+    # `x = c ? a : b` on headers assigns only the chosen side; it was rewritten into
+    # `if (c) x = a; else x = b;`, evaluating x's index again in each branch, so the
+    # call in it ran twice on the path taken (n = 7, not 6)
+    sw = switch_for(tmp_path, decls="bit<2> slot(inout bit<8> n) { n = n + 1; return 0; }",
+                    ingress="""
+        action a() {
+            meta.m8 = 5;
+            hdr.hops[slot(meta.m8)] = hdr.ipv4.ttl == 0 ? hdr.hops[1] : hdr.hops[2];
+            hdr.ipv4.ttl = meta.m8;
+        }""", apply="sm.egress_spec = 1; a();")
+    assert only(sw.process_packet(0, packet(ttl=64)))[1][IP].ttl == 6
+
+
+def test_a_choice_of_headers_initializes_a_local(tmp_path):
+    # was refused: "unsupported construct: '?:' on header ethernet_t values"
+    sw = switch_for(tmp_path, apply="""
+        sm.egress_spec = 1;
+        ethernet_t e = hdr.ipv4.ttl == 64 ? hdr.ethernet : hdr.ethernet;
+        e.dst = 7;
+        hdr.ethernet = e;""")
+    assert only(sw.process_packet(0, packet(ttl=64)))[1][Ether].dst == "00:00:00:00:00:07"
 
 
 def test_a_value_switch_with_only_a_default_body_runs_it(tmp_path):
