@@ -23,6 +23,10 @@ from aqmlab.reproductions.common import fmt
 
 SEGMENT_BYTES = 1448      # MSS 1460 less the 12-byte timestamp option Linux sends
 FRAME_BITS = 1500 * 8
+WIRE_BYTES_PER_SEGMENT = 52     # the IPv4 and TCP headers with the timestamp option
+# A connection's own packets on the bottleneck (SYN-ACK, FIN, ...), fitted to
+# the committed lognormal runs: 14.5 KB there per page of 12.9 KB of objects.
+WIRE_BYTES_PER_CONNECTION = 266
 # An object's delay beyond its loss-free round trips (s) -> what it met:
 # under 0.3 s nothing; to 0.9 s one lost data segment (TLP, fast retransmit or
 # one RTO of ~3 srtt); to 1.25 s Linux's 1 s SYN-ACK timeout (its initial RTO);
@@ -68,13 +72,72 @@ def loss_free_page_s(sizes, iw, rtt_s, packet_s, clamp=11):
     return primary + embedded + packet_s * sum(segments_of(s) for s in sizes)
 
 
+def model_pages(web, pages=20000, seed=1):
+    """`pages` pages of an http10 workload, each its object sizes drawn as the
+    agent draws them (its sampler, max_size and embedded count)."""
+    draw = size_sampler(web.object_size, random.Random(seed), web.max_size)
+    return [[draw() for _ in range(1 + web.embedded)] for _ in range(pages)]
+
+
 def model_median_page_s(web, iw, rtt_s, packet_s, pages=20000, seed=1):
     """Median loss-free page delay of an http10 workload over `pages` pages
     drawn as the agent draws them."""
-    draw = size_sampler(web.object_size, random.Random(seed), web.max_size)
-    embedded, clamp = web.embedded, web.tcp.window_clamp or 11
-    return statistics.median(loss_free_page_s([draw() for _ in range(1 + embedded)], iw,
-                                              rtt_s, packet_s, clamp) for _ in range(pages))
+    clamp = web.tcp.window_clamp or 11
+    return statistics.median(loss_free_page_s(sizes, iw, rtt_s, packet_s, clamp)
+                             for sizes in model_pages(web, pages, seed))
+
+
+def page_wire_bytes(sizes):
+    """Bytes an HTTP/1.0 page puts on the bottleneck: its objects, a header
+    per segment and each connection's own packets."""
+    return sum(size + WIRE_BYTES_PER_SEGMENT * segments_of(size) + WIRE_BYTES_PER_CONNECTION
+               for size in sizes)
+
+
+def offered_load(web, webs, iw, topology, pages=20000, seed=1):
+    """What an http10 workload offers the dumbbell with no loss and no queue:
+    the loss-free model's median and mean page delay (s), bottleneck bytes
+    per page, and the utilisation (%) when each client asks for a page every
+    mean page delay + mean think time. The model's slow-start rounds overstate
+    a large object's time (it runs at the link's rate once its window fills
+    the path), so `utilisation_high_pct` takes each page at its lower bound
+    instead, 4 round trips (two handshakes, two requests) plus its packets at
+    the link's rate: the truth lies between the two."""
+    b = topology.bottleneck
+    rtt_s, packet_s = base_rtt_s(topology), FRAME_BITS / b.rate_bps
+    drawn = model_pages(web, pages, seed)
+    delays = [loss_free_page_s(sizes, iw, rtt_s, packet_s, web.tcp.window_clamp or 11)
+              for sizes in drawn]
+    floors = [4 * rtt_s + packet_s * sum(segments_of(s) for s in sizes) for sizes in drawn]
+    wire = [page_wire_bytes(sizes) for sizes in drawn]
+    think_s = mean_think_s(web.think)
+
+    def utilisation(page_s):
+        return 100 * webs * statistics.fmean(wire) * 8 / (page_s + think_s) / b.rate_bps
+    return {"median_s": statistics.median(delays), "mean_s": statistics.fmean(delays),
+            "wire_bytes": statistics.fmean(wire), "wire_sd_bytes": statistics.stdev(wire),
+            "pages_per_s": webs / (statistics.fmean(delays) + think_s),
+            "utilisation_pct": utilisation(statistics.fmean(delays)),
+            "utilisation_high_pct": utilisation(statistics.fmean(floors))}
+
+
+def run_spread_pct(load, seconds):
+    """The seed-to-seed spread (coefficient of variation, %) of the bytes per
+    page a run of `seconds` offers: the pages' spread over the root of the
+    pages such a run holds (offered_load's dict)."""
+    pages = load["pages_per_s"] * seconds
+    return 100 * load["wire_sd_bytes"] / load["wire_bytes"] / math.sqrt(pages)
+
+
+def repetitions_for(sd, half_width, confidence=0.95):
+    """The fewest repetitions whose Student-t interval of the mean is at most
+    +- half_width for a per-run standard deviation sd."""
+    from scipy import stats as scipy_stats
+
+    n = 2
+    while scipy_stats.t.ppf((1 + confidence) / 2, n - 1) * sd / math.sqrt(n) > half_width:
+        n += 1
+    return n
 
 
 def penalty(excess_s):
