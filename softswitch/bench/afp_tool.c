@@ -4,15 +4,22 @@
  *                                        received on one interface is sent on the
  *                                        other (recvmmsg/sendmmsg, no P4 work)
  *   afp_tool blast IF SECONDS HEXFRAME   sends one frame as fast as possible
+ *   afp_tool train IF COUNT GAP_NS HEXFRAME
+ *                                        sends COUNT copies of a frame, one every
+ *                                        GAP_NS, numbered 0.. in the 4 bytes at
+ *                                        SEQ_OFFSET (the link-timing frames)
  *
- * Both print how many frames they moved. Same socket set-up as the engine:
+ * All print how many frames they moved. Same socket set-up as the engine:
  * bound per interface, PACKET_IGNORE_OUTGOING, non-blocking, batches of 64. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
+#include <errno.h>
 #include <poll.h>
+#include <sys/prctl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +32,8 @@
 #endif
 #define BATCH 64
 #define FRAME 9216
+/* first 4 bytes of the UDP payload of an untagged IPv4 frame without options */
+#define SEQ_OFFSET 42
 
 static double now_s(void) {
     struct timespec t;
@@ -84,13 +93,18 @@ static long forward(const char *a, const char *b, double seconds) {
     return moved;
 }
 
-static long blast(const char *ifname, double seconds, const char *hex) {
-    int fd = open_port(ifname);
+static size_t parse_frame(const char *hex, unsigned char *frame) {
     size_t len = strlen(hex) / 2;
-    unsigned char frame[FRAME];
-    long sent = 0;
     if (len > FRAME) { fprintf(stderr, "frame too long\n"); exit(1); }
     for (size_t i = 0; i < len; i++) sscanf(hex + 2 * i, "%2hhx", &frame[i]);
+    return len;
+}
+
+static long blast(const char *ifname, double seconds, const char *hex) {
+    int fd = open_port(ifname);
+    unsigned char frame[FRAME];
+    size_t len = parse_frame(hex, frame);
+    long sent = 0;
     for (int i = 0; i < BATCH; i++) {
         iov[0][i] = (struct iovec){frame, len};
         tx[i].msg_hdr.msg_iov = &iov[0][i];
@@ -105,13 +119,45 @@ static long blast(const char *ifname, double seconds, const char *hex) {
     return sent;
 }
 
+/* Frame i leaves at start + i * gap (absolute sleeps, so late wake-ups do not
+ * accumulate); the receiving ends time-stamp each frame themselves, so the
+ * spacing only needs to be right on average. */
+static long train(const char *ifname, long count, long gap_ns, const char *hex) {
+    int fd = open_port(ifname);
+    unsigned char frame[FRAME];
+    size_t len = parse_frame(hex, frame);
+    struct timespec at;
+    long sent = 0;
+    if (len < SEQ_OFFSET + 4) { fprintf(stderr, "frame too short for a sequence number\n"); exit(1); }
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    clock_gettime(CLOCK_MONOTONIC, &at);
+    while (sent < count) {
+        uint32_t seq = htonl((uint32_t)sent);
+        memcpy(frame + SEQ_OFFSET, &seq, 4);
+        if (send(fd, frame, len, 0) < 0) {
+            if (errno != EAGAIN && errno != ENOBUFS) { perror("send"); exit(1); }
+            usleep(20); /* device queue full: the same frame again */
+            continue;
+        }
+        sent++;
+        at.tv_nsec += gap_ns;
+        at.tv_sec += at.tv_nsec / 1000000000L;
+        at.tv_nsec %= 1000000000L;
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL);
+    }
+    return sent;
+}
+
 int main(int argc, char **argv) {
     if (argc == 5 && !strcmp(argv[1], "forward")) {
         printf("%ld\n", forward(argv[2], argv[3], atof(argv[4])));
     } else if (argc == 5 && !strcmp(argv[1], "blast")) {
         printf("%ld\n", blast(argv[2], atof(argv[3]), argv[4]));
+    } else if (argc == 6 && !strcmp(argv[1], "train")) {
+        printf("%ld\n", train(argv[2], atol(argv[3]), atol(argv[4]), argv[5]));
     } else {
-        fprintf(stderr, "usage: afp_tool forward IF_A IF_B SECONDS | blast IF SECONDS HEXFRAME\n");
+        fprintf(stderr, "usage: afp_tool forward IF_A IF_B SECONDS | blast IF SECONDS HEXFRAME"
+                        " | train IF COUNT GAP_NS HEXFRAME\n");
         return 2;
     }
     return 0;

@@ -224,6 +224,61 @@ def udp_recv(port: int, count: int, timeout: float) -> dict:
     return {"received": got}
 
 
+SOL_PACKET, PACKET_STATISTICS, PACKET_OUTGOING = 263, 6, 4
+SEQ_OFFSET = 42  # afp_tool's train: the first 4 bytes of the UDP payload (untagged IPv4, no options)
+
+
+def capture_train(ifname: str, udp_port: int) -> dict:
+    """Records, for each frame of afp_tool's train (UDP to `udp_port`) that
+    `ifname` receives, its sequence number, length and kernel receive
+    timestamp (SO_TIMESTAMPNS, ns). Reads nothing until stdin closes, so it
+    takes no CPU while the frames flow: the kernel stamps each frame as it
+    arrives and keeps it in a socket buffer sized for the whole train."""
+    import socket
+    import struct
+    import sys
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))  # ETH_P_ALL
+    s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 64 << 20)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    s.bind((ifname, 0))
+    print("ready", flush=True, file=sys.stderr)
+    sys.stdin.read()
+    s.setblocking(False)
+    frames = []
+    while True:
+        try:
+            data, anc, _, addr = s.recvmsg(65536, 256)
+        except BlockingIOError:
+            break
+        is_train = (addr[2] != PACKET_OUTGOING and data[12:14] == b"\x08\x00" and data[23] == 17
+                    and int.from_bytes(data[36:38], "big") == udp_port)
+        stamps = [struct.unpack("qq", v[:16]) for level, kind, v in anc if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS]
+        if is_train and stamps:
+            sec, nsec = stamps[0]
+            frames.append([int.from_bytes(data[SEQ_OFFSET:SEQ_OFFSET + 4], "big"), sec * 1_000_000_000 + nsec, len(data)])
+    _, kernel_drops = struct.unpack("II", s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+    return {"frames": frames, "kernel_drops": kernel_drops}
+
+
+def start_capture(ifname: str, udp_port: int, ns: str | None = None) -> subprocess.Popen:
+    """Starts `capture_train` on `ifname` (inside namespace `ns`, if given) and
+    waits until its socket is bound; `finish_capture` ends it."""
+    proc = subprocess.Popen(netlab.netns_argv(ns, _python(), __file__, "capture", ifname, str(udp_port)), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        raise RuntimeError(f"capture did not start: {line}{proc.stderr.read()}")
+    return proc
+
+
+def finish_capture(proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate(input="", timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"capture failed: {err}")
+    return json.loads(out)
+
+
 def tcp_payload(nbytes: int) -> bytes:
     import random
     return random.Random(nbytes).randbytes(nbytes)
@@ -297,7 +352,9 @@ if __name__ == "__main__":
         result = tcp_recv(int(args[0]), float(args[1]))
     elif cmd == "tcp-send":
         result = tcp_send(args[0], int(args[1]), int(args[2]))
+    elif cmd == "capture":
+        result = capture_train(args[0], int(args[1]))
     else:
         sys.exit(f"usage: {sys.argv[0]} send DST PORT COUNT SIZE HIGH | recv PORT COUNT TIMEOUT"
-                 " | tcp-recv PORT TIMEOUT | tcp-send DST PORT NBYTES")
+                 " | tcp-recv PORT TIMEOUT | tcp-send DST PORT NBYTES | capture IFNAME UDP_PORT")
     print(json.dumps(result))

@@ -27,6 +27,12 @@ def test_quick_benchmark_measures_everything(tmp_path):
     assert [r["rate_mbps"] for r in raw["rate"]] == [1.5, 10.0, 100.0]
     assert all(r["wire_mbps"] > 0 for r in raw["rate"])
     assert len(raw["latency"]) == 2 and len(raw["delay"]) == 2
+    assert raw["latency_added_us"].keys() == {"median", "p99"}
+    trains = [(r["rate_mbps"], r["pattern"], r["delay_us"] > 0) for r in raw["timing"]]
+    assert trains == [(rate, pattern, delayed) for rate in (10.0, 100.0, 1000.0)
+                      for pattern, delayed in (("saturating", False), ("paced", False), ("paced", True))]
+    assert all(r["delivered"] > 0 and {"p50", "p99", "max"} <= r["error_us"].keys() for r in raw["timing"])
+    assert "## Link timing" in text
     assert "| 64 |" in text and "| 100.0 |" in text
     assert [r["program"] for r in raw["instructions"]] == ["benchmark program", "minimal program"]
     assert all(r["compiled"] > 0 and r["interpreter"] > 0 for r in raw["instructions"])
