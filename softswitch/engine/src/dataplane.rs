@@ -124,6 +124,10 @@ impl PacketLoop {
             self.sync_config();
             self.sync_pipeline();
             let now = self.clock.now_ns();
+            // Frames already due leave before this turn's work (receiving, the
+            // next frame's egress) can hold them: served after it, a saturated
+            // link's every frame left one egress run late.
+            self.transmit(now);
             self.receive(&readable, now);
             self.take_packet_outs(now);
             self.release_arrivals(now);
@@ -131,7 +135,7 @@ impl PacketLoop {
             for p in ports {
                 self.advance(p, now, 0);
             }
-            self.transmit(now);
+            self.transmit(self.clock.now_ns());
         }
     }
 
@@ -264,9 +268,12 @@ impl PacketLoop {
                         0
                     }
                 };
+                // Read after the receive: a frame that came in since the turn began
+                // keeps its own timestamp instead of being moved back to the turn's start.
+                let received_by = self.clock.now_ns();
                 let offset = self.clock.realtime_offset_ns();
                 for i in 0..n {
-                    let at = bufs.kernel_timestamp_ns(i).map_or(now, |ts| Clock::from_realtime_ns(ts, offset, now));
+                    let at = bufs.kernel_timestamp_ns(i).map_or(received_by, |ts| Clock::from_realtime_ns(ts, offset, received_by));
                     match bufs.received(i) {
                         Received::Frame(frame) => self.arrive(port, frame, at),
                         Received::Segments(segments) => segments.iter().for_each(|s| self.arrive(port, s, at)),
@@ -277,6 +284,8 @@ impl PacketLoop {
                 if n < crate::afpacket::BATCH {
                     break;
                 }
+                // A backlog takes a while to read: frames falling due meanwhile go now.
+                self.transmit(self.clock.now_ns());
                 if batch + 1 == RX_BATCHES_PER_TURN {
                     self.backlogged.push(port);
                 }
