@@ -230,6 +230,14 @@ class SwitchChain(Stmt):            # written by desugar.switches_as_ifs, never 
 
 
 @dataclass
+class SplitStmt(Stmt):              # written by desugar.split_conditions, never parsed
+    original: Stmt                  # the statement as written (the unroller reads its jumps)
+    stmts: list                     # what it became: its table tests and calls first
+    temporaries: list               # the bools they declare, in the order made
+    error: Any = None               # a CompileError the rewrite met, raised when reached
+
+
+@dataclass
 class For(Stmt):                    # for (init; cond; updates) body
     init: list
     cond: Optional[Expr]
@@ -462,6 +470,8 @@ class ControlDecl(Decl):
     ctor_params: Optional[List[Param]]
     locals: list
     body: Optional[Block]           # None for a control type declaration
+    inits: list = field(default_factory=list)   # `T x = e;` locals as `x = e;` run first
+                                                # (desugar.split_conditions writes them)
 
 
 @dataclass

@@ -7,7 +7,7 @@ V1Switch blocks (mixins in exprs/stmts/controls/parsers) into BMv2 JSON.
 from . import ast as A
 from .check import BlockChecker, check_v1model, convert
 from .controls import ControlMixin
-from .desugar import ConditionSplitter, instantiate_direct_calls, switches_as_ifs
+from .desugar import instantiate_direct_calls, split_conditions, switches_as_ifs
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .exprs import ExprMixin
@@ -61,7 +61,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.action_bindings = {}        # (action decl, control) -> args bound in a table
         self.action_profiles = []        # JSON action_profiles of the pipeline being lowered
         self.anonymous_profiles = 0      # `implementation = action_profile(N)` instances so far
-        self.splitter = ConditionSplitter()
+        self.split_count = 0             # desugar.split_conditions' temporaries named so far
         self.unroller = Unroller(self)
         self.hsindex = IndexExpander(self)
         self.ir_nodes = {}               # id(AST expression) -> (it, scope, IR node): typed()
@@ -74,6 +74,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.check_blocks()
         instantiate_direct_calls(self.program, self.globals)
         switches_as_ifs(self.program)
+        split_conditions(self.program)
         main = self.globals.lookup("main")
         if main is None:
             raise CompileError(None, "program has no 'main' package instance")

@@ -12,7 +12,7 @@ from typing import Any
 from . import ast as A
 from .ast import describe
 from .copyinout import params_needing_copies
-from .desugar import calls_function, contains_apply, has_apply, is_hit_test
+from .desugar import contains_apply
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
@@ -33,7 +33,7 @@ class ControlInfo:
     tables: list = field(default_factory=list)
     conditionals: list = field(default_factory=list)
     applied: set = field(default_factory=set)
-    var_inits: list = field(default_factory=list)   # control-level `T x = e;` run first
+    temporaries: dict = field(default_factory=dict)  # split$N -> its name in this copy
     parent: Any = None                               # enclosing control of a sub-control
     return_to: Any = None                            # _Return of an inlined sub-control
 
@@ -172,11 +172,9 @@ class ControlMixin:
             scope.declare(d.name, self.eval_const_decl(d, t, scope), d.loc)
         elif isinstance(d, A.Instance):
             self.declare_instance(d, scope, info)
-        elif isinstance(d, A.VarDecl):
+        elif isinstance(d, A.VarDecl):            # its initializer: decl.inits
             t = self.resolve_type(d.type, scope)
             scope.declare(d.name, self.declare_local(d, t, ctx), d.loc)
-            if d.init is not None:
-                info.var_inits.append(A.Assign(d.loc, A.Name(d.loc, d.name), d.init))
         else:
             raise unsupported(d.loc, f"{type(d).__name__} in a control")
 
@@ -184,7 +182,7 @@ class ControlMixin:
     def lower_pipeline(self, name, decl):
         info = self.control_scope(decl)
         ctx = Ctx(Scope(info.scope), None, "control", info)
-        seq = self.g_stmts(info.var_inits + decl.body.stmts, ctx)
+        seq = self.g_stmts(decl.inits + decl.body.stmts, ctx)
         _patch(seq.exits, END)
         init = None if seq.entry in (None, END) else seq.entry
         self.json["pipelines"].append({
@@ -200,7 +198,7 @@ class ControlMixin:
 
     def g_stmts(self, stmts, ctx):
         seq, run = _Seq(), []
-        for s in self.split_conditions(stmts, ctx.scope):
+        for s in self.steps(stmts, ctx):
             if self.is_simple(s, ctx):
                 run.append(s)
                 continue
@@ -216,27 +214,24 @@ class ControlMixin:
             self.flush_run(run, ctx, seq)
         return seq
 
-    def split_conditions(self, stmts, scope):
-        """Statements whose conditions or values apply tables inside &&, ||, ! become
-        explicit steps (desugar.ConditionSplitter); a condition that calls a function is
-        computed into a bool first (the call is inlined into a synthetic action); then
-        run-time stack indices are expanded (hsindex; after the split, so that a table
-        apply is not copied into each branch of the chain)."""
-        splitter = self.splitter
+    def steps(self, stmts, ctx):
+        """The statements of a list as lowered: each one desugar.split_conditions split
+        (its table tests and function calls made explicit steps) is what it became, its
+        temporaries named here, in the order reached (`cond$N`: an inlined copy or a loop
+        iteration names its own); then run-time stack indices are expanded (hsindex; after
+        the split, so that a table apply is not copied into each branch of the chain)."""
         out = []
         for s in stmts:
-            if isinstance(s, A.If) and has_apply(s.cond) and not is_hit_test(s.cond):
-                out += splitter.split_if(s)
-            elif isinstance(s, A.If) and calls_function(s.cond, scope):
-                out += splitter.split_value_first(s)
-            elif isinstance(s, A.Assign) and has_apply(s.rhs):
-                out += splitter.split_value(s.loc, s.rhs, s.lhs)
-            elif isinstance(s, A.VarDecl) and not s.is_const and has_apply(s.init):
-                out += [A.VarDecl(s.loc, s.annos, s.type, s.name, None)]
-                out += splitter.split_value(s.loc, s.init, A.Name(s.loc, s.name))
-            else:
+            if not isinstance(s, A.SplitStmt):
                 out.append(s)
-        return self.hsindex.expand(out, scope)
+                continue
+            if s.error is not None:
+                raise s.error
+            for name in s.temporaries:
+                ctx.control.temporaries[name] = f"cond${self.split_count}"
+                self.split_count += 1
+            out += s.stmts
+        return self.hsindex.expand(out, ctx.scope)
 
     def is_simple(self, s, ctx):
         if isinstance(s, (A.Assign, A.VarDecl, A.Empty)):
@@ -368,7 +363,7 @@ class ControlMixin:
                                     lambda *pair: copy_in.append(pair))
         name = f"{sub.owner_name}.{sub.name}" + (f"_{sub.applied - 1}" if sub.applied else "")
         sub.applied += 1
-        info = ControlInfo(name, d, scope, outer.tables, outer.conditionals, outer.applied, [],
+        info = ControlInfo(name, d, scope, outer.tables, outer.conditionals, outer.applied, {},
                            outer, _Return())
         for local in d.locals:
             if isinstance(local, A.Instance) and local.name in sub.externs:
@@ -379,7 +374,7 @@ class ControlMixin:
                 sub.externs[local.name] = scope.lookup(local.name)
         body = _Seq()
         body.add(*self.copy_steps(copy_in, ctx, call.loc))
-        seq = self.g_stmts(info.var_inits + d.body.stmts,
+        seq = self.g_stmts(d.inits + d.body.stmts,
                            Ctx(Scope(scope), None, "control", info))
         if seq.entry is not info.return_to:              # `return` first: nothing runs
             body.add(seq.entry, (seq.exits or []) + info.return_to.slots)

@@ -5,16 +5,16 @@ a condition in a control's `apply` block that applies tables inside `&&`, `||`, 
 (`if (x > 1 && t.apply().hit)`) becomes plain statements the pipeline graph can
 express: each table test sets a fresh bool through `if (t.apply().hit)`, and the right
 operand of `&&` / `||` is evaluated only when the left does not decide (P4-16 8.6).
-Run once over the program, after the check: a control type applied directly gets an
-instance (`instantiate_direct_calls`), a switch on a value its if-chain
-(`switches_as_ifs`); the condition splitter still runs as the emitter reaches each
-statement list.
+Each runs once over the program, after the check: a control type applied directly gets
+an instance (`instantiate_direct_calls`), a switch on a value its if-chain
+(`switches_as_ifs`), then conditions are split (`split_conditions`; the emitter names
+the temporaries as it reaches them).
 """
 from dataclasses import fields, is_dataclass
 
 from . import ast as A
-from .errors import unsupported
-from .symbols import BlockSym, FuncSym
+from .errors import CompileError, unsupported
+from .symbols import BlockSym
 
 _BOOL = "bool"
 
@@ -55,15 +55,15 @@ def has_side_effects(e):
     return False
 
 
-def calls_function(e, scope):
-    """Does expression `e` call a P4 function (which only an action body can inline)?"""
-    if isinstance(e, A.Call) and isinstance(e.func, A.Name) and \
-            isinstance(scope.lookup(e.func.name), FuncSym):
+def calls_function(e, functions):
+    """Does expression `e` call a P4 function (which only an action body can inline)?
+    `functions`: the names that are functions where `e` is."""
+    if isinstance(e, A.Call) and isinstance(e.func, A.Name) and e.func.name in functions:
         return True
     if isinstance(e, list):
-        return any(calls_function(x, scope) for x in e)
+        return any(calls_function(x, functions) for x in e)
     if is_dataclass(e) and isinstance(e, A.Expr):
-        return any(calls_function(getattr(e, f.name), scope) for f in fields(e)
+        return any(calls_function(getattr(e, f.name), functions) for f in fields(e)
                    if f.name != "loc")
     return False
 
@@ -135,17 +135,88 @@ def _switches_as_ifs(node, in_action):
     return node
 
 
+def split_conditions(program):
+    """Once over the program, after the check and before lowering: every statement list
+    of a control's apply block that the pipeline graph lowers, and the control-level
+    initializers it runs first (`ControlDecl.inits`), with each statement whose
+    condition or value applies a table inside `&&`, `||`, `!` or `?:`, or whose `if`
+    condition calls a function, replaced by an `A.SplitStmt`. The temporaries are named
+    by the emitter as it reaches the list (`cond$N`, once per inlined copy)."""
+    functions = {d.name for d in program.decls if isinstance(d, A.FunctionDecl)}
+    splitter = ConditionSplitter()
+    for d in program.decls:
+        if isinstance(d, A.ControlDecl) and d.body is not None:
+            declared = {p.name for p in d.params + (d.ctor_params or [])} | \
+                {getattr(x, "name", None) for x in d.locals}
+            splitter.functions = functions - declared
+            d.inits = [A.Assign(x.loc, A.Name(x.loc, x.name), x.init) for x in d.locals
+                       if isinstance(x, A.VarDecl) and x.init is not None]
+            splitter.split_list(d.inits)
+            splitter.split_list(d.body.stmts)
+
+
 class ConditionSplitter:
-    """Rewrites table-applying conditions into statements; names its temporaries
-    `cond$N` (no P4 identifier can clash with them)."""
+    """Rewrites table-applying conditions into statements; its temporaries have names no
+    P4 identifier can clash with (`split$N`), which the emitter replaces by its own."""
 
     def __init__(self):
         self.count = 0
+        self.functions = set()      # the names that are functions in the current control
+        self.made = []              # the temporaries of the statement being split
 
     def fresh(self, loc):
-        name = f"cond${self.count}"
+        name = f"split${self.count}"
         self.count += 1
+        self.made.append(name)
         return name, A.VarDecl(loc, [], A.TypeRef(loc, _BOOL), name, None)
+
+    def split_list(self, stmts):
+        """A statement list the graph lowers (`ControlMixin.g_stmts`), in place."""
+        for i, s in enumerate(stmts):
+            stmts[i] = self.split_stmt(s)
+
+    def split_stmt(self, s):
+        """`s` (its nested lists first), or the A.SplitStmt it became."""
+        self.split_nested(s)
+        self.made = []
+        try:
+            if isinstance(s, A.If) and has_apply(s.cond) and not is_hit_test(s.cond):
+                out = self.split_if(s)
+            elif isinstance(s, A.If) and calls_function(s.cond, self.functions):
+                out = self.split_value_first(s)
+            elif isinstance(s, A.Assign) and has_apply(s.rhs):
+                out = self.split_value(s.loc, s.rhs, s.lhs)
+            elif isinstance(s, A.VarDecl) and not s.is_const and has_apply(s.init):
+                out = [A.VarDecl(s.loc, s.annos, s.type, s.name, None)] + \
+                    self.split_value(s.loc, s.init, A.Name(s.loc, s.name))
+            else:
+                return s
+        except CompileError as e:   # reported where the emitter reaches it, as before
+            return A.SplitStmt(s.loc, s, [], [], e)
+        return A.SplitStmt(s.loc, s, out, self.made)
+
+    def split_nested(self, s):
+        """The lists inside `s` that the graph lowers as lists: blocks, branches (a branch
+        that is not a block is a list of one), switch cases, a loop's body (each
+        iteration's); the if-chain of a value switch is lowered as branches."""
+        if isinstance(s, A.Block):
+            self.split_list(s.stmts)
+        elif isinstance(s, A.If):
+            s.then = self.split_branch(s.then)
+            s.other = self.split_branch(s.other)
+        elif isinstance(s, A.Switch):
+            for case in s.cases:
+                case.body = self.split_branch(case.body)
+        elif isinstance(s, A.SwitchChain):
+            self.split_nested(s.chain)
+        elif isinstance(s, (A.For, A.ForIn)):
+            s.body = self.split_branch(s.body)
+
+    def split_branch(self, s):
+        if s is None or isinstance(s, A.Block):
+            self.split_nested(s)
+            return s
+        return self.split_stmt(s)
 
     def split_if(self, s):
         """`if (c) S1 else S2` -> statements computing c, then `if (tmp) S1 else S2`."""

@@ -123,10 +123,12 @@ class StmtMixin:
         return field_val(t, ref.member("field"))
 
     def declare_local(self, s, t, ctx):
-        """A local variable's storage (which types a variable may have: check.py)."""
+        """A local variable's storage (which types a variable may have: check.py); a
+        temporary of desugar.split_conditions has the name its copy gave it (`steps`)."""
+        name = getattr(ctx.control, "temporaries", {}).get(s.name, s.name)
         if isinstance(t, VarbitT):
-            return self.varbit_local(s.name, t)
-        return self.layout(t, self.unique_instance_name(s.name), False, s.name)
+            return self.varbit_local(name, t)
+        return self.layout(t, self.unique_instance_name(name), False, name)
 
     def st_If(self, s, ctx):
         other = None if s.other is None else lambda c: self.lower_stmt(s.other, c)

@@ -66,6 +66,8 @@ class Unroller:
         whose conditions are constant there; returns (statements, "break"/"continue"/None)."""
         out = []
         for st in stmts:
+            if isinstance(st, A.SplitStmt) and has_jump(st.original):
+                st = st.original      # its condition decides the jump, as written
             if isinstance(st, (A.Break, A.Continue)):
                 return out, "break" if isinstance(st, A.Break) else "continue"
             if isinstance(st, A.Block):
@@ -139,6 +141,8 @@ def has_jump(node):
         return True
     if isinstance(node, (A.For, A.ForIn)) or node is None:
         return False
+    if isinstance(node, A.SplitStmt):
+        return has_jump(node.original)
     if isinstance(node, A.Block):
         return any(has_jump(x) for x in node.stmts)
     if isinstance(node, A.If):

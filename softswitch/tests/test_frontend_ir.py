@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from softswitch_p4c import ast as A, check, exprs, ir
+from softswitch_p4c import ast as A, check, desugar, exprs, ir
 from softswitch_p4c.compiler import Compiler
 from softswitch_p4c.driver import (check_tna_file, check_tna_to_ir, compile_source,
                                    compile_tna_to_objects, compile_to_objects)
@@ -506,6 +506,34 @@ bit<8> f(in bit<8> x) { bit<8> r = 0; switch (x) { 1: { r = 2; } default: { r = 
     monkeypatch.setattr(Compiler, "lower_main", lower_main_counting)
     compile_to_objects(str(path))
     assert met == {"Switch": 1, "SwitchChain": 3}
+
+
+def test_conditions_are_split_once_before_lowering_and_named_per_copy(tmp_path, monkeypatch):
+    """desugar.split_conditions runs once over the program after the check: the emitter
+    meets each statement whose condition applies a table or calls a function as the
+    A.SplitStmt the pass wrote, and only names its temporaries, as it reaches them: a
+    sub-control applied twice has its own, and a loop the emitter unrolls one per
+    iteration (3 per copy: cond$0..cond$5, as when the emitter split them itself)."""
+    text = program(decls="bool f(in bit<8> x) { return x == 1; }", controls="""
+control S(inout headers hdr, inout metadata meta)(bit<8> n) {
+    apply {
+        if (f(hdr.ipv4.ttl)) { meta.m8 = 1; }
+        for (bit<8> i = 0; i < n; i = i + 1) { if (f(meta.m16[7:0] + i)) { meta.m32 = 1; } }
+    }
+}""", ingress="S(2) s;", apply="s.apply(hdr, meta); s.apply(hdr, meta);")
+    path = tmp_path / "split.p4"
+    path.write_text(text)
+    lower_main = Compiler.lower_main
+
+    def lower_main_refusing_splits(self, main):
+        monkeypatch.setattr(desugar.ConditionSplitter, "split_stmt", None)
+        return lower_main(self, main)
+
+    monkeypatch.setattr(Compiler, "lower_main", lower_main_refusing_splits)
+    j, _ = compile_to_objects(str(path))
+    scalars = [name for name, _, _ in next(t for t in j["header_types"]
+                                             if t["name"] == "scalars_0")["fields"]]
+    assert [n for n in scalars if n.startswith("cond$")] == [f"cond${i}" for i in range(6)]
 
 
 def test_a_tna_program_has_its_loops_unrolled_by_the_tna_check_too(tmp_path, monkeypatch):
