@@ -74,7 +74,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.check_blocks()
         instantiate_direct_calls(self.program, self.globals)
         switches_as_ifs(self.program)
-        split_conditions(self.program)
+        self.keep_nodes(split_conditions(self.program))
         main = self.globals.lookup("main")
         if main is None:
             raise CompileError(None, "program has no 'main' package instance")
@@ -89,6 +89,15 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         if unrolled:
             replace_loops([d for d in self.program.decls if isinstance(
                 d, (A.ActionDecl, A.FunctionDecl, A.ControlDecl, A.ParserDecl))], unrolled)
+
+    def keep_nodes(self, rebuilt):
+        """An expression a pass rebuilt (written, the one it stands for, of the same type
+        and, as it, without a compile-time value) has the program's node of the original,
+        so the emitter reads it from the IR (`ExprMixin.node`) instead of checking it."""
+        for written, original in rebuilt:
+            hit = self.program_nodes.get(id(original))
+            if hit is not None and hit[0] is original:
+                self.program_nodes[id(written)] = (written, hit[1])
 
     # ------------------------------------------------------------ declarations
     def declare_global(self, d):

@@ -141,7 +141,8 @@ def split_conditions(program):
     initializers it runs first (`ControlDecl.inits`), with each statement whose
     condition or value applies a table inside `&&`, `||`, `!` or `?:`, or whose `if`
     condition calls a function, replaced by an `A.SplitStmt`. The temporaries are named
-    by the emitter as it reaches the list (`cond$N`, once per inlined copy)."""
+    by the emitter as it reaches the list (`cond$N`, once per inlined copy). Returns the
+    expressions it rebuilt around a temporary, each with the one it stands for."""
     functions = {d.name for d in program.decls if isinstance(d, A.FunctionDecl)}
     splitter = ConditionSplitter()
     for d in program.decls:
@@ -153,6 +154,7 @@ def split_conditions(program):
                        if isinstance(x, A.VarDecl) and x.init is not None]
             splitter.split_list(d.inits)
             splitter.split_list(d.body.stmts)
+    return splitter.rebuilt
 
 
 class ConditionSplitter:
@@ -163,6 +165,7 @@ class ConditionSplitter:
         self.count = 0
         self.functions = set()      # the names that are functions in the current control
         self.made = []              # the temporaries of the statement being split
+        self.rebuilt = []           # (expression written, the one it stands for)
 
     def fresh(self, loc):
         name = f"split${self.count}"
@@ -277,7 +280,7 @@ class ConditionSplitter:
                                          "effects")
             pre += p
             lowered.append(x)
-        return pre, _with_operands(e, lowered)
+        return pre, self.rebuilt_from(e, _with_operands(e, lowered))
 
     def lower_operand(self, e):
         """A value operand: in `c ? a : b` only the table test in c is hoisted, so the
@@ -287,8 +290,15 @@ class ConditionSplitter:
             return pre, A.NamedArg(e.loc, e.name, value)
         if isinstance(e, A.Ternary) and not has_apply([e.then, e.other]):
             pre, cond = self.lower(e.cond)
-            return pre, A.Ternary(e.loc, cond, e.then, e.other)
+            return pre, self.rebuilt_from(e, A.Ternary(e.loc, cond, e.then, e.other))
         return self.lower(e)
+
+    def rebuilt_from(self, original, written):
+        """`written`, kept as standing for `original`: the same value with a bool
+        temporary for a table test inside, so of its type and, as it, no compile-time
+        value (`rebuilt`: the emitter reads its node from the program's IR)."""
+        self.rebuilt.append((written, original))
+        return written
 
     def lower_logical(self, e):
         loc = e.loc

@@ -93,7 +93,8 @@ class ExprMixin:
         the moment only adds constants: an inlined action's arguments, an unrolled loop's
         variable, which have their declared types); a value the checker did not know may
         be known there. A value whose expression the emitter does not lower is read only
-        when it is settled (`ir.settled`)."""
+        when it is settled (`ir.settled`). An expression a pass rebuilt standing for one
+        the checker saw has that one's node (`Compiler.keep_nodes`)."""
         hit = self.program_nodes.get(id(e))
         if hit is not None and hit[0] is e and hit[1] is not None and known(hit[1]):
             return hit[1]

@@ -536,6 +536,19 @@ control S(inout headers hdr, inout metadata meta)(bit<8> n) {
     assert [n for n in scalars if n.startswith("cond$")] == [f"cond${i}" for i in range(6)]
 
 
+def test_an_expression_the_splitter_rebuilds_is_read_from_the_programs_ir(monkeypatch):
+    """The condition splitter, run before lowering, rebuilds `f(t.apply().hit ? 1 : 2)`'s
+    operand and call around a bool temporary; each keeps the node of the expression it
+    stands for (`Compiler.keep_nodes`), so the emitter checks none of operand_applies.p4's
+    expressions again (it checked 3 when the splitter ran as it lowered)."""
+    checked_again = []
+    typed = exprs.ExprMixin.typed
+    monkeypatch.setattr(exprs.ExprMixin, "typed",
+                        lambda self, e, ctx: checked_again.append(e) or typed(self, e, ctx))
+    compile_to_objects(str(ROOT / "softswitch/tests/stf/operand_applies.p4"))
+    assert checked_again == []
+
+
 def test_a_tna_program_has_its_loops_unrolled_by_the_tna_check_too(tmp_path, monkeypatch):
     """tna.check_program unrolls the loops its scopes decide as check_v1model does, before
     tna_lower; the lowered JSON and P4Info are the emitter's own unrolling's."""
