@@ -125,10 +125,7 @@ fn function(module: &mut JITModule, prog: &Program, params: bool, body: impl FnO
         module.clear_context(&mut ctx);
         return Some(None);
     }
-    let id = module.declare_anonymous_function(&ctx.func.signature).ok()?;
-    module.define_function(id, &mut ctx).ok()?;
-    module.clear_context(&mut ctx);
-    Some(Some(id))
+    Some(Some(define(module, &mut ctx)?))
 }
 
 /// An action with its arguments from a table entry, as native code.
@@ -204,6 +201,21 @@ fn new_module() -> Option<JITModule> {
     Some(JITModule::new(JITBuilder::with_isa(isa, default_libcall_names())))
 }
 
+/// Declares and defines the function built in `ctx`, then clears `ctx` for the next one.
+fn define(module: &mut JITModule, ctx: &mut cranelift_codegen::Context) -> Option<FuncId> {
+    let id = module.declare_anonymous_function(&ctx.func.signature).ok()?;
+    module.define_function(id, ctx).ok()?;
+    module.clear_context(ctx);
+    Some(id)
+}
+
+/// Defines the module's one function and finalizes the module: the function's code.
+fn finish_one(module: &mut JITModule, ctx: &mut cranelift_codegen::Context) -> Option<*const u8> {
+    let id = define(module, ctx)?;
+    module.finalize_definitions().ok()?;
+    Some(module.get_finalized_function(id))
+}
+
 /// Writes a layout's whole words, big-endian, from the fields at the first pointer to the second.
 pub(crate) type WriteFn = unsafe extern "C" fn(*const i128, *mut u8);
 /// Reads a layout's fields from its whole words (big-endian) at the first pointer.
@@ -241,10 +253,7 @@ pub(crate) fn layouts(layouts: &mut [&mut Layout]) -> Option<Native> {
                 b.seal_all_blocks();
                 b.finalize();
             }
-            let id = module.declare_anonymous_function(&ctx.func.signature).ok()?;
-            module.define_function(id, &mut ctx).ok()?;
-            module.clear_context(&mut ctx);
-            made.push((i, is_read, id));
+            made.push((i, is_read, define(&mut module, &mut ctx)?));
         }
     }
     module.finalize_definitions().ok()?;
@@ -362,11 +371,7 @@ pub(crate) fn deparser(headers: &[HeaderIo], sums: &[InPlaceSum]) -> Option<(Dep
         b.seal_all_blocks();
         b.finalize();
     }
-    let id = module.declare_anonymous_function(&ctx.func.signature).ok()?;
-    module.define_function(id, &mut ctx).ok()?;
-    module.clear_context(&mut ctx);
-    module.finalize_definitions().ok()?;
-    let code = module.get_finalized_function(id);
+    let code = finish_one(&mut module, &mut ctx)?;
     // SAFETY: declared with three pointer parameters and an i64, and a pointer-sized result.
     let f = unsafe { std::mem::transmute::<*const u8, DeparseFn>(code) };
     Some((f, Native { module: Some(module) }))
@@ -628,11 +633,7 @@ pub(crate) fn parser(prog: &Program, states: &[ParseStateCode]) -> Option<(Parse
         b.seal_all_blocks();
         b.finalize();
     }
-    let id = module.declare_anonymous_function(&ctx.func.signature).ok()?;
-    module.define_function(id, &mut ctx).ok()?;
-    module.clear_context(&mut ctx);
-    module.finalize_definitions().ok()?;
-    let code = module.get_finalized_function(id);
+    let code = finish_one(&mut module, &mut ctx)?;
     // SAFETY: declared with five pointer-sized parameters and an i64 result.
     let f = unsafe { std::mem::transmute::<*const u8, ParseFn>(code) };
     Some((f, Native { module: Some(module) }))
