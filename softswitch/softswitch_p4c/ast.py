@@ -237,6 +237,21 @@ class SplitStmt(Stmt):              # written by desugar.split_conditions, never
     error: Any = None               # a CompileError the rewrite met, raised when reached
 
 
+class Inlined:
+    """One application's own copy of a sub-block's declaration (inline.py). Not a
+    dataclass, so the passes walking the applying block's statements do not enter it:
+    the copy is another scope."""
+
+    def __init__(self, decl):
+        self.decl = decl
+
+
+@dataclass
+class InlinedControl(Stmt):         # written by inline.inline_subcontrols, never parsed
+    call: Call                      # the application as written, `inst.apply(args)`
+    inlined: Inlined                # the sub-control's copy for this application
+
+
 @dataclass
 class For(Stmt):                    # for (init; cond; updates) body
     init: list

@@ -16,7 +16,7 @@ from .desugar import contains_apply
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
-from .symbols import ActionSym, BlockSym, Scope, SubControlSym, TableSym
+from .symbols import ActionSym, BlockSym, Scope, TableSym
 from .types import Bits, ExternT, IntT, StructT, storage_width
 from .values import FieldRef, HeaderRef, Val, as_bool, hexstr, mask_of
 
@@ -237,8 +237,7 @@ class ControlMixin:
         if isinstance(s, (A.Assign, A.VarDecl, A.Empty)):
             return True
         if isinstance(s, A.CallStmt):
-            return not (self.table_of_apply(s.call, ctx) or self.const_action_call(s.call, ctx)
-                        or self.subcontrol_of_apply(s.call, ctx))
+            return not (self.table_of_apply(s.call, ctx) or self.const_action_call(s.call, ctx))
         return False
 
     def flush_run(self, run, ctx, seq):
@@ -319,10 +318,9 @@ class ControlMixin:
             if tsym:
                 entry, table = self.apply_table(tsym, s.call)
                 return entry, [self.all_next_slot(table)]
-            sub = self.subcontrol_of_apply(s.call, ctx)
-            if sub:
-                return self.g_subcontrol(sub, s.call, ctx)
             return self.g_action_call(s.call, ctx)
+        if isinstance(s, A.InlinedControl):
+            return self.g_subcontrol(ctx.scope.lookup(s.call.func.expr.name), s, ctx)
         raise unsupported(s.loc, f"statement {type(s).__name__} in a control")
 
     def table_of_apply(self, call, ctx):
@@ -333,20 +331,13 @@ class ControlMixin:
                 return sym
         return None
 
-    def subcontrol_of_apply(self, call, ctx):
-        f = call.func
-        if isinstance(f, A.Member) and f.name == "apply" and isinstance(f.expr, A.Name):
-            sym = ctx.scope.lookup(f.expr.name)
-            if isinstance(sym, SubControlSym):
-                return sym
-        return None
-
-    def g_subcontrol(self, sub, call, ctx):
-        """Inline an applied sub-control into the enclosing pipeline graph (p4c style:
-        its tables, actions and externs are named `<Outer>.<instance>.<name>`). Applied
-        again, it is inlined again (its extern instances shared); tables can be applied
-        only once in BMv2, so a control with tables can be applied only once."""
-        d = sub.decl
+    def g_subcontrol(self, sub, s, ctx):
+        """Lower an application's copy of a sub-control (inline.py) into the enclosing
+        pipeline graph (p4c style: its tables, actions and externs are named
+        `<Outer>.<instance>.<name>`). Applied again, its next copy is named
+        `<instance>_N` (its extern instances shared); tables can be applied only once in
+        BMv2, so a control with tables can be applied only once."""
+        call, d = s.call, s.inlined.decl
         if sub.applied and any(isinstance(x, A.TableDecl) for x in d.locals):
             raise unsupported(call.loc, f"applying control instance '{sub.name}' (which has "
                                         f"tables) more than once")

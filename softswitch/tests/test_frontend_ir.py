@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from softswitch_p4c import ast as A, check, desugar, exprs, ir
+from softswitch_p4c import ast as A, check, desugar, exprs, inline, ir
 from softswitch_p4c.compiler import Compiler
 from softswitch_p4c.driver import (check_tna_file, check_tna_to_ir, compile_source,
                                    compile_tna_to_objects, compile_to_objects)
@@ -534,6 +534,45 @@ control S(inout headers hdr, inout metadata meta)(bit<8> n) {
     scalars = [name for name, _, _ in next(t for t in j["header_types"]
                                              if t["name"] == "scalars_0")["fields"]]
     assert [n for n in scalars if n.startswith("cond$")] == [f"cond${i}" for i in range(6)]
+
+
+def test_sub_controls_are_inlined_once_before_lowering_a_copy_per_application(tmp_path,
+                                                                              monkeypatch):
+    """inline.inline_subcontrols runs once over the program after the check: the emitter
+    meets each application of a sub-control as the A.InlinedControl the pass wrote, with
+    a copy of its own (the applications of the copy, through a constructor parameter of
+    a control type too, inlined in it), and lowers the copy; it names the copies as it
+    reaches them (`I.s`, `I.s_0`) and the inner ones in each."""
+    text = program(controls="""
+control Inner(inout headers hdr, inout metadata meta) {
+    apply { meta.m8 = meta.m8 + 1; }
+}
+control S(inout headers hdr, inout metadata meta)(Inner c) {
+    action bump() { meta.m16 = meta.m16 + 1; }
+    apply { c.apply(hdr, meta); bump(); }
+}""", ingress="Inner() inner; S(inner) s;",
+        apply="s.apply(hdr, meta); s.apply(hdr, meta);")
+    path = tmp_path / "inlined.p4"
+    path.write_text(text)
+    met = []
+    lower_main = Compiler.lower_main
+
+    def lower_main_refusing_inlining(self, main):
+        ingress = next(d for d in self.program.decls if getattr(d, "name", None) == "I")
+        met.extend(ingress.body.stmts)
+        monkeypatch.setattr(inline.Inliner, "inlined", None)
+        return lower_main(self, main)
+
+    monkeypatch.setattr(Compiler, "lower_main", lower_main_refusing_inlining)
+    j, _ = compile_to_objects(str(path))
+    assert [type(s).__name__ for s in met] == ["InlinedControl", "InlinedControl"]
+    copies = [s.inlined.decl for s in met]
+    assert copies[0] is not copies[1] and copies[0].body is not copies[1].body
+    inner = [c.body.stmts[0] for c in copies]
+    assert all(isinstance(s, A.InlinedControl) for s in inner)
+    assert inner[0].inlined.decl is not inner[1].inlined.decl
+    actions = [a["name"] for a in j["actions"]]
+    assert "I.s.bump" in actions and "I.s_0.bump" in actions
 
 
 def test_an_expression_the_splitter_rebuilds_is_read_from_the_programs_ir(monkeypatch):
