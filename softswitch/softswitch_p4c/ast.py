@@ -247,9 +247,9 @@ class Inlined:
 
 
 @dataclass
-class InlinedControl(Stmt):         # written by inline.inline_subcontrols, never parsed
+class InlinedBlock(Stmt):           # written by inline.inline_subblocks, never parsed
     call: Call                      # the application as written, `inst.apply(args)`
-    inlined: Inlined                # the sub-control's copy for this application
+    inlined: Inlined                # the sub-control's or sub-parser's copy for it
 
 
 @dataclass

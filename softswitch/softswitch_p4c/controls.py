@@ -319,7 +319,7 @@ class ControlMixin:
                 entry, table = self.apply_table(tsym, s.call)
                 return entry, [self.all_next_slot(table)]
             return self.g_action_call(s.call, ctx)
-        if isinstance(s, A.InlinedControl):
+        if isinstance(s, A.InlinedBlock):
             return self.g_subcontrol(ctx.scope.lookup(s.call.func.expr.name), s, ctx)
         raise unsupported(s.loc, f"statement {type(s).__name__} in a control")
 

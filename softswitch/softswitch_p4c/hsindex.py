@@ -15,7 +15,7 @@ from dataclasses import fields, is_dataclass, replace
 
 from . import ast as A
 from .errors import CompileError
-from .symbols import FuncSym, SubControlSym
+from .symbols import FuncSym
 from .types import Bits, StackT
 
 
@@ -38,8 +38,6 @@ class IndexExpander:
             target = A.Name(s.loc, s.name)
             return [replace(s, init=None)] + self.statement(A.Assign(s.loc, target, s.init),
                                                            scope)
-        if _applies_block(s, scope):     # inlined once per application: not per index
-            return [s]
         searched = s.cond if isinstance(s, A.If) else \
             s.expr if isinstance(s, (A.Switch, A.SwitchChain)) \
             else s if isinstance(s, (A.Assign, A.CallStmt)) else None
@@ -123,14 +121,6 @@ class IndexExpander:
             return self.checker.const_value(e.index, scope) is None
         except CompileError:        # reads a local declared later: a run-time value (or an
             return True             # error the lowering reports; a constant folds there)
-
-
-def _applies_block(s, scope):
-    """`inst.apply(...)` of a sub-control or sub-parser (its arguments keep their run-time
-    indices: expanding the call would inline the block once per index)."""
-    return (isinstance(s, A.CallStmt) and isinstance(s.call.func, A.Member)
-            and s.call.func.name == "apply" and isinstance(s.call.func.expr, A.Name)
-            and isinstance(scope.lookup(s.call.func.expr.name), SubControlSym))
 
 
 def _same(a, b):

@@ -1,14 +1,14 @@
-"""Inlining as a pass of its own: each application of a sub-control gets its own copy.
+"""Inlining as a pass of its own: each application of a sub-block gets its own copy.
 
 Once over the program, after the check and the other desugar passes, before lowering
 (see README.md, "Architecture: phases"): in the apply blocks of the pipelines V1Switch
-runs (ingress and egress), each `inst.apply(args);` of a sub-control instance becomes
-an `A.InlinedControl` holding a copy of the instance's control (declarations,
-initializers and body) made for that application, whose own applications are inlined
-in turn (through a constructor parameter of a control type too: `C2(c1) c2;`). The
-emitter lowers the copy it is given where it reaches the application; binding the
-arguments (copy-in/copy-out decides on storage) and naming the copy (`<Outer>.<inst>`,
-`_N` from the second application reached on) stay with it.
+runs (ingress and egress) and in the states of its parser, each `inst.apply(args);` of
+a sub-control or sub-parser instance becomes an `A.InlinedBlock` holding a copy of the
+instance's control or parser (declarations, initializers, body or states) made for
+that application, whose own applications are inlined in turn (through a constructor
+parameter of a block type too: `C2(c1) c2;`). The emitter lowers the copy it is given
+where it reaches the application; binding the arguments (copy-in/copy-out decides on
+storage) and naming the copy and its states (in the order it reaches them) stay with it.
 """
 import copy
 from dataclasses import fields, is_dataclass
@@ -18,35 +18,41 @@ from .symbols import BlockSym
 from .values import Val
 
 
-def inline_subcontrols(program, globals_scope):
-    """Rewrites the pipelines' sub-control applications in place; returns the expressions
-    copied, each with the one it copies (their nodes in the program's IR are the same)."""
+def inline_subblocks(program, globals_scope):
+    """Rewrites the applications of sub-blocks in V1Switch's parser and pipelines in
+    place; returns the expressions copied, each with the one it copies (their nodes in
+    the program's IR are the same)."""
     inliner = Inliner(globals_scope)
-    for decl in pipeline_controls(globals_scope):
-        inliner.inline(decl.body, inliner.sub_controls(decl, None, {}))
+    for decl in applying_blocks(globals_scope):
+        inliner.inline(block_body(decl), inliner.sub_blocks(decl, None, {}))
     return inliner.copied
 
 
-def pipeline_controls(globals_scope):
-    """The ingress and egress controls of `main` when it is a V1Switch of block
+def applying_blocks(globals_scope):
+    """The parser, ingress and egress of `main` when it is a V1Switch of block
     instantiations (the emitter refuses any other shape as it lowers `main`)."""
     main = globals_scope.lookup("main")
     if not (isinstance(main, Val) and "instance" in main.extra):
         return []
+    args = main.extra["instance"].args
     out = []
-    for arg in main.extra["instance"].args[2:4]:
+    for arg, kind in zip(args[:1] + args[2:4], (A.ParserDecl, A.ControlDecl, A.ControlDecl)):
         if isinstance(arg, A.Call) and isinstance(arg.func, A.Name) and not arg.args:
-            decl = control_with_body(globals_scope.lookup(arg.func.name))
+            decl = block_of(globals_scope.lookup(arg.func.name), kind)
             if decl is not None and decl not in out:
                 out.append(decl)
     return out
 
 
-def control_with_body(sym):
-    if isinstance(sym, BlockSym) and isinstance(sym.decl, A.ControlDecl) and \
-            sym.decl.body is not None:
+def block_of(sym, kind):
+    """The parser or control (`kind`) `sym` declares, when it has states or a body."""
+    if isinstance(sym, BlockSym) and isinstance(sym.decl, kind) and block_body(sym.decl):
         return sym.decl
     return None
+
+
+def block_body(decl):
+    return decl.states if isinstance(decl, A.ParserDecl) else decl.body
 
 
 class Inliner:
@@ -54,17 +60,18 @@ class Inliner:
         self.globals = globals_scope
         self.copied = []
 
-    def sub_controls(self, decl, inst, outer):
-        """The sub-control instances `decl`'s body can apply, name -> (instance, control):
-        its own locals, and the instances its constructor parameters are bound to by
-        `inst` (positionally: the emitter refuses named ones there) in `outer`."""
+    def sub_blocks(self, decl, inst, outer):
+        """The sub-block instances `decl` can apply, name -> (instance, its parser or
+        control): its own locals of its own kind, and the instances its constructor
+        parameters are bound to by `inst` (positionally: the emitter refuses named ones
+        there) in `outer`."""
         env = {}
         for p, arg in zip(decl.ctor_params or [], inst.args if inst else []):
             if isinstance(arg, A.Name) and arg.name in outer:
                 env[p.name] = outer[arg.name]
         for local in decl.locals:
             if isinstance(local, A.Instance):
-                sub = control_with_body(self.globals.lookup(local.type.name))
+                sub = block_of(self.globals.lookup(local.type.name), type(decl))
                 if sub is not None:
                     env[local.name] = (local, sub)
         return env
@@ -82,7 +89,7 @@ class Inliner:
                     and f.expr.name in env:
                 return self.inlined(node, *env[f.expr.name], env)
             return node
-        if isinstance(node, (A.Stmt, A.SwitchCase)):
+        if isinstance(node, (A.Stmt, A.SwitchCase, A.ParserState)):
             for f in fields(node):
                 if f.name != "loc":
                     setattr(node, f.name, self.inline(getattr(node, f.name), env))
@@ -90,8 +97,8 @@ class Inliner:
 
     def inlined(self, stmt, inst, decl, env):
         own = self.copy(decl)
-        self.inline(own.body, self.sub_controls(own, inst, env))
-        return A.InlinedControl(stmt.loc, stmt.call, A.Inlined(own))
+        self.inline(block_body(own), self.sub_blocks(own, inst, env))
+        return A.InlinedBlock(stmt.loc, stmt.call, A.Inlined(own))
 
     def copy(self, node):
         """A copy of an AST subtree: its nodes new (attributes set by the parser, such as
@@ -101,7 +108,7 @@ class Inliner:
             return [self.copy(x) for x in node]
         if isinstance(node, tuple):
             return tuple(self.copy(x) for x in node)
-        if isinstance(node, A.InlinedControl):
+        if isinstance(node, A.InlinedBlock):
             return self.copy(A.CallStmt(node.loc, node.call))
         if not (is_dataclass(node) and type(node).__module__ == A.__name__):
             return node

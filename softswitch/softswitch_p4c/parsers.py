@@ -105,9 +105,8 @@ class ParserMixin:
             s = st.stmts[i]
             if isinstance(s, A.If) and self.const_value(s.cond, ctx.scope) is None:
                 return self.split_state(st, i, ctx, states)
-            sub = self.subparser_of_apply(s, ctx)
-            if sub is not None:
-                return self.split_at_subparser(st, i, sub, ctx, states)
+            if isinstance(s, A.InlinedBlock):
+                return self.split_at_subparser(st, i, ctx, states)
             self.parser_stmt(s, ctx)
             i += 1
         tr = st.transition
@@ -175,21 +174,14 @@ class ParserMixin:
         rest = A.ParserState(s.loc, [], join, st.stmts[i + 1:], st.transition)
         return out + self.lower_state(rest, Ctx(ctx.scope, [], "parser", ctx.control), states)
 
-    def subparser_of_apply(self, s, ctx):
-        if not (isinstance(s, A.CallStmt) and isinstance(s.call.func, A.Member)
-                and s.call.func.name == "apply" and isinstance(s.call.func.expr, A.Name)):
-            return None
-        sym = ctx.scope.lookup(s.call.func.expr.name)
-        return sym if isinstance(sym, SubControlSym) else None
-
-    def split_at_subparser(self, st, i, sub, ctx, states):
-        """`p.apply(...)` in a state (p4c style): the state ends by jumping to the inlined
-        sub-parser's states (`<instance>_<state>`), whose `accept` continues in
-        `<state>_after_<instance>` with the rest of the state."""
-        call = st.stmts[i].call
+    def split_at_subparser(self, st, i, ctx, states):
+        """`p.apply(...)` in a state (p4c style): the state ends by jumping to the states of
+        this application's copy of the sub-parser (inline.py), named `<instance>_<state>`,
+        whose `accept` continues in `<state>_after_<instance>` with the rest of the state."""
+        call, d = st.stmts[i].call, st.stmts[i].inlined.decl
+        sub = ctx.scope.lookup(call.func.expr.name)
         cont = self.synthetic_state(f"{st.name}_after_{sub.name}", states)
         prefix = self.unique_name(sub.name)
-        d = sub.decl
         renamed = {s.name: self.synthetic_state(f"{prefix}_{s.name}", states) for s in d.states}
         renamed["accept"] = cont
         head = {"name": st.name, "id": self.next_state_id(),
@@ -197,16 +189,16 @@ class ParserMixin:
                 "transition_key": [], "transitions": [
                     {"type": "default", "value": None, "mask": None,
                      "next_state": renamed["start"]}]}
-        sub_states, copy_out = self.inline_subparser(sub, call, ctx, renamed, states)
+        sub_states, copy_out = self.inline_subparser(sub, d, call, ctx, renamed, states)
         rest = A.ParserState(st.loc, [], cont, st.stmts[i + 1:], st.transition)
         rest_ctx = Ctx(ctx.scope, [], "parser", ctx.control)
         self.copy_out(rest_ctx, copy_out)
         return [head] + sub_states + self.lower_state(rest, rest_ctx, states)
 
-    def inline_subparser(self, sub, call, ctx, renamed, states):
-        """The sub-parser's states, renamed, with its parameters bound (copied in at the end
-        of the calling state when arguments overlap); returns them and the copy-out pairs."""
-        d = sub.decl
+    def inline_subparser(self, sub, d, call, ctx, renamed, states):
+        """The states of `d`, the application's copy of the sub-parser, renamed, with its
+        parameters bound (copied in at the end of the calling state when arguments
+        overlap); returns them and the copy-out pairs."""
         bound = self.bind_args(call, d.params, sub.name, Ctx(ctx.scope))
         scope = Scope(self.globals)
         for p in d.ctor_params or []:

@@ -232,6 +232,12 @@ class StmtMixin:
         actions, functions and controls)."""
         raise CompileError(s.loc, "'switch' statements are not allowed in a parser")
 
+    def st_InlinedBlock(self, s, ctx):
+        """An application that is no step of a parser state (under an `if` whose condition
+        is a compile-time constant): the instance is not a value there."""
+        name = s.call.func.expr
+        raise CompileError(name.loc, f"'{name.name}' cannot be used here")
+
     def st_CallStmt(self, s, ctx):
         self.lower_call(s.call, ctx, stmt=True)
 

@@ -538,8 +538,8 @@ control S(inout headers hdr, inout metadata meta)(bit<8> n) {
 
 def test_sub_controls_are_inlined_once_before_lowering_a_copy_per_application(tmp_path,
                                                                               monkeypatch):
-    """inline.inline_subcontrols runs once over the program after the check: the emitter
-    meets each application of a sub-control as the A.InlinedControl the pass wrote, with
+    """inline.inline_subblocks runs once over the program after the check: the emitter
+    meets each application of a sub-control as the A.InlinedBlock the pass wrote, with
     a copy of its own (the applications of the copy, through a constructor parameter of
     a control type too, inlined in it), and lowers the copy; it names the copies as it
     reaches them (`I.s`, `I.s_0`) and the inner ones in each."""
@@ -565,14 +565,50 @@ control S(inout headers hdr, inout metadata meta)(Inner c) {
 
     monkeypatch.setattr(Compiler, "lower_main", lower_main_refusing_inlining)
     j, _ = compile_to_objects(str(path))
-    assert [type(s).__name__ for s in met] == ["InlinedControl", "InlinedControl"]
+    assert [type(s).__name__ for s in met] == ["InlinedBlock", "InlinedBlock"]
     copies = [s.inlined.decl for s in met]
     assert copies[0] is not copies[1] and copies[0].body is not copies[1].body
     inner = [c.body.stmts[0] for c in copies]
-    assert all(isinstance(s, A.InlinedControl) for s in inner)
+    assert all(isinstance(s, A.InlinedBlock) for s in inner)
     assert inner[0].inlined.decl is not inner[1].inlined.decl
     actions = [a["name"] for a in j["actions"]]
     assert "I.s.bump" in actions and "I.s_0.bump" in actions
+
+
+def test_sub_parsers_are_inlined_once_before_lowering_a_copy_per_application(tmp_path,
+                                                                             monkeypatch):
+    """inline.inline_subblocks writes each application of a sub-parser in V1Switch's
+    parser as an A.InlinedBlock with a copy of its own; the emitter lowers the copy's
+    states, named per application as it reaches them (`sp_<state>`, `sp_0_<state>`)."""
+    text = program(controls="""
+parser Sub(packet_in pkt, inout headers hdr) {
+    state start { pkt.extract(hdr.ipv4); transition accept; }
+}""", states="""
+        Sub() sp;
+        state start {
+            pkt.extract(hdr.ethernet);
+            transition select(hdr.ethernet.etherType) { 0x0800: one; default: two; }
+        }
+        state one { sp.apply(pkt, hdr); transition accept; }
+        state two { sp.apply(pkt, hdr); transition accept; }""")
+    path = tmp_path / "subparsers.p4"
+    path.write_text(text)
+    met = []
+    lower_main = Compiler.lower_main
+
+    def lower_main_refusing_inlining(self, main):
+        parser = next(d for d in self.program.decls if getattr(d, "name", None) == "P")
+        met.extend(s for st in parser.states for s in st.stmts)
+        monkeypatch.setattr(inline.Inliner, "inlined", None)
+        return lower_main(self, main)
+
+    monkeypatch.setattr(Compiler, "lower_main", lower_main_refusing_inlining)
+    j, _ = compile_to_objects(str(path))
+    applications = [s for s in met if isinstance(s, A.InlinedBlock)]
+    assert len(applications) == 2
+    assert applications[0].inlined.decl.states[0] is not applications[1].inlined.decl.states[0]
+    names = [st["name"] for st in j["parsers"][0]["parse_states"]]
+    assert "sp_start" in names and "sp_0_start" in names
 
 
 def test_an_expression_the_splitter_rebuilds_is_read_from_the_programs_ir(monkeypatch):
