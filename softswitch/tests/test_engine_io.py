@@ -35,8 +35,21 @@ def lab():
         yield lab
 
 
+#: SOFTSWITCH_RX values: the receive ring (the default) and the recvmmsg path it falls back to.
+RX_PATHS = ("ring", "recvmmsg")
+
+
 @pytest.fixture
-def switch(lab, tmp_path):
+def rx_path(request, monkeypatch):
+    """The receive path of the switches a test starts: the ring, unless the
+    test is parametrised over RX_PATHS (indirect)."""
+    path = getattr(request, "param", "ring")
+    monkeypatch.setenv("SOFTSWITCH_RX", path)
+    return path
+
+
+@pytest.fixture
+def switch(lab, tmp_path, rx_path):
     sw = se.Switch(ports=lab.ports, cpu_port=CPU_PORT, seed=1, pcap_dir=str(tmp_path / "pcap"))
     sw.load_pipeline(iolab.forward_program())
     lab.install_routes(sw)
@@ -59,6 +72,7 @@ def ping_rtts_ms(lab, count=30, interval=0.02):
     return [float(line.split("time=")[1].split()[0]) for line in out.splitlines() if "time=" in line]
 
 
+@pytest.mark.parametrize("rx_path", RX_PATHS, indirect=True)
 def test_udp_crosses_the_switch_with_ttl_decremented(lab, switch):
     got = udp_burst(lab, 20, size=100)
     assert sorted(g["seq"] for g in got) == list(range(20))
@@ -67,6 +81,7 @@ def test_udp_crosses_the_switch_with_ttl_decremented(lab, switch):
     assert stats[0]["rx"] >= 20 and stats[1]["tx"] >= 20
 
 
+@pytest.mark.parametrize("rx_path", RX_PATHS, indirect=True)
 def test_pcap_records_both_directions_with_rewritten_headers(lab, switch, tmp_path):
     assert len(ping_rtts_ms(lab, count=3, interval=0.05)) == 3
     switch.stop()  # flushes the captures
@@ -84,6 +99,7 @@ def test_pcap_records_both_directions_with_rewritten_headers(lab, switch, tmp_pa
     assert sum(p[Ether].dst == a.mac for p in port0) == 3
 
 
+@pytest.mark.parametrize("rx_path", RX_PATHS, indirect=True)
 def test_tcp_transfer_through_the_switch_is_complete_and_intact(lab, switch):
     a, b = lab.hosts["a"], lab.hosts["b"]
     nbytes = 4 << 20
@@ -91,6 +107,16 @@ def test_tcp_transfer_through_the_switch_is_complete_and_intact(lab, switch):
     iolab.send_tcp(a, b.ip, 5201, nbytes)
     got = iolab.finish_receiver(rx)
     assert got == {"bytes": nbytes, "sha256": hashlib.sha256(iolab.tcp_payload(nbytes)).hexdigest()}
+
+
+@pytest.mark.parametrize("rx_path", RX_PATHS, indirect=True)
+def test_start_reports_each_ports_receive_path(lab, rx_path, capfd):
+    sw = se.Switch(ports=lab.ports)
+    sw.start()
+    sw.stop()
+    line = next(line for line in capfd.readouterr().err.splitlines() if "packet I/O" in line)
+    want = "PACKET_MMAP ring (TPACKET_V2" if rx_path == "ring" else "recvmmsg (SOFTSWITCH_RX=recvmmsg)"
+    assert want in line and all(name in line for name in lab.ports.values()), line
 
 
 def test_line_rate_is_kept_for_a_backlogged_queue(lab, switch):
@@ -104,6 +130,7 @@ def test_line_rate_is_kept_for_a_backlogged_queue(lab, switch):
     assert measured == pytest.approx(rate, rel=0.02)
 
 
+@pytest.mark.parametrize("rx_path", RX_PATHS, indirect=True)
 def test_full_buffer_tail_drops_and_counts(lab, switch):
     switch.configure_port(1, rate_bps=SLOW_BPS, buffer_packets=10)
     got = udp_burst(lab, 100)
@@ -146,6 +173,7 @@ def test_port_stats_account_how_late_frames_went_out(lab, switch):
     assert 0 <= c["tx_late_over_1ms"] <= c["tx"]
 
 
+@pytest.mark.parametrize("rx_path", RX_PATHS, indirect=True)
 def test_enq_qdepth_seen_by_the_program_is_the_queue_the_burst_built(lab, switch, tmp_path):
     # Each 1042-byte frame takes 42 ms at SLOW_BPS, far longer than the burst takes to
     # arrive, so frame i finds i-1 frames waiting (frame 0 went straight to the wire).

@@ -62,6 +62,14 @@ def lab():
         yield lab
 
 
+@pytest.fixture(params=("ring", "recvmmsg"))
+def rx_path(request, monkeypatch):
+    """Both receive paths (SOFTSWITCH_RX): the ring, where frames longer than
+    a slot come whole through the socket queue, and the recvmmsg fallback."""
+    monkeypatch.setenv("SOFTSWITCH_RX", request.param)
+    return request.param
+
+
 def wait_for(condition, timeout_s=5.0):
     """Polls `condition` until it holds (True) or the timeout passes (False)."""
     deadline = time.monotonic() + timeout_s
@@ -72,7 +80,7 @@ def wait_for(condition, timeout_s=5.0):
     return True
 
 
-def test_vlan_tagged_frame_reaches_the_parser_tagged(lab, tmp_path):
+def test_vlan_tagged_frame_reaches_the_parser_tagged(lab, tmp_path, rx_path):
     bmv2_json, _ = compile_source(VLAN_BUMP_P4, tmp_path)
     sw = se.Switch(ports=lab.ports, pcap_dir=str(tmp_path / "pcap"))
     sw.load_pipeline(json.dumps(bmv2_json))
@@ -93,7 +101,7 @@ def test_vlan_tagged_frame_reaches_the_parser_tagged(lab, tmp_path):
     assert (tag.vlan, tag.prio, bytes(tag[UDP].payload)) == (101, 5, b"tagged")
 
 
-def test_tcp_connects_and_transfers_with_the_kernels_default_offloads(lab, tmp_path):
+def test_tcp_connects_and_transfers_with_the_kernels_default_offloads(lab, tmp_path, rx_path):
     lab.restore_default_offloads()
     sw = se.Switch(ports=lab.ports, pcap_dir=str(tmp_path / "pcap"))
     sw.load_pipeline(iolab.forward_program())

@@ -116,6 +116,9 @@ impl PacketLoop {
 
     pub fn run(mut self) {
         tighten_timer_slack();
+        for line in crate::afpacket::io_summary(self.ports.values()) {
+            eprintln!("softswitch: packet I/O: {line}");
+        }
         while !self.shared.stop.load(SeqCst) {
             // Under load, go straight back to the sockets that still had frames.
             let readable = if self.backlogged.is_empty() { self.wait() } else { std::mem::take(&mut self.backlogged) };
@@ -273,13 +276,15 @@ impl PacketLoop {
                 let received_by = self.clock.now_ns();
                 let offset = self.clock.realtime_offset_ns();
                 for i in 0..n {
-                    let at = bufs.kernel_timestamp_ns(i).map_or(received_by, |ts| Clock::from_realtime_ns(ts, offset, received_by));
-                    match bufs.received(i) {
+                    let (stamp, received) = sock.frame(&mut bufs, i);
+                    let at = stamp.map_or(received_by, |ts| Clock::from_realtime_ns(ts, offset, received_by));
+                    match received {
                         Received::Frame(frame) => self.arrive(port, frame, at),
                         Received::Segments(segments) => segments.iter().for_each(|s| self.arrive(port, s, at)),
                         Received::Dropped(why) => self.refuse(port, why, at),
                     }
                 }
+                sock.release(n);
                 self.bufs = Some(bufs);
                 if n < crate::afpacket::BATCH {
                     break;
