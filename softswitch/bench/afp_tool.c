@@ -3,6 +3,9 @@
  *   afp_tool forward IF_A IF_B SECONDS   minimal AF_PACKET forwarder: every frame
  *                                        received on one interface is sent on the
  *                                        other (recvmmsg/sendmmsg, no P4 work)
+ *   afp_tool forward-ring IF_A IF_B SECONDS
+ *                                        the same, receiving from a PACKET_MMAP
+ *                                        ring (TPACKET_V2, softswitch's geometry)
  *   afp_tool blast IF SECONDS HEXFRAME   sends one frame as fast as possible
  *   afp_tool train IF COUNT GAP_NS HEXFRAME
  *                                        sends COUNT copies of a frame, one every
@@ -18,6 +21,7 @@
 #include <net/if.h>
 #include <errno.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +38,10 @@
 #define FRAME 9216
 /* first 4 bytes of the UDP payload of an untagged IPv4 frame without options */
 #define SEQ_OFFSET 42
+/* receive ring geometry, as softswitch's (engine/src/afpacket.rs) */
+#define RING_SLOT 2048
+#define RING_BLOCK (64 * 1024)
+#define RING_SLOTS 2048
 
 static double now_s(void) {
     struct timespec t;
@@ -88,6 +96,55 @@ static long forward(const char *a, const char *b, double seconds) {
             }
             int sent = sendmmsg(fd[1 - s], tx, n, 0);
             if (sent > 0) moved += sent;
+        }
+    }
+    return moved;
+}
+
+static unsigned char *map_rx_ring(int fd) {
+    int version = TPACKET_V2;
+    struct tpacket_req req = {RING_BLOCK, RING_SLOTS * RING_SLOT / RING_BLOCK, RING_SLOT, RING_SLOTS};
+    if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) < 0 ||
+        setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0) {
+        perror("PACKET_RX_RING");
+        exit(1);
+    }
+    void *ring = mmap(NULL, RING_SLOTS * RING_SLOT, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ring == MAP_FAILED) { perror("mmap"); exit(1); }
+    return ring;
+}
+
+static struct tpacket2_hdr *ring_slot(unsigned char *ring, unsigned i) {
+    return (struct tpacket2_hdr *)(ring + (i % RING_SLOTS) * RING_SLOT);
+}
+
+/* Each turn sends the frames the kernel has handed over (up to BATCH) with
+ * one sendmmsg straight from the ring, then hands their slots back. */
+static long forward_ring(const char *a, const char *b, double seconds) {
+    int fd[2] = {open_port(a), open_port(b)};
+    unsigned char *ring[2] = {map_rx_ring(fd[0]), map_rx_ring(fd[1])};
+    unsigned next[2] = {0, 0};
+    long moved = 0;
+    double end = now_s() + seconds;
+    struct pollfd pfd[2] = {{fd[0], POLLIN, 0}, {fd[1], POLLIN, 0}};
+    while (now_s() < end) {
+        if (poll(pfd, 2, 100) <= 0) continue;
+        for (int s = 0; s < 2; s++) {
+            int n = 0;
+            for (; n < BATCH; n++) {
+                struct tpacket2_hdr *h = ring_slot(ring[s], next[s] + n);
+                if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
+                iov[s][n] = (struct iovec){(unsigned char *)h + h->tp_mac, h->tp_snaplen};
+                memset(&tx[n], 0, sizeof tx[n]);
+                tx[n].msg_hdr.msg_iov = &iov[s][n];
+                tx[n].msg_hdr.msg_iovlen = 1;
+            }
+            if (!n) continue;
+            int sent = sendmmsg(fd[1 - s], tx, n, 0);
+            if (sent > 0) moved += sent;
+            for (int i = 0; i < n; i++)
+                __atomic_store_n(&ring_slot(ring[s], next[s] + i)->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+            next[s] = (next[s] + n) % RING_SLOTS;
         }
     }
     return moved;
@@ -151,12 +208,14 @@ static long train(const char *ifname, long count, long gap_ns, const char *hex) 
 int main(int argc, char **argv) {
     if (argc == 5 && !strcmp(argv[1], "forward")) {
         printf("%ld\n", forward(argv[2], argv[3], atof(argv[4])));
+    } else if (argc == 5 && !strcmp(argv[1], "forward-ring")) {
+        printf("%ld\n", forward_ring(argv[2], argv[3], atof(argv[4])));
     } else if (argc == 5 && !strcmp(argv[1], "blast")) {
         printf("%ld\n", blast(argv[2], atof(argv[3]), argv[4]));
     } else if (argc == 6 && !strcmp(argv[1], "train")) {
         printf("%ld\n", train(argv[2], atol(argv[3]), atol(argv[4]), argv[5]));
     } else {
-        fprintf(stderr, "usage: afp_tool forward IF_A IF_B SECONDS | blast IF SECONDS HEXFRAME"
+        fprintf(stderr, "usage: afp_tool forward|forward-ring IF_A IF_B SECONDS | blast IF SECONDS HEXFRAME"
                         " | train IF COUNT GAP_NS HEXFRAME\n");
         return 2;
     }

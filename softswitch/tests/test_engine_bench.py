@@ -21,7 +21,7 @@ def test_quick_benchmark_measures_everything(tmp_path):
     text = out.read_text()
     raw = json.loads(text.split("```json")[1].split("```")[0])
     for size in ("64", "1500"):
-        assert {"c", "softswitch", "softswitch-recvmmsg", "softswitch-minimal", "softswitch-interpreter",
+        assert {"c", "c-ring", "softswitch", "softswitch-recvmmsg", "softswitch-minimal", "softswitch-interpreter",
                 "softswitch-minimal-interpreter"} <= raw["pps"][size].keys()
         assert all(r["delivered_pps"] > 0 and r["cpu_ns_per_frame"] > 0 for r in raw["pps"][size].values())
     assert [r["rate_mbps"] for r in raw["rate"]] == [1.5, 10.0, 100.0]
