@@ -146,6 +146,9 @@ class Call(Expr):
     func: Expr
     type_args: List[TypeRef]
     args: List[Any]                 # Expr or NamedArg
+    # a call of an action or function: the callee's copy for it (inline.py); not part
+    # of what the call is (equality, hsindex's structural comparison)
+    inlined: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -238,7 +241,8 @@ class SplitStmt(Stmt):              # written by desugar.split_conditions, never
 
 
 class Inlined:
-    """One application's own copy of a sub-block's declaration (inline.py). Not a
+    """One application's or call's own copy of a sub-block's, action's or function's
+    declaration (inline.py). Not a
     dataclass, so the passes walking the applying block's statements do not enter it:
     the copy is another scope."""
 
@@ -247,7 +251,7 @@ class Inlined:
 
 
 @dataclass
-class InlinedBlock(Stmt):           # written by inline.inline_subblocks, never parsed
+class InlinedBlock(Stmt):           # written by inline.inline_program, never parsed
     call: Call                      # the application as written, `inst.apply(args)`
     inlined: Inlined                # the sub-control's or sub-parser's copy for it
 

@@ -12,7 +12,7 @@ from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .exprs import ExprMixin
 from .hsindex import IndexExpander
-from .inline import inline_subblocks
+from .inline import inline_program
 from .parsers import ParserMixin
 from .stmts import StmtMixin
 from .symbols import (ActionSym, BlockSym, ExternFuncSym, FuncSym, Scope,
@@ -76,7 +76,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         instantiate_direct_calls(self.program, self.globals)
         switches_as_ifs(self.program)
         self.keep_nodes(split_conditions(self.program))
-        self.keep_nodes(inline_subblocks(self.program, self.globals))
+        self.keep_nodes(inline_program(self.program, self.globals))
         main = self.globals.lookup("main")
         if main is None:
             raise CompileError(None, "program has no 'main' package instance")

@@ -403,8 +403,7 @@ class ControlMixin:
         bound = self.bind_args(call, d.params, d.name, Ctx(ctx.scope))
         if any(p.direction for p in d.params):
             prims = []
-            self.inline_action(sym, call.args, Ctx(ctx.scope, prims, "control", ctx.control),
-                               call.loc)
+            self.inline_action(sym, call, Ctx(ctx.scope, prims, "control", ctx.control))
             return self.synthetic_table(ctx.control, "act", prims, call.loc)
         action = self.action_json(sym)
         data = [hexstr(int(bound[p.name].const), action["runtime_data"][i]["bitwidth"])["value"]

@@ -127,7 +127,7 @@ def _same(a, b):
     """Structural equality ignoring source locations (p4c's equiv)."""
     if is_dataclass(a) and is_dataclass(b):
         return type(a) is type(b) and all(_same(getattr(a, f.name), getattr(b, f.name))
-                                          for f in fields(a) if f.name != "loc")
+                                          for f in fields(a) if f.name != "loc" and f.compare)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(map(_same, a, b))
     return a == b

@@ -9,6 +9,11 @@ that application, whose own applications are inlined in turn (through a construc
 parameter of a block type too: `C2(c1) c2;`). The emitter lowers the copy it is given
 where it reaches the application; binding the arguments (copy-in/copy-out decides on
 storage) and naming the copy and its states (in the order it reaches them) stay with it.
+
+Then each call of an action or function, wherever the emitter may lower it (every
+control, parser and top-level action of the program, every copy), gets the callee's
+copy for that call (`A.Call.inlined`), whose own calls get theirs in turn; the
+emitter inlines the copy's body (`StmtMixin.inline_action` / `inline_function`).
 """
 import copy
 from dataclasses import fields, is_dataclass
@@ -18,13 +23,22 @@ from .symbols import BlockSym
 from .values import Val
 
 
-def inline_subblocks(program, globals_scope):
+def inline_program(program, globals_scope):
     """Rewrites the applications of sub-blocks in V1Switch's parser and pipelines in
-    place; returns the expressions copied, each with the one it copies (their nodes in
-    the program's IR are the same)."""
+    place, then gives every call of an action or function its copy; returns the
+    expressions copied, each with the one it copies (their nodes in the program's IR
+    are the same)."""
     inliner = Inliner(globals_scope)
     for decl in applying_blocks(globals_scope):
         inliner.inline(block_body(decl), inliner.sub_blocks(decl, None, {}))
+    top = {d.name: (d, None) for d in program.decls
+           if isinstance(d, (A.ActionDecl, A.FunctionDecl))}
+    inliner.top = top
+    for d in program.decls:
+        if isinstance(d, (A.ControlDecl, A.ParserDecl)):
+            inliner.block_calls(d)
+        elif isinstance(d, A.ActionDecl):
+            inliner.calls(d.body, top)
     return inliner.copied
 
 
@@ -39,7 +53,7 @@ def applying_blocks(globals_scope):
     for arg, kind in zip(args[:1] + args[2:4], (A.ParserDecl, A.ControlDecl, A.ControlDecl)):
         if isinstance(arg, A.Call) and isinstance(arg.func, A.Name) and not arg.args:
             decl = block_of(globals_scope.lookup(arg.func.name), kind)
-            if decl is not None and decl not in out:
+            if decl is not None and all(decl is not o for o in out):
                 out.append(decl)
     return out
 
@@ -100,10 +114,40 @@ class Inliner:
         self.inline(block_body(own), self.sub_blocks(own, inst, env))
         return A.InlinedBlock(stmt.loc, stmt.call, A.Inlined(own))
 
+    def block_calls(self, decl):
+        """The calls in a control or parser (its local actions' too, which see it)."""
+        env = dict(self.top)
+        env.update({d.name: (d, env) for d in decl.locals if isinstance(d, A.ActionDecl)})
+        self.calls(decl, env)
+
+    def calls(self, node, env):
+        """Each call under `node` of an action or function `env` names (name -> (its
+        declaration, the names its body sees; None: the top level's)) given its copy."""
+        if isinstance(node, (list, tuple)):
+            for x in node:
+                self.calls(x, env)
+            return
+        if isinstance(node, A.Inlined):                  # another scope: its own names
+            self.block_calls(node.decl)
+            return
+        if not (is_dataclass(node) and type(node).__module__ == A.__name__):
+            return
+        for f in fields(node):                  # a call's copy was walked when made
+            if f.name != "loc" and not (f.name == "inlined" and isinstance(node, A.Call)):
+                self.calls(getattr(node, f.name), env)
+        if isinstance(node, A.Call) and isinstance(node.func, A.Name) and \
+                node.inlined is None:
+            hit = (self.top if node.func.absolute else env).get(node.func.name)
+            if hit is not None:
+                own = self.copy(hit[0])
+                node.inlined = A.Inlined(own)
+                self.calls(own.body, hit[1] or self.top)
+
     def copy(self, node):
         """A copy of an AST subtree: its nodes new (attributes set by the parser, such as
-        `name_loc`, kept), locations and errors shared. An application already inlined
-        (a pipeline control also applied as a sub-control) is copied as written."""
+        `name_loc`, kept), locations and errors shared. What is already inlined (a
+        pipeline control also applied as a sub-control, a top-level action's calls) is
+        copied as written."""
         if isinstance(node, list):
             return [self.copy(x) for x in node]
         if isinstance(node, tuple):
@@ -116,6 +160,8 @@ class Inliner:
         for f in fields(node):
             if f.name != "loc":
                 setattr(new, f.name, self.copy(getattr(node, f.name)))
+        if isinstance(node, A.Call):
+            new.inlined = None                  # its copy's calls get copies of their own
         if isinstance(node, A.Expr):
             self.copied.append((new, node))
         return new

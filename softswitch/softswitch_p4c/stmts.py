@@ -340,7 +340,7 @@ class StmtMixin:
             sym = x["callable"]
             if isinstance(sym, ActionSym):
                 self.check_no_dest(dest, call, "an action")
-                return self.inline_action(sym, call.args, ctx, call.loc)
+                return self.inline_action(sym, call, ctx)
             if isinstance(sym, FuncSym):
                 return self.inline_function(sym, call, ctx, dest)
             if isinstance(sym, ExternFuncSym):
@@ -418,22 +418,23 @@ class StmtMixin:
         return bound
 
     # ------------------------------------------------------------ inlining
-    def inline_action(self, sym, args, ctx, loc):
-        d = sym.decl
-        call = A.Call(loc, A.Name(loc, d.name), [], args)
+    def inline_action(self, sym, call, ctx):
+        """The call's copy of the action (inline.py), its parameters bound."""
+        d, body = sym.decl, call.inlined.decl.body
         bound = self.lists_as_struct_values(self.bind_args(call, d.params, d.name, ctx),
-                                            d.params, ctx, loc)
-        scope, copy_out = self.callee_scope(sym.scope, d, bound, ctx)
-        self.inline_body(d.body, ctx, scope, None)
+                                            d.params, ctx, call.loc)
+        scope, copy_out = self.callee_scope(sym.scope, d, body, bound, ctx)
+        self.inline_body(body, ctx, scope, None)
         self.copy_out(ctx, copy_out)
         return None
 
-    def callee_scope(self, parent, d, bound, ctx):
+    def callee_scope(self, parent, d, body, bound, ctx):
         """The callee's scope with its parameters bound, copying in the arguments that
-        need it (copyinout); returns it and the (argument, temporary) pairs to copy out."""
+        need it (copyinout, over `body`, the call's copy); returns it and the (argument,
+        temporary) pairs to copy out."""
         scope = Scope(parent)
-        writes = self.possible_writes(d.body.stmts, Scope(parent))
-        copies = params_needing_copies(d.params, bound, d.body, parent, writes)
+        writes = self.possible_writes(body.stmts, Scope(parent))
+        copies = params_needing_copies(d.params, bound, body, parent, writes)
         copy_out = self.bind_callee_params(d.params, bound, copies, scope,
                                     lambda tmp, arg, loc: self.assign(ctx, tmp, arg, loc))
         return scope, copy_out
@@ -532,22 +533,24 @@ class StmtMixin:
         return inner.return_values
 
     def inline_function(self, sym, call, ctx, dest):
-        d = sym.decl
+        """The call's copy of the function (inline.py), its parameters bound; its value
+        is a temporary its `return`s write."""
+        d, body = sym.decl, call.inlined.decl.body
         if ctx.prims is None:
             raise CompileError(call.loc, f"call to function '{d.name}' is not allowed here")
         env = self.call_type_env(d, call, ctx) if d.type_params else None
         bound = self.bind_args(call, d.params, d.name, ctx, env)
         parent = self.generic_scope(d, env, bound, sym.scope, call) if env else sym.scope
         bound = self.lists_as_struct_values(bound, d.params, ctx, call.loc, parent)
-        scope, copy_out = self.callee_scope(parent, d, bound, ctx)
+        scope, copy_out = self.callee_scope(parent, d, body, bound, ctx)
         ret_t = self.resolve_type(d.ret, parent)
         target = None
         if not isinstance(ret_t, VoidT):
             target = self.temporary(f"{d.name}_retval", ret_t)
-        returned = self.inline_body(d.body, ctx, scope, target)
+        returned = self.inline_body(body, ctx, scope, target)
         self.copy_out(ctx, copy_out)
-        if (len(returned) == 1 and returned[0].const is not None and d.body.stmts and
-                isinstance(d.body.stmts[-1], A.Return)):
+        if (len(returned) == 1 and returned[0].const is not None and body.stmts and
+                isinstance(body.stmts[-1], A.Return)):
             # its only return ends the body and gives a constant: the call's value is that
             # constant (as p4c propagates it), e.g. a divisor known at compile time
             return Val(target.type, const=returned[0].const)

@@ -538,7 +538,7 @@ control S(inout headers hdr, inout metadata meta)(bit<8> n) {
 
 def test_sub_controls_are_inlined_once_before_lowering_a_copy_per_application(tmp_path,
                                                                               monkeypatch):
-    """inline.inline_subblocks runs once over the program after the check: the emitter
+    """inline.inline_program runs once over the program after the check: the emitter
     meets each application of a sub-control as the A.InlinedBlock the pass wrote, with
     a copy of its own (the applications of the copy, through a constructor parameter of
     a control type too, inlined in it), and lowers the copy; it names the copies as it
@@ -577,7 +577,7 @@ control S(inout headers hdr, inout metadata meta)(Inner c) {
 
 def test_sub_parsers_are_inlined_once_before_lowering_a_copy_per_application(tmp_path,
                                                                              monkeypatch):
-    """inline.inline_subblocks writes each application of a sub-parser in V1Switch's
+    """inline.inline_program writes each application of a sub-parser in V1Switch's
     parser as an A.InlinedBlock with a copy of its own; the emitter lowers the copy's
     states, named per application as it reaches them (`sp_<state>`, `sp_0_<state>`)."""
     text = program(controls="""
@@ -609,6 +609,35 @@ parser Sub(packet_in pkt, inout headers hdr) {
     assert applications[0].inlined.decl.states[0] is not applications[1].inlined.decl.states[0]
     names = [st["name"] for st in j["parsers"][0]["parse_states"]]
     assert "sp_start" in names and "sp_0_start" in names
+
+
+def test_each_call_inlines_its_own_copy_of_the_callee_made_before_lowering(tmp_path,
+                                                                           monkeypatch):
+    """inline.inline_program gives every call of an action or function a copy of the
+    callee for that call (`A.Call.inlined`), its own calls copied in turn; the emitter
+    inlines the copy: with the declared functions' bodies gone once the pass has run,
+    the JSON is the same."""
+    text = program(decls="""
+bit<8> twice(in bit<8> x) { return x + x; }
+bit<8> quad(in bit<8> x) { return twice(twice(x)); }
+action g(inout bit<8> v) { v = quad(v); }""", apply="meta.m8 = quad(meta.m8); g(hdr.ipv4.ttl);")
+    path = tmp_path / "calls.p4"
+    path.write_text(text)
+    expected = compile_to_objects(str(path))
+    calls = []
+    lower_main = Compiler.lower_main
+
+    def lower_main_without_declared_bodies(self, main):
+        functions = [d for d in self.program.decls if isinstance(d, A.FunctionDecl)]
+        calls.extend(_inlined_calls(self.program.decls))
+        for d in functions:
+            d.body = None
+        return lower_main(self, main)
+
+    monkeypatch.setattr(Compiler, "lower_main", lower_main_without_declared_bodies)
+    assert compile_to_objects(str(path)) == expected
+    copies = {id(c.inlined.decl) for c in calls}
+    assert len(copies) == len(calls) >= 3
 
 
 def test_an_expression_the_splitter_rebuilds_is_read_from_the_programs_ir(monkeypatch):
@@ -648,6 +677,20 @@ def test_a_tna_program_has_its_loops_unrolled_by_the_tna_check_too(tmp_path, mon
     by_the_emitter = compile_tna_to_objects(str(path), "tna")
     assert json.dumps(unrolled_once[0]) == json.dumps(by_the_emitter[0])
     assert unrolled_once[1] == by_the_emitter[1]
+
+
+def _inlined_calls(node):
+    """Every call under `node` with a copy of its callee, the calls in the copies too."""
+    if isinstance(node, (list, tuple)):
+        for x in node:
+            yield from _inlined_calls(x)
+    elif dataclasses.is_dataclass(node):
+        if isinstance(node, A.Call) and node.inlined is not None:
+            yield node
+            yield from _inlined_calls(node.inlined.decl)
+        for fl in dataclasses.fields(node):
+            if fl.name not in ("loc", "inlined"):
+                yield from _inlined_calls(getattr(node, fl.name))
 
 
 def _ast_nodes(node):
