@@ -48,7 +48,7 @@ class IndexExpander:
         if isinstance(found.index, (A.Binary, A.Ternary, A.Unary, A.Cast, A.Call)):
             index, pre = self.temporary(found.index, scope)
             if pre:
-                s = _rewrite(s, found, replace(found, index=index))
+                s = self.rewrite(s, found, replace(found, index=index))
                 found = replace(found, index=index)
         return pre + [self.chain(s, found, scope)]
 
@@ -57,13 +57,22 @@ class IndexExpander:
         loc = found.loc
         other = s.other if isinstance(s, A.If) else None
         for i in reversed(range(size)):
-            branch = _rewrite(s, found, replace(found, index=A.IntLit(loc, i)))
+            branch = self.rewrite(s, found, replace(found, index=A.IntLit(loc, i)))
             test = A.Binary(loc, "==", found.index, A.IntLit(loc, i))
             if isinstance(branch, A.If):
                 other = replace(branch, cond=A.Binary(loc, "&&", test, branch.cond), other=other)
             else:
                 other = A.If(loc, test, branch, other)
         return other
+
+    def rewrite(self, s, found, new):
+        """`s` with the index `found` (and its equals) replaced by `new`; the expressions
+        rebuilt around it are read from the program's IR as the ones they stand for
+        (`Compiler.keep_nodes`)."""
+        rebuilt = []
+        out = _rewrite(s, found, new, rebuilt)
+        self.checker.keep_nodes(rebuilt)
+        return out
 
     def temporary(self, index, scope):
         """`hsiVar$N = index;` (its name, the statements): an operation or a call is
@@ -133,13 +142,19 @@ def _same(a, b):
     return a == b
 
 
-def _rewrite(node, old, new):
-    """A copy of `node` with every expression equal to `old` replaced by `new`."""
+def _rewrite(node, old, new, rebuilt):
+    """A copy of `node` with every expression equal to `old` replaced by `new`; each
+    expression rebuilt around it is added to `rebuilt` with the one it stands for (of
+    its type: a stack's elements have one type; and of its value, which a run-time
+    index inside could not decide)."""
     if isinstance(node, list):
-        return [_rewrite(x, old, new) for x in node]
+        return [_rewrite(x, old, new, rebuilt) for x in node]
     if not is_dataclass(node) or isinstance(node, A.TypeRef):
         return node
     if isinstance(node, A.Expr) and _same(node, old):
         return new
-    return replace(node, **{f.name: _rewrite(getattr(node, f.name), old, new)
-                            for f in fields(node) if f.name != "loc" and f.init})
+    out = replace(node, **{f.name: _rewrite(getattr(node, f.name), old, new, rebuilt)
+                           for f in fields(node) if f.name != "loc" and f.init})
+    if isinstance(node, A.Expr):
+        rebuilt.append((out, node))
+    return out

@@ -640,6 +640,22 @@ action g(inout bit<8> v) { v = quad(v); }""", apply="meta.m8 = quad(meta.m8); g(
     assert len(copies) == len(calls) >= 3
 
 
+def test_an_expression_hsindex_rebuilds_around_a_constant_index_is_read_from_the_ir(
+        tmp_path, monkeypatch):
+    """hsindex copies `hdr.hops[meta.m8].port + 1` once per index; each copy stands for
+    the expression checked (a stack's elements have one type), so the emitter reads it
+    from the program's IR (`Compiler.keep_nodes`) instead of checking it again: only the
+    expressions naming the constant index itself are checked in its scope."""
+    path = tmp_path / "hsindex.p4"
+    path.write_text(program(apply="hdr.hops[meta.m8].port = hdr.hops[meta.m8].port + 1;"))
+    checked_again = []
+    typed = exprs.ExprMixin.typed
+    monkeypatch.setattr(exprs.ExprMixin, "typed",
+                        lambda self, e, ctx: checked_again.append(e) or typed(self, e, ctx))
+    compile_to_objects(str(path))
+    assert checked_again and all(isinstance(e, A.Index) for e in checked_again)
+
+
 def test_an_expression_the_splitter_rebuilds_is_read_from_the_programs_ir(monkeypatch):
     """The condition splitter, run before lowering, rebuilds `f(t.apply().hit ? 1 : 2)`'s
     operand and call around a bool temporary; each keeps the node of the expression it
