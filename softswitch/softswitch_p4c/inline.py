@@ -1,4 +1,5 @@
-"""Inlining as a pass of its own: each application of a sub-block gets its own copy.
+"""Inlining as a pass of its own: each application of a sub-block and each call of an
+action or function gets its own copy of what it inlines.
 
 Once over the program, after the check and the other desugar passes, before lowering
 (see README.md, "Architecture: phases"): in the apply blocks of the pipelines V1Switch
@@ -28,17 +29,14 @@ def inline_program(program, globals_scope):
     place, then gives every call of an action or function its copy; returns the
     expressions copied, each with the one it copies (their nodes in the program's IR
     are the same)."""
-    inliner = Inliner(globals_scope)
+    inliner = Inliner(program, globals_scope)
     for decl in applying_blocks(globals_scope):
         inliner.inline(block_body(decl), inliner.sub_blocks(decl, None, {}))
-    top = {d.name: (d, None) for d in program.decls
-           if isinstance(d, (A.ActionDecl, A.FunctionDecl))}
-    inliner.top = top
     for d in program.decls:
         if isinstance(d, (A.ControlDecl, A.ParserDecl)):
             inliner.block_calls(d)
         elif isinstance(d, A.ActionDecl):
-            inliner.calls(d.body, top)
+            inliner.calls(d.body, inliner.top)
     return inliner.copied
 
 
@@ -70,9 +68,13 @@ def block_body(decl):
 
 
 class Inliner:
-    def __init__(self, globals_scope):
+    def __init__(self, program, globals_scope):
         self.globals = globals_scope
         self.copied = []
+        # the top level's actions and functions: name -> (it, None: its body sees the
+        # top level)
+        self.top = {d.name: (d, None) for d in program.decls
+                    if isinstance(d, (A.ActionDecl, A.FunctionDecl))}
 
     def sub_blocks(self, decl, inst, outer):
         """The sub-block instances `decl` can apply, name -> (instance, its parser or
