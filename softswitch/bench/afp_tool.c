@@ -41,7 +41,7 @@
 /* receive ring geometry, as softswitch's (engine/src/afpacket.rs) */
 #define RING_SLOT 2048
 #define RING_BLOCK (64 * 1024)
-#define RING_SLOTS 2048
+#define RING_SLOTS 4096
 
 static double now_s(void) {
     struct timespec t;
