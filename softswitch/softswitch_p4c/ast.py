@@ -246,8 +246,9 @@ class Inlined:
     dataclass, so the passes walking the applying block's statements do not enter it:
     the copy is another scope."""
 
-    def __init__(self, decl):
+    def __init__(self, decl, instance=None):
         self.decl = decl
+        self.instance = instance        # a sub-block's: the A.Instance applied
 
 
 @dataclass

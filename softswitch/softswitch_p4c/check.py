@@ -97,6 +97,7 @@ class BlockChecker:
         self.nodes = None            # id(AST expression) -> (it, its IR node), when recording
         self.program_nodes = None    # the same for the program's IR (check_v1model): record()
         self.unrolled = None         # id(loop) -> (it, its iterations): check_v1model's unroll
+        self.ctor_values = {}        # constructor parameter -> its value in this copy (bind.py)
         self.ret_type = None         # the return type of the function or action (void)
         self.loops = 0               # loops around the statement being checked
         self.loop_init = False       # checking a for loop's initializer
@@ -111,7 +112,7 @@ class BlockChecker:
         d = self.decl
         self.scopes.append({})                  # parameters and locals: one namespace
         params = [self.param(p) for p in d.params]
-        params += [self.param(p, "ctor") for p in d.ctor_params or []]
+        params += [self.ctor_param(p) for p in d.ctor_params or []]
         _unique_names(d.params + (d.ctor_params or []) + d.locals)
         locals_ = [self.declare_local(local) for local in d.locals]
         if isinstance(d, A.ParserDecl):
@@ -197,6 +198,13 @@ class BlockChecker:
         (`read_only` ("", "in")), directionless ones too."""
         return self.bind(ir.Variable(p.loc, p.name, p, self.resolve(p.type), kind,
                                      read_only=kind == "param" and p.direction in read_only))
+
+    def ctor_param(self, p):
+        """A constructor parameter; a constant where the instance's argument is bound for
+        this copy of the block (`ctor_values`, bind.py)."""
+        var = self.param(p, "ctor")
+        var.value = self.ctor_values.get(p.name)
+        return var
 
     def lookup(self, name, loc):
         """The IR declaration of `name`, or its global symbol."""
@@ -354,12 +362,26 @@ class BlockChecker:
             return self.declare_local(s)
         if isinstance(s, (A.For, A.ForIn)):
             return self.loop(s)
+        if isinstance(s, (A.SwitchChain, A.SplitStmt, A.InlinedBlock)):
+            return self.rewritten(s)
         if isinstance(s, (A.Break, A.Continue)):
             word = type(s).__name__.lower()
             if not self.loops:
                 raise CompileError(s.loc, f"'{word}' outside a loop")
             return ir.Jump(s.loc, word)
         raise unsupported(s.loc, f"statement {type(s).__name__}")
+
+    def rewritten(self, s):
+        """A statement the passes before lowering wrote (a copy inline.py made holds them;
+        bind.py checks it again): what the emitter lowers. A split statement's own
+        declaration stays in scope; an application's copy is another block."""
+        if isinstance(s, A.SwitchChain):
+            return self.stmt(s.chain)
+        if isinstance(s, A.InlinedBlock):
+            return ir.CallStmt(s.loc, self.expr(s.call))
+        if s.error is not None:
+            raise s.error
+        return ir.Block(s.loc, self.stmts(s.stmts))
 
     def return_stmt(self, s):
         """A `return`'s value converts to the function's return type; an action, a void

@@ -12,6 +12,7 @@ from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .exprs import ExprMixin
 from .hsindex import IndexExpander
+from .bind import bind_program
 from .inline import inline_program
 from .parsers import ParserMixin
 from .stmts import StmtMixin
@@ -77,6 +78,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         switches_as_ifs(self.program)
         self.keep_nodes(split_conditions(self.program))
         self.keep_nodes(inline_program(self.program, self.globals))
+        bind_program(self, self.program)
         main = self.globals.lookup("main")
         if main is None:
             raise CompileError(None, "program has no 'main' package instance")

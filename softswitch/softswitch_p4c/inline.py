@@ -114,7 +114,7 @@ class Inliner:
     def inlined(self, stmt, inst, decl, env):
         own = self.copy(decl)
         self.inline(block_body(own), self.sub_blocks(own, inst, env))
-        return A.InlinedBlock(stmt.loc, stmt.call, A.Inlined(own))
+        return A.InlinedBlock(stmt.loc, stmt.call, A.Inlined(own, inst))
 
     def block_calls(self, decl):
         """The calls in a control or parser (its local actions' too, which see it)."""

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from softswitch_p4c import ast as A, check, desugar, exprs, inline, ir
+from softswitch_p4c import compiler as compiler_module
 from softswitch_p4c.compiler import Compiler
 from softswitch_p4c.driver import (check_tna_file, check_tna_to_ir, compile_source,
                                    compile_tna_to_objects, compile_to_objects)
@@ -465,6 +466,60 @@ control C(inout headers hdr)(bit<8> n) {
     by_the_emitter = compile_to_objects(str(path))
     assert json.dumps(unrolled_once[0]) == json.dumps(by_the_emitter[0])
     assert unrolled_once[1] == by_the_emitter[1]
+
+
+def test_a_sub_control_copy_has_the_loops_its_constructor_arguments_decide_unrolled(
+        tmp_path, monkeypatch):
+    """bind.bind_program checks each sub-control copy again with its constructor
+    parameters bound to the instance's arguments (passed on through an enclosing copy's
+    own constructor parameter too) and unrolls the loops that decides in the copy before
+    lowering: each copy by its own arguments. A local that shadows the parameter is the
+    local (an action's run-time loop stays one). The JSON is the one the emitter's own
+    unrolling gives."""
+    text = program(controls="""
+control C(inout headers hdr, inout metadata meta)(bit<8> n) {
+    action count() {
+        bit<8> n = hdr.ipv4.ttl;
+        for (bit<8> i = 0; i < n; i = i + 1) { meta.m8 = meta.m8 + 1; }
+    }
+    table t { actions = { count; } default_action = count(); }
+    apply {
+        for (bit<8> i = 0; i < n; i = i + 1) { hdr.hops[i].port = (bit<7>) i; }
+        t.apply();
+    }
+}
+control Outer(inout headers hdr, inout metadata meta)(bit<8> k) {
+    C(k) inner;
+    apply { inner.apply(hdr, meta); }
+}""", ingress="C(2) two; Outer(3) three;", apply="two.apply(hdr, meta); three.apply(hdr, meta);")
+    path = tmp_path / "ctor_loops.p4"
+    path.write_text(text)
+    met = []
+    lower_main = Compiler.lower_main
+
+    def lower_main_keeping_copies(self, main):
+        ingress = next(d for d in self.program.decls if getattr(d, "name", None) == "I")
+        met.extend(s.inlined.decl for s in ingress.body.stmts)
+        return lower_main(self, main)
+
+    monkeypatch.setattr(Compiler, "lower_main", lower_main_keeping_copies)
+    bound = compile_to_objects(str(path))
+    two, outer = met
+    three = outer.body.stmts[0].inlined.decl
+
+    def iterations(copy):
+        unrolled = copy.body.stmts[0]
+        assert isinstance(unrolled, A.Block)
+        return [b.stmts[0].init.value for b in unrolled.stmts]
+
+    assert iterations(two) == [0, 1] and iterations(three) == [0, 1, 2]
+    for copy in (two, three):
+        action = next(d for d in copy.locals if isinstance(d, A.ActionDecl))
+        assert isinstance(action.body.stmts[1], A.For)      # the local n: run time
+    monkeypatch.setattr(compiler_module, "bind_program", lambda comp, program: None)
+    by_the_emitter = compile_to_objects(str(path))
+    assert json.dumps(bound[0]) == json.dumps(by_the_emitter[0])
+    assert bound[1] == by_the_emitter[1]
 
 
 def test_value_switches_are_if_chains_written_once_before_lowering(tmp_path, monkeypatch):
