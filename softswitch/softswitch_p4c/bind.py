@@ -13,6 +13,15 @@ checker's scopes are the copy's, so a local that shadows a constructor parameter
 local. A copy whose check fails (an error only these constants reveal: a division by
 zero, an index out of bounds) is left as it is: the emitter reports the error where it
 reaches it, in the order it reports errors.
+
+Then each call of an action or function in those controls (and in the copies of the
+callees in turn) whose copy (`A.Call.inlined`) is reached once has its copy checked
+again the same way, its `in` and directionless parameters bound to the call's arguments
+that are settled compile-time values there (`ir.settled`; a constant argument is bound
+by the emitter as that constant: it has no storage, so copy-in/copy-out never gives it
+a temporary), and the loops that decides unrolled in the copy. A call reached more than
+once (in the iterations of a loop already unrolled, which share its body) has one copy
+for different arguments and is left to the emitter; so is a generic function's.
 """
 from dataclasses import fields, is_dataclass
 
@@ -45,7 +54,7 @@ class Binder:
         to `values`; unroll the loops that decides in it, then bind its applications'
         copies."""
         checker = BlockChecker(self.comp, decl, {}, self.top)
-        checker.ctor_values, checker.unrolled = values, {}
+        checker.ctor_values, checker.unrolled, checker.nodes = values, {}, {}
         try:
             checked = checker.block()
         except CompileError:
@@ -54,12 +63,72 @@ class Binder:
             if isinstance(inst, ir.Instance) and isinstance(inst.type, BlockT):
                 self.arguments[id(inst.ast)] = self.constructor_values(inst)
         applied = applications(decl.body, [])
+        calls = calls_reached_once([decl.locals, decl.body])
         if checker.unrolled:
             replace_loops([decl], checker.unrolled)
+        local = (checker, {d.name for d in decl.locals if isinstance(d, A.ActionDecl)})
+        for call in calls:
+            self.call(call, checker.nodes, local)
         for app in applied:
             copy = app.inlined
             if isinstance(copy.decl, A.ControlDecl):
                 self.control(copy.decl, self.arguments.get(id(copy.instance), {}))
+
+    def call(self, call, nodes, local):
+        """Check `call`'s copy of its callee with its constant arguments (their nodes in
+        `nodes`) bound; unroll the loops that decides in it, then bind its own calls.
+        `local`: the checker of the control whose actions the call may name (its scopes
+        the action's body sees) and their names."""
+        copy = call.inlined.decl
+        if getattr(copy, "type_params", None):
+            return                      # checked per call's types by the emitter
+        checker, names = local
+        if call.func.absolute or call.func.name not in names:
+            checker, local = BlockChecker(self.comp, None, {}, self.top), (None, set())
+        values = self.argument_values(copy.params, call.args, nodes)
+        saved = (list(checker.scopes), checker.type_env, checker.ret_type, checker.loops,
+                 checker.unrolled, checker.nodes)
+        checker.unrolled, checker.nodes = {}, {}
+        try:
+            checker.function_body(copy, ir.Action if isinstance(copy, A.ActionDecl)
+                                  else ir.Function, named=False, values=values)
+            checked = checker.unrolled, checker.nodes
+        except CompileError:
+            checked = None              # the emitter reports it where it reaches it
+        finally:
+            (checker.scopes, checker.type_env, checker.ret_type, checker.loops,
+             checker.unrolled, checker.nodes) = saved
+        if checked is None:
+            return
+        unrolled, own_nodes = checked
+        calls = calls_reached_once(copy.body)
+        if unrolled:
+            replace_loops([copy], unrolled)
+        for inner in calls:
+            self.call(inner, own_nodes, local)
+
+    def argument_values(self, params, args, nodes):
+        """`in` or directionless parameter -> the value of its argument (by position or
+        name; a default is not bound) where that is settled, converted to its type."""
+        if any(isinstance(a, A.NamedArg) for a in args):
+            by_name = {a.name: a.value for a in args if isinstance(a, A.NamedArg)}
+            pairs = [(p, by_name.get(p.name)) for p in params]
+        else:
+            pairs = list(zip(params, args))
+        out = {}
+        for p, e in pairs:
+            hit = nodes.get(id(e)) if e is not None else None
+            if p.direction not in ("", "in") or hit is None or hit[0] is not e:
+                continue
+            node = hit[1]
+            if node.value is None or not ir.settled(node):
+                continue
+            try:
+                t = self.comp.resolve_type(p.type, self.comp.globals)
+                out[p.name] = convert(node.value, node.type, t, node.loc, "argument")
+            except CompileError:
+                continue
+        return out
 
     def constructor_values(self, inst):
         """Constructor parameter -> the value of `inst`'s argument for it, converted to the
@@ -96,3 +165,26 @@ def applications(node, found):
             if f.name != "loc":
                 applications(getattr(node, f.name), found)
     return found
+
+
+def calls_reached_once(node):
+    """The calls under `node` that have a copy of their callee (`A.Call.inlined`) and are
+    reached once walking it (a loop's iterations share its body), not inside a copy."""
+    seen = {}
+    _calls(node, seen)
+    return [call for call, count in seen.values() if count == 1]
+
+
+def _calls(node, seen):
+    if isinstance(node, (list, tuple)):
+        for x in node:
+            _calls(x, seen)
+    elif isinstance(node, A.SplitStmt):     # what the emitter lowers: its steps
+        _calls(node.stmts, seen)
+    elif is_dataclass(node) and not isinstance(node, A.TypeRef):
+        if isinstance(node, A.Call) and node.inlined is not None:
+            call, count = seen.get(id(node), (node, 0))
+            seen[id(node)] = (call, count + 1)
+        for f in fields(node):
+            if f.name not in ("loc", "inlined"):
+                _calls(getattr(node, f.name), seen)

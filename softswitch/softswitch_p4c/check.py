@@ -237,10 +237,12 @@ class BlockChecker:
             return self.bind(ir.Variable(d.loc, d.name, d, self.resolve(d.type), "value_set"))
         raise unsupported(d.loc, f"local declaration {type(d).__name__}")
 
-    def function_body(self, d, kind, named=True, type_env=None):
+    def function_body(self, d, kind, named=True, type_env=None, values=None):
         """An action, function or (`named` False) an extern method an initializer
         implements; a block's own is named before its body is checked (it may recurse).
-        A generic function's type parameters are TypeVars, or `type_env`'s types."""
+        A generic function's type parameters are TypeVars, or `type_env`'s types. The
+        parameters named in `values` are constants of those values (a call's constant
+        arguments bound in its copy, bind.py)."""
         fn = kind(d.loc, d.name, d)
         if named:
             self.callables[d.name] = fn
@@ -250,6 +252,8 @@ class BlockChecker:
         self.ret_type = self.resolve(d.ret) if getattr(d, "ret", None) is not None else VoidT()
         self.loops = 0
         fn.params = [self.param(p, read_only=("", "in")) for p in d.params]
+        for var in fn.params:
+            var.value = (values or {}).get(var.name)
         fn.body = ir.Block(d.body.loc, self.stmts(d.body.stmts))   # in the parameters' scope
         self.scopes.pop()
         self.type_env, self.ret_type, self.loops = outer_env, outer_ret, outer_loops

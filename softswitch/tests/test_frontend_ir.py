@@ -522,6 +522,74 @@ control Outer(inout headers hdr, inout metadata meta)(bit<8> k) {
     assert bound[1] == by_the_emitter[1]
 
 
+def test_a_call_copy_has_the_loops_its_constant_arguments_decide_unrolled(tmp_path,
+                                                                          monkeypatch):
+    """bind.bind_program checks each call's copy of its callee again with the call's
+    constant arguments bound (a sub-control's constructor argument passed on, an
+    action's parameter passed on to a function it calls) and unrolls the loops that
+    decides in the copy; a call in an unrolled loop's body, one copy for every
+    iteration, is left to the emitter. The JSON is the one the emitter's own unrolling
+    gives."""
+    text = program(controls="""
+bit<8> f(in bit<8> n) {
+    bit<8> s = 0;
+    for (bit<8> i = 0; i < n; i = i + 1) { s = s + i; }
+    return s;
+}
+control C(inout headers hdr, inout metadata meta)(bit<8> k) {
+    action a(in bit<8> n) {
+        for (bit<8> i = 0; i < n; i = i + 1) { meta.m8 = meta.m8 + i; }
+        meta.m16 = (bit<16>) f(n);
+    }
+    apply { hdr.ipv4.ttl = f(k); a(2); }
+}""", ingress="C(4) c;", apply="""
+        c.apply(hdr, meta);
+        for (bit<8> j in 0 .. 1) { hdr.ipv4.protocol = f(j); }""")
+    path = tmp_path / "call_loops.p4"
+    path.write_text(text)
+    met = []
+    lower_main = Compiler.lower_main
+
+    def lower_main_keeping_the_body(self, main):
+        met.extend(next(d for d in self.program.decls
+                        if getattr(d, "name", None) == "I").body.stmts)
+        return lower_main(self, main)
+
+    def copy_called(node):
+        found = [x for x in walk_ast(node) if isinstance(x, A.Call) and x.inlined]
+        return found[0].inlined.decl
+
+    def iterations(loop):
+        assert isinstance(loop, A.Block)
+        return [b.stmts[0].init.value for b in loop.stmts]
+
+    monkeypatch.setattr(Compiler, "lower_main", lower_main_keeping_the_body)
+    bound = compile_to_objects(str(path))
+    applied, unrolled = met
+    ttl, call_a = applied.inlined.decl.body.stmts
+    assert iterations(copy_called(ttl).body.stmts[1]) == [0, 1, 2, 3]        # f(k), k = 4
+    action = copy_called(call_a)
+    assert iterations(action.body.stmts[0]) == [0, 1]                      # a(2)
+    assert iterations(copy_called(action.body.stmts[1]).body.stmts[1]) == [0, 1]  # f(n)
+    assert isinstance(copy_called(unrolled).body.stmts[1], A.For)          # f(j), j = 0, 1
+    monkeypatch.setattr(compiler_module, "bind_program", lambda comp, program: None)
+    by_the_emitter = compile_to_objects(str(path))
+    assert json.dumps(bound[0]) == json.dumps(by_the_emitter[0])
+    assert bound[1] == by_the_emitter[1]
+
+
+def walk_ast(node):
+    """Every AST node under `node` (not inside a copy)."""
+    if isinstance(node, (list, tuple)):
+        for x in node:
+            yield from walk_ast(x)
+    elif dataclasses.is_dataclass(node):
+        yield node
+        for fl in dataclasses.fields(node):
+            if fl.name not in ("loc", "inlined"):
+                yield from walk_ast(getattr(node, fl.name))
+
+
 def test_value_switches_are_if_chains_written_once_before_lowering(tmp_path, monkeypatch):
     """desugar.switches_as_ifs runs once over the program after the check: the emitter
     meets every value switch (of a function, an action, an apply block, nested in a case)
