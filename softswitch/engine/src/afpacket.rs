@@ -420,21 +420,26 @@ impl RxRing {
             tp_frame_size: RING_SLOT as u32,
             tp_frame_nr: RING_SLOTS as u32,
         };
-        let fd = port.fd();
-        let rc = unsafe {
-            libc::setsockopt(fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &req as *const _ as *const libc::c_void,
-                             std::mem::size_of::<libc::tpacket_req>() as libc::socklen_t)
-        };
-        if rc < 0 {
-            return Err(format!("PACKET_RX_RING: {}", io::Error::last_os_error()));
-        }
+        Self::request(port.fd(), &req).map_err(|e| format!("PACKET_RX_RING: {e}"))?;
         let base = unsafe {
-            libc::mmap(std::ptr::null_mut(), RING_SLOTS * RING_SLOT, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+            libc::mmap(std::ptr::null_mut(), RING_SLOTS * RING_SLOT, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, port.fd(), 0)
         };
         if base == libc::MAP_FAILED {
-            return Err(format!("mmap of the ring: {}", io::Error::last_os_error()));
+            let why = format!("mmap of the ring: {}", io::Error::last_os_error());
+            // Take the ring down again, or the kernel would fill it instead of the socket queue.
+            let none: libc::tpacket_req = unsafe { std::mem::zeroed() };
+            return Self::request(port.fd(), &none).map_err(|e| format!("{why}; removing the ring: {e}")).and(Err(why));
         }
         Ok(RxRing { base: base as *mut u8, next: AtomicUsize::new(0) })
+    }
+
+    /// Sets the socket's receive ring to `req` (no blocks: none).
+    fn request(fd: RawFd, req: &libc::tpacket_req) -> io::Result<()> {
+        let rc = unsafe {
+            libc::setsockopt(fd, libc::SOL_PACKET, libc::PACKET_RX_RING, req as *const _ as *const libc::c_void,
+                             std::mem::size_of::<libc::tpacket_req>() as libc::socklen_t)
+        };
+        if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
     }
 
     /// The i-th slot from the batch's start.
