@@ -19,9 +19,11 @@ callees in turn) whose copy (`A.Call.inlined`) is reached once has its copy chec
 again the same way, its `in` and directionless parameters bound to the call's arguments
 that are settled compile-time values there (`ir.settled`; a constant argument is bound
 by the emitter as that constant: it has no storage, so copy-in/copy-out never gives it
-a temporary), and the loops that decides unrolled in the copy. A call reached more than
-once (in the iterations of a loop already unrolled, which share its body) has one copy
-for different arguments and is left to the emitter; so is a generic function's.
+a temporary), and the loops that decides unrolled in the copy (the iterations of a loop
+the checker unrolled have their own copies of its body: `unroll.separate_iterations`).
+A call reached more than once (in the iterations of a loop this pass unrolls, which
+share its body) has one copy for different arguments and is left to the emitter; so is
+a generic function's.
 """
 from dataclasses import fields, is_dataclass
 

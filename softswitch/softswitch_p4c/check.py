@@ -454,10 +454,11 @@ class BlockChecker:
     def unroll(self, s):
         """Loop `s`'s iterations (unroll.py) where this scope decides them (bounds and
         `break`/`continue` conditions compile-time here: the block's and the top level's
-        constants), kept in `unrolled` for `unroll.replace_loops`. A loop they depend on
-        run-time values or on constants only the emitter's scope knows (a function's
-        argument, a sub-block's constructor argument), or that unroll.py refuses, is left
-        to the emitter, which unrolls it (or reports it) as it reaches it."""
+        constants; checked again by bind.py, a copy's constructor and call arguments
+        too), kept in `unrolled` for `unroll.replace_loops`. A loop they depend on
+        run-time values or on constants only the emitter's scope knows, or that
+        unroll.py refuses, is left to the emitter, which unrolls it (or reports it) as it
+        reaches it."""
         try:
             blocks = Unroller(_LoopFolder(self)).unroll(s, Scope())
         except CompileError:

@@ -21,7 +21,7 @@ from .symbols import (ActionSym, BlockSym, ExternFuncSym, FuncSym, Scope,
 from .types import (Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, MatchKindT, StackT,
                     StringT, StructT, TupleT, TypeVar, VarbitT, VoidT, BlockT, same_type,
                     storage_width)
-from .unroll import Unroller, replace_loops
+from .unroll import Unroller, replace_loops, separate_iterations
 from .values import FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val, field_val
 
 JSON_VERSION = [2, 23]
@@ -68,6 +68,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.hsindex = IndexExpander(self)
         self.ir_nodes = {}               # id(AST expression) -> (it, scope, IR node): typed()
         self.program_nodes = {}          # id(AST expression) -> (it, IR node): check_v1model's
+        self.unrolled_loops = {}         # id(loop) -> (it, its iterations): check_v1model's
 
     # ------------------------------------------------------------ entry point
     def compile(self):
@@ -77,6 +78,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         instantiate_direct_calls(self.program, self.globals)
         switches_as_ifs(self.program)
         self.keep_nodes(split_conditions(self.program))
+        self.keep_nodes(separate_iterations(self.unrolled_loops))
         self.keep_nodes(inline_program(self.program, self.globals))
         bind_program(self, self.program)
         main = self.globals.lookup("main")
@@ -90,6 +92,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         expression nodes are kept for the emitter (`ExprMixin.node`), and the loops its
         scopes decide are unrolled in the program (`unroll.replace_loops`)."""
         self.program_nodes, unrolled = check_v1model(self, self.program)
+        self.unrolled_loops = unrolled
         if unrolled:
             replace_loops([d for d in self.program.decls if isinstance(
                 d, (A.ActionDecl, A.FunctionDecl, A.ControlDecl, A.ParserDecl))], unrolled)

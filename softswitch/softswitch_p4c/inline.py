@@ -146,24 +146,28 @@ class Inliner:
                 self.calls(own.body, hit[1] or self.top)
 
     def copy(self, node):
-        """A copy of an AST subtree: its nodes new (attributes set by the parser, such as
-        `name_loc`, kept), locations and errors shared. What is already inlined (a
-        pipeline control also applied as a sub-control, a top-level action's calls) is
-        copied as written."""
-        if isinstance(node, list):
-            return [self.copy(x) for x in node]
-        if isinstance(node, tuple):
-            return tuple(self.copy(x) for x in node)
-        if isinstance(node, A.InlinedBlock):
-            return self.copy(A.CallStmt(node.loc, node.call))
-        if not (is_dataclass(node) and type(node).__module__ == A.__name__):
-            return node
-        new = copy.copy(node)
-        for f in fields(node):
-            if f.name != "loc":
-                setattr(new, f.name, self.copy(getattr(node, f.name)))
-        if isinstance(node, A.Call):
-            new.inlined = None                  # its copy's calls get copies of their own
-        if isinstance(node, A.Expr):
-            self.copied.append((new, node))
-        return new
+        return copy_tree(node, self.copied)
+
+
+def copy_tree(node, copied):
+    """A copy of an AST subtree: its nodes new (attributes set by the parser, such as
+    `name_loc`, kept), locations and errors shared; each expression copied is added to
+    `copied` with the one it copies. What is already inlined (a pipeline control also
+    applied as a sub-control, a top-level action's calls) is copied as written."""
+    if isinstance(node, list):
+        return [copy_tree(x, copied) for x in node]
+    if isinstance(node, tuple):
+        return tuple(copy_tree(x, copied) for x in node)
+    if isinstance(node, A.InlinedBlock):
+        return copy_tree(A.CallStmt(node.loc, node.call), copied)
+    if not (is_dataclass(node) and type(node).__module__ == A.__name__):
+        return node
+    new = copy.copy(node)
+    for f in fields(node):
+        if f.name != "loc":
+            setattr(new, f.name, copy_tree(getattr(node, f.name), copied))
+    if isinstance(node, A.Call):
+        new.inlined = None                      # its copy's calls get copies of their own
+    if isinstance(node, A.Expr):
+        copied.append((new, node))
+    return new

@@ -3,9 +3,12 @@ unrolls them too).
 
 A loop whose iterations its declaration's scope decides (the block's and the top
 level's constants) is unrolled once over the program, by the checker phase
-(`check.BlockChecker.unroll`, `replace_loops`; v1model and TNA); the emitter unrolls the others as it
-reaches them, in its scope of the moment (bounds from a function's or a sub-block's
-constructor arguments), or lowers them as run-time loops in an action.
+(`check.BlockChecker.unroll`, `replace_loops`; v1model and TNA), each iteration then
+given its own copy of the body (`separate_iterations`, v1model); one a sub-control's
+constructor arguments or a call's constant arguments decide, in the inlined copy, by
+bind.py the same way; the emitter unrolls the others as it reaches them, in its scope
+of the moment (bounds from the arguments of a call bind.py leaves), or lowers them as
+run-time loops in an action.
 
 A `for` loop with compile-time bounds becomes one block per iteration, each
 starting with the loop variables as constants. `break`/`continue` must be decided
@@ -18,6 +21,7 @@ from dataclasses import fields, is_dataclass
 from . import ast as A
 from .desugar import assigned_names
 from .errors import CompileError, unsupported
+from .inline import copy_tree
 from .symbols import Scope
 from .values import Val
 
@@ -171,3 +175,17 @@ def replace_loops(node, unrolled):
 def _unrolled(x, unrolled):
     hit = unrolled.get(id(x)) if isinstance(x, (A.For, A.ForIn)) else None
     return hit[1] if hit is not None and hit[0] is x else x
+
+
+def separate_iterations(unrolled):
+    """Each iteration of the loops of `unrolled` (id(loop) -> (it, A.Block of its
+    iterations), as `replace_loops` put them in the program) but the first given its own
+    copy of the statements the unroller shares among them (the loop's body), so that
+    what the passes after it write per statement (a call's copy of its callee, a
+    sub-block application's copy, bind.py's bindings) is per iteration. Returns the
+    expressions copied, each with the one it copies."""
+    copied = []
+    for _, iterations in unrolled.values():
+        for block in iterations.stmts[1:]:
+            block.stmts = copy_tree(block.stmts, copied)
+    return copied

@@ -526,10 +526,10 @@ def test_a_call_copy_has_the_loops_its_constant_arguments_decide_unrolled(tmp_pa
                                                                           monkeypatch):
     """bind.bind_program checks each call's copy of its callee again with the call's
     constant arguments bound (a sub-control's constructor argument passed on, an
-    action's parameter passed on to a function it calls) and unrolls the loops that
-    decides in the copy; a call in an unrolled loop's body, one copy for every
-    iteration, is left to the emitter. The JSON is the one the emitter's own unrolling
-    gives."""
+    action's parameter passed on to a function it calls, a loop's variable in each
+    iteration, which has a copy of the loop's body of its own: unroll.separate_iterations)
+    and unrolls the loops that decides in the copy. The JSON is the one the emitter's
+    own unrolling gives."""
     text = program(controls="""
 bit<8> f(in bit<8> n) {
     bit<8> s = 0;
@@ -544,7 +544,7 @@ control C(inout headers hdr, inout metadata meta)(bit<8> k) {
     apply { hdr.ipv4.ttl = f(k); a(2); }
 }""", ingress="C(4) c;", apply="""
         c.apply(hdr, meta);
-        for (bit<8> j in 0 .. 1) { hdr.ipv4.protocol = f(j); }""")
+        for (bit<8> j in 1 .. 2) { hdr.ipv4.protocol = f(j); }""")
     path = tmp_path / "call_loops.p4"
     path.write_text(text)
     met = []
@@ -571,7 +571,9 @@ control C(inout headers hdr, inout metadata meta)(bit<8> k) {
     action = copy_called(call_a)
     assert iterations(action.body.stmts[0]) == [0, 1]                      # a(2)
     assert iterations(copy_called(action.body.stmts[1]).body.stmts[1]) == [0, 1]  # f(n)
-    assert isinstance(copy_called(unrolled).body.stmts[1], A.For)          # f(j), j = 0, 1
+    per_iteration = [copy_called(block) for block in unrolled.stmts]      # f(j), j = 1, 2
+    assert per_iteration[0] is not per_iteration[1]
+    assert [iterations(f.body.stmts[1]) for f in per_iteration] == [[0], [0, 1]]
     monkeypatch.setattr(compiler_module, "bind_program", lambda comp, program: None)
     by_the_emitter = compile_to_objects(str(path))
     assert json.dumps(bound[0]) == json.dumps(by_the_emitter[0])
