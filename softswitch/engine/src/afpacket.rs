@@ -397,7 +397,7 @@ fn wire_frame<'a>(buf: &'a mut [u8], mut start: usize, mut len: usize, vnet: &Vn
 /// and hands over (TP_STATUS_USER); each goes back (TP_STATUS_KERNEL) once
 /// read. V2, not V3: V3 wakes the reader only when a whole block is retired
 /// (full, or at its timeout of 1 ms or more), a millisecond on every frame
-/// at low load; V2 wakes it per frame, as recvmmsg does.
+/// at low load; V2 wakes it per frame, as recvmmsg does (README: measured).
 struct RxRing {
     base: *mut u8,
     /// The slot the next batch starts at (only the packet thread reads the ring).
