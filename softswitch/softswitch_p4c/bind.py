@@ -19,11 +19,13 @@ callees in turn) whose copy (`A.Call.inlined`) is reached once has its copy chec
 again the same way, its `in` and directionless parameters bound to the call's arguments
 that are settled compile-time values there (`ir.settled`; a constant argument is bound
 by the emitter as that constant: it has no storage, so copy-in/copy-out never gives it
-a temporary), and the loops that decides unrolled in the copy (the iterations of a loop
-the checker unrolled have their own copies of its body: `unroll.separate_iterations`).
-A call reached more than once (in the iterations of a loop this pass unrolls, which
-share its body) has one copy for different arguments and is left to the emitter; so is
-a generic function's.
+a temporary), and the loops that decides unrolled in the copy. Each iteration of a
+loop unrolled (by the checker before inlining, or here) has its own copy of the loop's
+body, here with copies of the inlined copies in it (`unroll.separate_iterations`), and
+a block or callee is checked again until no loop is left to decide, so a loop nested in
+an unrolled one, and a call or application in it, are bound per iteration. A call
+reached more than once walking a block (in a switch's expression, which each label's
+test reads) is left to the emitter; so is a generic function's.
 """
 from dataclasses import fields, is_dataclass
 
@@ -33,7 +35,7 @@ from .check import BlockChecker, check_functions, convert
 from .errors import CompileError
 from .inline import applying_blocks
 from .types import BlockT
-from .unroll import replace_loops
+from .unroll import replace_loops, separate_iterations
 
 
 def bind_program(comp, program):
@@ -53,34 +55,34 @@ class Binder:
 
     def control(self, decl, values):
         """Check control `decl` (a copy, or a pipeline) with its constructor parameters bound
-        to `values`; unroll the loops that decides in it, then bind its applications'
-        copies."""
-        checker = BlockChecker(self.comp, decl, {}, self.top)
-        checker.ctor_values, checker.unrolled, checker.nodes = values, {}, {}
-        try:
-            checked = checker.block()
-        except CompileError:
-            return                      # the emitter reports it where it reaches it
+        to `values`, unrolling the loops that decides in it (checked again, the iterations'
+        loops too, until none is left to decide); then bind its calls and its
+        applications' copies."""
+        while True:
+            checker = BlockChecker(self.comp, decl, {}, self.top)
+            checker.ctor_values, checker.unrolled, checker.nodes = values, {}, {}
+            try:
+                checked = checker.block()
+            except CompileError:
+                return                  # the emitter reports it where it reaches it
+            if not self.unroll(decl, checker.unrolled):
+                break
         for inst in checked.locals:
             if isinstance(inst, ir.Instance) and isinstance(inst.type, BlockT):
                 self.arguments[id(inst.ast)] = self.constructor_values(inst)
-        applied = applications(decl.body, [])
-        calls = calls_reached_once([decl.locals, decl.body])
-        if checker.unrolled:
-            replace_loops([decl], checker.unrolled)
         local = (checker, {d.name for d in decl.locals if isinstance(d, A.ActionDecl)})
-        for call in calls:
+        for call in calls_reached_once([decl.locals, decl.inits, decl.body]):
             self.call(call, checker.nodes, local)
-        for app in applied:
+        for app in applications(decl.body, []):
             copy = app.inlined
             if isinstance(copy.decl, A.ControlDecl):
                 self.control(copy.decl, self.arguments.get(id(copy.instance), {}))
 
     def call(self, call, nodes, local):
         """Check `call`'s copy of its callee with its constant arguments (their nodes in
-        `nodes`) bound; unroll the loops that decides in it, then bind its own calls.
-        `local`: the checker of the control whose actions the call may name (its scopes
-        the action's body sees) and their names."""
+        `nodes`) bound, unrolling the loops that decides in it as `control` does; then
+        bind its own calls. `local`: the checker of the control whose actions the call
+        may name (its scopes the action's body sees) and their names."""
         copy = call.inlined.decl
         if getattr(copy, "type_params", None):
             return                      # checked per call's types by the emitter
@@ -88,26 +90,44 @@ class Binder:
         if call.func.absolute or call.func.name not in names:
             checker, local = BlockChecker(self.comp, None, {}, self.top), (None, set())
         values = self.argument_values(copy.params, call.args, nodes)
+        while True:
+            checked = self.callee(checker, copy, values)
+            if checked is None:
+                return                  # the emitter reports it where it reaches it
+            unrolled, own_nodes = checked
+            if not self.unroll(copy, unrolled):
+                break
+        for inner in calls_reached_once(copy.body):
+            self.call(inner, own_nodes, local)
+
+    @staticmethod
+    def callee(checker, copy, values):
+        """(the loops it decides, its expressions' nodes) of action or function `copy`
+        checked by `checker` with its parameters of `values` bound, or None when the check
+        fails; the checker's state is restored (a control's may check more)."""
         saved = (list(checker.scopes), checker.type_env, checker.ret_type, checker.loops,
                  checker.unrolled, checker.nodes)
         checker.unrolled, checker.nodes = {}, {}
         try:
             checker.function_body(copy, ir.Action if isinstance(copy, A.ActionDecl)
                                   else ir.Function, named=False, values=values)
-            checked = checker.unrolled, checker.nodes
+            return checker.unrolled, checker.nodes
         except CompileError:
-            checked = None              # the emitter reports it where it reaches it
+            return None
         finally:
             (checker.scopes, checker.type_env, checker.ret_type, checker.loops,
              checker.unrolled, checker.nodes) = saved
-        if checked is None:
-            return
-        unrolled, own_nodes = checked
-        calls = calls_reached_once(copy.body)
-        if unrolled:
-            replace_loops([copy], unrolled)
-        for inner in calls:
-            self.call(inner, own_nodes, local)
+
+    def unroll(self, decl, unrolled):
+        """Put in `decl` the iterations of its loops `unrolled` has, each iteration with
+        copies of its own (`unroll.separate_iterations`, inlined copies copied too, each
+        expression with the node of the one it copies); whether there were any."""
+        here = loops_in(decl, set())
+        mine = {key: hit for key, hit in unrolled.items() if key in here}
+        if mine:
+            replace_loops([decl], mine)
+            self.comp.keep_nodes(separate_iterations(mine, inlined=True))
+        return bool(mine)
 
     def argument_values(self, params, args, nodes):
         """`in` or directionless parameter -> the value of its argument (by position or
@@ -190,3 +210,17 @@ def _calls(node, seen):
         for f in fields(node):
             if f.name not in ("loc", "inlined"):
                 _calls(getattr(node, f.name), seen)
+
+
+def loops_in(node, found):
+    """The ids of the loops under `node`, not inside inlined copies."""
+    if isinstance(node, (A.For, A.ForIn)):
+        found.add(id(node))
+    if isinstance(node, (list, tuple)):
+        for x in node:
+            loops_in(x, found)
+    elif is_dataclass(node) and not isinstance(node, A.Expr):
+        for f in fields(node):
+            if f.name not in ("loc", "inlined"):
+                loops_in(getattr(node, f.name), found)
+    return found

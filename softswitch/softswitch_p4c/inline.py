@@ -149,25 +149,35 @@ class Inliner:
         return copy_tree(node, self.copied)
 
 
-def copy_tree(node, copied):
+def copy_tree(node, copied, instances=None):
     """A copy of an AST subtree: its nodes new (attributes set by the parser, such as
     `name_loc`, kept), locations and errors shared; each expression copied is added to
     `copied` with the one it copies. What is already inlined (a pipeline control also
-    applied as a sub-control, a top-level action's calls) is copied as written."""
+    applied as a sub-control, a top-level action's calls) is copied as written, or, with
+    `instances` (a dict: each instance copied, by id, its copy), with a copy of each
+    copy (bind.py copies inlined code so)."""
     if isinstance(node, list):
-        return [copy_tree(x, copied) for x in node]
+        return [copy_tree(x, copied, instances) for x in node]
     if isinstance(node, tuple):
-        return tuple(copy_tree(x, copied) for x in node)
+        return tuple(copy_tree(x, copied, instances) for x in node)
     if isinstance(node, A.InlinedBlock):
-        return copy_tree(A.CallStmt(node.loc, node.call), copied)
+        if instances is None:
+            return copy_tree(A.CallStmt(node.loc, node.call), copied)
+        own = node.inlined
+        return A.InlinedBlock(node.loc, copy_tree(node.call, copied, instances),
+                              A.Inlined(copy_tree(own.decl, copied, instances),
+                                        instances.get(id(own.instance), own.instance)))
     if not (is_dataclass(node) and type(node).__module__ == A.__name__):
         return node
     new = copy.copy(node)
     for f in fields(node):
         if f.name != "loc":
-            setattr(new, f.name, copy_tree(getattr(node, f.name), copied))
-    if isinstance(node, A.Call):
-        new.inlined = None                      # its copy's calls get copies of their own
+            setattr(new, f.name, copy_tree(getattr(node, f.name), copied, instances))
+    if isinstance(node, A.Call):                # its copy's calls get copies of their own
+        new.inlined = None if instances is None or node.inlined is None else \
+            A.Inlined(copy_tree(node.inlined.decl, copied, instances))
+    if isinstance(node, A.Instance) and instances is not None:
+        instances[id(node)] = new
     if isinstance(node, A.Expr):
         copied.append((new, node))
     return new

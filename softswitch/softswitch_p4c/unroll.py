@@ -177,15 +177,16 @@ def _unrolled(x, unrolled):
     return hit[1] if hit is not None and hit[0] is x else x
 
 
-def separate_iterations(unrolled):
+def separate_iterations(unrolled, inlined=False):
     """Each iteration of the loops of `unrolled` (id(loop) -> (it, A.Block of its
     iterations), as `replace_loops` put them in the program) but the first given its own
     copy of the statements the unroller shares among them (the loop's body), so that
     what the passes after it write per statement (a call's copy of its callee, a
-    sub-block application's copy, bind.py's bindings) is per iteration. Returns the
-    expressions copied, each with the one it copies."""
+    sub-block application's copy, bind.py's bindings) is per iteration; `inlined`: after
+    inlining, with copies of the copies. Returns the expressions copied, each with the
+    one it copies."""
     copied = []
     for _, iterations in unrolled.values():
         for block in iterations.stmts[1:]:
-            block.stmts = copy_tree(block.stmts, copied)
+            block.stmts = copy_tree(block.stmts, copied, {} if inlined else None)
     return copied

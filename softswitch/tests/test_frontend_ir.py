@@ -580,6 +580,69 @@ control C(inout headers hdr, inout metadata meta)(bit<8> k) {
     assert bound[1] == by_the_emitter[1]
 
 
+def test_the_iterations_of_a_loop_bind_unrolls_are_bound_each_in_turn(tmp_path, monkeypatch):
+    """A loop bind.py unrolls in a copy gives each iteration copies of its own (of the
+    calls' and applications' copies too): the loops an iteration's variable decides
+    (one nested in it, one in the copy of a function it calls) are unrolled in turn,
+    and a sub-control applied in it gets its own copy per iteration. Only the loops
+    with no iterations are left (the emitter's, as before). The JSON is the one the
+    emitter's own unrolling gives."""
+    text = program(controls="""
+bit<8> f(in bit<8> n) {
+    bit<8> s = 0;
+    for (bit<8> i = 0; i < n; i = i + 1) { s = s + i; }
+    return s;
+}
+control Inner(inout headers hdr, inout metadata meta)(bit<8> w) {
+    apply { for (bit<8> q = 0; q < w; q = q + 1) { meta.m8 = meta.m8 + q; } }
+}
+control C(inout headers hdr, inout metadata meta)(bit<8> n) {
+    Inner(n) inner;
+    apply {
+        for (bit<8> i = 0; i < n; i = i + 1) {
+            hdr.hops[i].port = (bit<7>) f(i);
+            for (bit<8> j = 0; j < i; j = j + 1) { meta.m16 = meta.m16 + (bit<16>) j; }
+            inner.apply(hdr, meta);
+        }
+    }
+}""", ingress="C(3) c;", apply="c.apply(hdr, meta);")
+    path = tmp_path / "nested_loops.p4"
+    path.write_text(text)
+    left, applied = [], []
+
+    def walk(node):
+        if isinstance(node, (list, tuple)):
+            for x in node:
+                walk(x)
+        elif isinstance(node, A.Inlined):
+            walk(node.decl)
+        elif dataclasses.is_dataclass(node):
+            if isinstance(node, A.For):
+                left.append(node)
+            if isinstance(node, A.InlinedBlock):
+                applied.append(node.inlined.decl)
+            for fl in dataclasses.fields(node):
+                if fl.name != "loc":
+                    walk(getattr(node, fl.name))
+
+    lower_main = Compiler.lower_main
+
+    def lower_main_walking(self, main):
+        walk(next(d for d in self.program.decls if getattr(d, "name", None) == "I").body)
+        return lower_main(self, main)
+
+    monkeypatch.setattr(Compiler, "lower_main", lower_main_walking)
+    bound = compile_to_objects(str(path))
+    # f(0) and `j < 0` in the first iteration: no iterations
+    assert len(left) == 2 and all(isinstance(x.cond, A.Binary) for x in left)
+    inner = applied[1:]
+    assert len(inner) == 3 and len({id(x) for x in inner}) == 3
+    monkeypatch.setattr(compiler_module, "bind_program", lambda comp, program: None)
+    by_the_emitter = compile_to_objects(str(path))
+    assert json.dumps(bound[0]) == json.dumps(by_the_emitter[0])
+    assert bound[1] == by_the_emitter[1]
+
+
 def walk_ast(node):
     """Every AST node under `node` (not inside a copy)."""
     if isinstance(node, (list, tuple)):
