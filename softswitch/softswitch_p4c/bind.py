@@ -1,8 +1,9 @@
-"""Constant bindings per copy: each sub-control copy inline.py made has its constructor
-arguments bound as constants, and the loops they decide are unrolled in the copy.
+"""Constant bindings per copy: each sub-block copy inline.py made has its constructor
+arguments bound as constants, each call's copy its constant arguments, and the loops
+they decide are unrolled in the copy.
 
 Once over the program, after inlining and before lowering (README.md, "Architecture:
-phases"). Starting from the pipelines V1Switch runs, each block is checked again
+phases"). Starting from the parser and pipelines V1Switch runs, each block is checked again
 (`check.BlockChecker`, nothing recorded) with its constructor parameters bound to the
 values of the instance's arguments, folded where that instance is declared (the
 enclosing block's own constructor arguments bound in turn, `C2(n) c2;` inside `C1(bit<8>
@@ -14,9 +15,9 @@ local. A copy whose check fails (an error only these constants reveal: a divisio
 zero, an index out of bounds) is left as it is: the emitter reports the error where it
 reaches it, in the order it reports errors.
 
-Then each call of an action or function in those controls (and in the copies of the
-callees in turn) whose copy (`A.Call.inlined`) is reached once has its copy checked
-again the same way, its `in` and directionless parameters bound to the call's arguments
+Then each call of an action or function in those blocks and the top-level actions
+(and in the copies of the callees in turn) whose copy (`A.Call.inlined`) is reached
+once has its copy checked again the same way, its `in` and directionless parameters bound to the call's arguments
 that are settled compile-time values there (`ir.settled`; a constant argument is bound
 by the emitter as that constant: it has no storage, so copy-in/copy-out never gives it
 a temporary), and the loops that decides unrolled in the copy. Each iteration of a
@@ -33,18 +34,20 @@ from . import ast as A
 from . import ir
 from .check import BlockChecker, check_functions, convert
 from .errors import CompileError
-from .inline import applying_blocks
+from .inline import applying_blocks, block_body
 from .types import BlockT
 from .unroll import replace_loops, separate_iterations
 
 
 def bind_program(comp, program):
-    """Unrolls, in every sub-control copy under V1Switch's ingress and egress, the loops
-    its constructor arguments decide."""
+    """Unrolls, in every copy under V1Switch's parser, ingress and egress and in the
+    top-level actions' calls, the loops its constant bindings decide."""
     binder = Binder(comp, check_functions(comp, program, {}))
     for decl in applying_blocks(comp.globals):
-        if isinstance(decl, A.ControlDecl):
-            binder.control(decl, {})
+        binder.block(decl, {})
+    for d in program.decls:             # a table's action lowers the declared one
+        if isinstance(d, A.ActionDecl):
+            binder.body(d, {}, BlockChecker(comp, None, {}, binder.top), (None, set()))
 
 
 class Binder:
@@ -53,11 +56,11 @@ class Binder:
         self.top = top                  # the top level's actions and functions, checked
         self.arguments = {}             # id(A.Instance) -> its constructor parameters' values
 
-    def control(self, decl, values):
-        """Check control `decl` (a copy, or a pipeline) with its constructor parameters bound
-        to `values`, unrolling the loops that decides in it (checked again, the iterations'
-        loops too, until none is left to decide); then bind its calls and its
-        applications' copies."""
+    def block(self, decl, values):
+        """Check control or parser `decl` (a copy, or one V1Switch runs) with its
+        constructor parameters bound to `values`, unrolling the loops that decides in it
+        (checked again, the iterations' loops too, until none is left to decide; a
+        parser's states have none); then bind its calls and its applications' copies."""
         while True:
             checker = BlockChecker(self.comp, decl, {}, self.top)
             checker.ctor_values, checker.unrolled, checker.nodes = values, {}, {}
@@ -71,12 +74,12 @@ class Binder:
             if isinstance(inst, ir.Instance) and isinstance(inst.type, BlockT):
                 self.arguments[id(inst.ast)] = self.constructor_values(inst)
         local = (checker, {d.name for d in decl.locals if isinstance(d, A.ActionDecl)})
-        for call in calls_reached_once([decl.locals, decl.inits, decl.body]):
+        body = block_body(decl)
+        for call in calls_reached_once([decl.locals, getattr(decl, "inits", []), body]):
             self.call(call, checker.nodes, local)
-        for app in applications(decl.body, []):
+        for app in applications(body, []):
             copy = app.inlined
-            if isinstance(copy.decl, A.ControlDecl):
-                self.control(copy.decl, self.arguments.get(id(copy.instance), {}))
+            self.block(copy.decl, self.arguments.get(id(copy.instance), {}))
 
     def call(self, call, nodes, local):
         """Check `call`'s copy of its callee with its constant arguments (their nodes in
@@ -89,16 +92,21 @@ class Binder:
         checker, names = local
         if call.func.absolute or call.func.name not in names:
             checker, local = BlockChecker(self.comp, None, {}, self.top), (None, set())
-        values = self.argument_values(copy.params, call.args, nodes)
+        self.body(copy, self.argument_values(copy.params, call.args, nodes), checker, local)
+
+    def body(self, decl, values, checker, local):
+        """Check action or function `decl` with `checker`, its parameters of `values`
+        bound, unrolling the loops that decides in it as `block` does; then bind its
+        calls."""
         while True:
-            checked = self.callee(checker, copy, values)
+            checked = self.callee(checker, decl, values)
             if checked is None:
                 return                  # the emitter reports it where it reaches it
-            unrolled, own_nodes = checked
-            if not self.unroll(copy, unrolled):
+            unrolled, nodes = checked
+            if not self.unroll(decl, unrolled):
                 break
-        for inner in calls_reached_once(copy.body):
-            self.call(inner, own_nodes, local)
+        for inner in calls_reached_once(decl.body):
+            self.call(inner, nodes, local)
 
     @staticmethod
     def callee(checker, copy, values):

@@ -643,6 +643,66 @@ control C(inout headers hdr, inout metadata meta)(bit<8> n) {
     assert bound[1] == by_the_emitter[1]
 
 
+def test_calls_in_parser_states_sub_parsers_and_top_level_actions_are_bound_too(
+        tmp_path, monkeypatch):
+    """bind.bind_program starts from V1Switch's parser too (a sub-parser's constructor
+    argument passed to a function it calls in a state) and binds the calls in the
+    top-level actions (a table's action lowers the declared one): no loop is left for
+    the emitter to unroll, and the JSON is the one its own unrolling gives."""
+    text = program(controls="""
+bit<8> f(in bit<8> n) {
+    bit<8> s = 0;
+    for (bit<8> i = 0; i < n; i = i + 1) { s = s + i; }
+    return s;
+}
+action top(inout metadata meta) { meta.m8 = f(5); }
+parser Sub(packet_in pkt, inout headers hdr, inout metadata meta)(bit<8> k) {
+    state start { meta.m8 = f(k); transition accept; }
+}""", states="""
+        Sub(3) sp;
+        state start {
+            pkt.extract(hdr.ethernet);
+            meta.m16 = (bit<16>) f(2);
+            sp.apply(pkt, hdr, meta);
+            transition accept;
+        }""", ingress="""
+    action setm() { meta.m32 = (bit<32>) f(4); top(meta); }
+    table t { key = { hdr.ipv4.ttl: exact; } actions = { setm; NoAction; }
+              default_action = NoAction(); }""", apply="t.apply();")
+    path = tmp_path / "parser_calls.p4"
+    path.write_text(text)
+    left = []
+    lower_main = Compiler.lower_main
+
+    def lower_main_walking(self, main):
+        for d in self.program.decls:
+            if getattr(d, "name", None) in ("P", "I", "top"):
+                left.extend(x for x in walk_ast_and_copies(d) if isinstance(x, A.For))
+        return lower_main(self, main)
+
+    monkeypatch.setattr(Compiler, "lower_main", lower_main_walking)
+    bound = compile_to_objects(str(path))
+    assert left == []
+    monkeypatch.setattr(compiler_module, "bind_program", lambda comp, program: None)
+    by_the_emitter = compile_to_objects(str(path))
+    assert json.dumps(bound[0]) == json.dumps(by_the_emitter[0])
+    assert bound[1] == by_the_emitter[1]
+
+
+def walk_ast_and_copies(node):
+    """Every AST node under `node`, inside the copies made for it too."""
+    if isinstance(node, (list, tuple)):
+        for x in node:
+            yield from walk_ast_and_copies(x)
+    elif isinstance(node, A.Inlined):
+        yield from walk_ast_and_copies(node.decl)
+    elif dataclasses.is_dataclass(node):
+        yield node
+        for fl in dataclasses.fields(node):
+            if fl.name != "loc":
+                yield from walk_ast_and_copies(getattr(node, fl.name))
+
+
 def walk_ast(node):
     """Every AST node under `node` (not inside a copy)."""
     if isinstance(node, (list, tuple)):
