@@ -28,6 +28,7 @@ an unrolled one, and a call or application in it, are bound per iteration. A cal
 reached more than once walking a block (in a switch's expression, which each label's
 test reads) is left to the emitter; so is a generic function's.
 """
+from collections import Counter
 from dataclasses import fields, is_dataclass
 
 from . import ast as A
@@ -77,7 +78,7 @@ class Binder:
         body = block_body(decl)
         for call in calls_reached_once([decl.locals, getattr(decl, "inits", []), body]):
             self.call(call, checker.nodes, local)
-        for app in applications(body, []):
+        for app in applications(body):
             copy = app.inlined
             self.block(copy.decl, self.arguments.get(id(copy.instance), {}))
 
@@ -130,7 +131,7 @@ class Binder:
         """Put in `decl` the iterations of its loops `unrolled` has, each iteration with
         copies of its own (`unroll.separate_iterations`, inlined copies copied too, each
         expression with the node of the one it copies); whether there were any."""
-        here = loops_in(decl, set())
+        here = loops_in(decl)
         mine = {key: hit for key, hit in unrolled.items() if key in here}
         if mine:
             replace_loops([decl], mine)
@@ -181,54 +182,34 @@ class Binder:
         return out
 
 
-def applications(node, found):
-    """The sub-block applications (A.InlinedBlock) under statement `node`, each once, not
-    inside their copies (another scope)."""
-    if isinstance(node, list):
+def lowered(node):
+    """Every AST node under `node` the emitter lowers there, once per place it is reached
+    (a split statement's steps, not the statement as written; not inside the copies
+    inline.py made: each is another scope)."""
+    if isinstance(node, (list, tuple)):
         for x in node:
-            applications(x, found)
-    elif isinstance(node, A.InlinedBlock):
-        if all(node is not x for x in found):
-            found.append(node)
-    elif is_dataclass(node) and not isinstance(node, A.Expr):
+            yield from lowered(x)
+    elif isinstance(node, A.SplitStmt):
+        yield from lowered(node.stmts)
+    elif is_dataclass(node) and not isinstance(node, A.TypeRef):
+        yield node
         for f in fields(node):
-            if f.name != "loc":
-                applications(getattr(node, f.name), found)
-    return found
+            if f.name not in ("loc", "inlined"):
+                yield from lowered(getattr(node, f.name))
+
+
+def applications(node):
+    """The sub-block applications (A.InlinedBlock) under `node`, each once."""
+    return list({id(x): x for x in lowered(node) if isinstance(x, A.InlinedBlock)}.values())
 
 
 def calls_reached_once(node):
     """The calls under `node` that have a copy of their callee (`A.Call.inlined`) and are
-    reached once walking it (a loop's iterations share its body), not inside a copy."""
-    seen = {}
-    _calls(node, seen)
-    return [call for call, count in seen.values() if count == 1]
+    reached once (one in a switch's expression is read by each label's test)."""
+    count = Counter(id(x) for x in lowered(node) if isinstance(x, A.Call) and x.inlined)
+    return [x for x in lowered(node) if isinstance(x, A.Call) and count[id(x)] == 1]
 
 
-def _calls(node, seen):
-    if isinstance(node, (list, tuple)):
-        for x in node:
-            _calls(x, seen)
-    elif isinstance(node, A.SplitStmt):     # what the emitter lowers: its steps
-        _calls(node.stmts, seen)
-    elif is_dataclass(node) and not isinstance(node, A.TypeRef):
-        if isinstance(node, A.Call) and node.inlined is not None:
-            call, count = seen.get(id(node), (node, 0))
-            seen[id(node)] = (call, count + 1)
-        for f in fields(node):
-            if f.name not in ("loc", "inlined"):
-                _calls(getattr(node, f.name), seen)
-
-
-def loops_in(node, found):
-    """The ids of the loops under `node`, not inside inlined copies."""
-    if isinstance(node, (A.For, A.ForIn)):
-        found.add(id(node))
-    if isinstance(node, (list, tuple)):
-        for x in node:
-            loops_in(x, found)
-    elif is_dataclass(node) and not isinstance(node, A.Expr):
-        for f in fields(node):
-            if f.name not in ("loc", "inlined"):
-                loops_in(getattr(node, f.name), found)
-    return found
+def loops_in(node):
+    """The ids of the loops under `node`."""
+    return {id(x) for x in lowered(node) if isinstance(x, (A.For, A.ForIn))}
