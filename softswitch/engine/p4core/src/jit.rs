@@ -201,6 +201,12 @@ fn new_module() -> Option<JITModule> {
     Some(JITModule::new(JITBuilder::with_isa(isa, default_libcall_names())))
 }
 
+/// A JIT module whose pointers are 64 bits wide (the parser's and deparser's
+/// byte positions are i64 values, added to pointers); None on other machines.
+fn new_module_64() -> Option<JITModule> {
+    new_module().filter(|m| m.target_config().pointer_type() == types::I64)
+}
+
 /// Declares and defines the function built in `ctx`, then clears `ctx` for the next one.
 fn define(module: &mut JITModule, ctx: &mut cranelift_codegen::Context) -> Option<FuncId> {
     let id = module.declare_anonymous_function(&ctx.func.signature).ok()?;
@@ -332,11 +338,8 @@ pub(crate) fn deparser(headers: &[HeaderIo], sums: &[InPlaceSum]) -> Option<(Dep
     if !covered || sums.iter().any(|s| s.bit >= 64) {
         return None;
     }
-    let mut module = new_module()?;
-    let ptr = module.target_config().pointer_type();
-    if ptr != types::I64 {
-        return None; // positions are i64 values below
-    }
+    let mut module = new_module_64()?;
+    let ptr = types::I64;
     let mut ctx = module.make_context();
     ctx.func.signature.params.extend([ptr, ptr, ptr, types::I64].map(AbiParam::new));
     ctx.func.signature.returns.push(AbiParam::new(ptr));
@@ -497,11 +500,8 @@ pub(crate) fn parser(prog: &Program, states: &[ParseStateCode]) -> Option<(Parse
     if states.len() > MAX_PARSE_STATES || !prog.parser.init.is_none_or(|s| visit(states, s, &mut mark)) {
         return None;
     }
-    let mut module = new_module()?;
-    let ptr = module.target_config().pointer_type();
-    if ptr != types::I64 {
-        return None; // positions are i64 values below
-    }
+    let mut module = new_module_64()?;
+    let ptr = types::I64;
     let mut ctx = module.make_context();
     ctx.func.signature.params.extend([ptr, ptr, ptr, ptr, ptr].map(AbiParam::new));
     ctx.func.signature.returns.push(AbiParam::new(types::I64));
