@@ -36,6 +36,13 @@ def ingress_of(checked):
     return checked.pipelines[0]["ingress"]
 
 
+def linted(path):
+    """The Tofino lint's problems in the TNA program at `path`: (its line's text, message)."""
+    lines = pathlib.Path(path).read_text().splitlines()
+    return [(lines[p.loc.line - 1].strip(), p.message)
+            for p in check_tna_file(path, "tna", "tofino")]
+
+
 REGISTER_INGRESS = """
 control Ing(ING_PARAMS) {
     Register<bit<32>, bit<9>>(512) reg;
@@ -81,9 +88,7 @@ control Ing(ING_PARAMS) {
     apply { md.b = md.a * SCALE; t.apply(); }
 }
 """
-    problems = check_tna_file(tna_program(tmp_path, ingress), "tna", "tofino")
-    lines = pathlib.Path(tmp_path / "prog.p4").read_text().splitlines()
-    assert [lines[p.loc.line - 1].strip() for p in problems] == \
+    assert [line for line, _ in linted(tna_program(tmp_path, ingress))] == \
         ["action scale(bit<32> SCALE) { md.c = md.a * SCALE; }"]
 
 
@@ -172,9 +177,7 @@ def test_top_level_actions_and_functions_are_checked_and_linted(tmp_path):
     assert set(checked.functions) == {"NoAction", "twice", "count_and_scale"}
     call = ingress_of(checked).body.stmts[0].call
     assert call.callee is checked.functions["count_and_scale"]
-    lines = pathlib.Path(path).read_text().splitlines()
-    problems = [(lines[p.loc.line - 1].strip(), p.message)
-                for p in check_tna_file(path, "tna", "tofino")]
+    problems = linted(path)
     assert [line for line, _ in problems] == ["md.c = md.a * md.b;", "md.b = inc.execute(1);"]
     assert "multiplication of two run-time values" in problems[0][1]
     assert "register 'reg' accessed twice for one packet" in problems[1][1]
@@ -269,20 +272,67 @@ NEGATIVE_V1MODEL = sorted((ROOT / "softswitch/tests/corpus/negative").glob("*.p4
 def check_v1model(path):
     """Declare the program's globals, then run the checker phase alone (raises the first
     CompileError)."""
-    program = parse(preprocess(str(path), (), ()), str(path))
-    comp = Compiler(program, str(path))
-    for d in program.decls:
-        comp.declare_global(d)
-    check.check_v1model(comp, program)
+    comp = declared(preprocess(str(path), (), ()), str(path))
+    check.check_v1model(comp, comp.program)
 
 
-def declared(text):
-    """A Compiler with the top-level declarations of `text` declared."""
-    program = parse(text, "top.p4")
-    comp = Compiler(program, "top.p4")
-    for d in program.decls:
+def declared(text, name="top.p4"):
+    """A Compiler of the program `text` with its top-level declarations declared."""
+    comp = Compiler(parse(text, name), name)
+    for d in comp.program.decls:
         comp.declare_global(d)
     return comp
+
+
+def p4_file(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def ast_nodes(node, copies=False):
+    """Every AST node under `node`, expressions too, each before the nodes in it; with
+    `copies`, inside the copies the inlining pass made (`A.Inlined`) too."""
+    if isinstance(node, (list, tuple)):
+        for x in node:
+            yield from ast_nodes(x, copies)
+    elif isinstance(node, A.Inlined):
+        if copies:
+            yield from ast_nodes(node.decl, copies)
+    elif dataclasses.is_dataclass(node):
+        yield node
+        for fl in dataclasses.fields(node):
+            if fl.name != "loc":
+                yield from ast_nodes(getattr(node, fl.name), copies)
+
+
+def decl_named(program, name):
+    return next(d for d in program.decls if getattr(d, "name", None) == name)
+
+
+def before_lowering(monkeypatch, look):
+    """Have `look(program)` see the program as the passes left it, as lowering starts."""
+    lower_main = Compiler.lower_main
+
+    def look_then_lower(self, main):
+        look(self.program)
+        return lower_main(self, main)
+
+    monkeypatch.setattr(Compiler, "lower_main", look_then_lower)
+
+
+# What to patch out for the emitter to unroll the loops itself, as before the pass
+BIND_OFF = (compiler_module, "bind_program", lambda comp, program: None)
+CHECKER_UNROLL_OFF = (check.BlockChecker, "unroll", lambda self, s: None)
+
+
+def assert_the_emitters_own_unrolling_gives(objects, monkeypatch, pass_off, compile_again):
+    """A program's (BMv2 JSON, P4Info) `objects` are what `compile_again()` gives with
+    `pass_off` patched out: the JSON to its keys' order."""
+    monkeypatch.setattr(*pass_off)
+    by_the_emitter = compile_again()
+    assert json.dumps(objects[0]) == json.dumps(by_the_emitter[0])
+    assert objects[1] == by_the_emitter[1]
 
 
 def test_the_checker_folds_top_level_constants_widths_and_enum_values():
@@ -409,18 +459,22 @@ bit<8> f(in bit<8> n) {
     assert err.value.loc.line == line_of(loop, "8w1 / n")[0]
 
 
+# f(n) = 0 + 1 + ... + (n - 1): a loop its argument decides
+SUM_BELOW = """
+bit<8> f(in bit<8> n) {
+    bit<8> s = 0;
+    for (bit<8> i = 0; i < n; i = i + 1) { s = s + i; }
+    return s;
+}"""
+
+
 def test_the_checker_unrolls_the_loops_its_scopes_decide_once_before_lowering(tmp_path, monkeypatch):
     """check_v1model unrolls a loop whose bounds and jumps the block's and the top level's
     constants decide (`BlockChecker.unroll`), and `unroll.replace_loops` puts its
     iterations in the program before lowering; a loop bound by a function's argument or
     a sub-control's constructor argument, and one in a parser state (which the emitter
     refuses), stay for the emitter. The JSON is the one the emitter's own unrolling gives."""
-    text = program(controls="""
-bit<8> f(in bit<8> n) {
-    bit<8> s = 0;
-    for (bit<8> i = 0; i < n; i = i + 1) { s = s + i; }
-    return s;
-}
+    path = p4_file(tmp_path, "loops.p4", program(controls=SUM_BELOW + """
 control C(inout headers hdr)(bit<8> n) {
     apply { for (bit<8> i = 0; i < n; i = i + 1) { hdr.hops[i].port = (bit<7>) i; } }
 }""", ingress="C(2) c2; const bit<8> K = 3;", apply="""
@@ -430,42 +484,27 @@ control C(inout headers hdr)(bit<8> n) {
             hdr.hops[i].bos = 1;
         }
         hdr.ipv4.protocol = f(3);
-        c2.apply(hdr);""")
-    path = tmp_path / "loops.p4"
-    path.write_text(text)
-    program_ast = parse(preprocess(str(path), (), ()), str(path))
-    comp = Compiler(program_ast, str(path))
-    for d in program_ast.decls:
-        comp.declare_global(d)
+        c2.apply(hdr);"""))
+    comp = declared(preprocess(str(path), (), ()), str(path))
     comp.check_blocks()
 
     def loops(node):
-        found = []
-        if isinstance(node, (A.For, A.ForIn)):
-            found.append(node)
-        if isinstance(node, list):
-            for x in node:
-                found += loops(x)
-        elif dataclasses.is_dataclass(node) and not isinstance(node, A.Expr):
-            for fl in dataclasses.fields(node):
-                if fl.name != "loc":
-                    found += loops(getattr(node, fl.name))
-        return found
+        return [x for x in ast_nodes(node) if isinstance(x, (A.For, A.ForIn))]
 
-    left = sorted(type(x).__name__ + str(x.loc.line) for x in loops(program_ast))
-    function_loop = next(d for d in program_ast.decls if getattr(d, "name", "") == "f").body
-    control_loop = next(d for d in program_ast.decls if getattr(d, "name", "") == "C").body
-    assert left == sorted(["For" + str(loops(function_loop)[0].loc.line),
-                           "For" + str(loops(control_loop)[0].loc.line)])
-    ingress = next(d for d in program_ast.decls if getattr(d, "name", "") == "I")
-    unrolled = ingress.body.stmts[0]
+    left = sorted(type(x).__name__ + str(x.loc.line) for x in loops(comp.program))
+    assert left == sorted("For" + str(loops(decl_named(comp.program, name).body)[0].loc.line)
+                          for name in ("f", "C"))      # the function's and the control's
+    unrolled = decl_named(comp.program, "I").body.stmts[0]
     assert isinstance(unrolled, A.Block) and len(unrolled.stmts) == 3     # i = 0, 1, 2: break
+    assert_the_emitters_own_unrolling_gives(compile_to_objects(str(path)), monkeypatch,
+                                            CHECKER_UNROLL_OFF,
+                                            lambda: compile_to_objects(str(path)))
 
-    unrolled_once = compile_to_objects(str(path))
-    monkeypatch.setattr(check.BlockChecker, "unroll", lambda self, s: None)
-    by_the_emitter = compile_to_objects(str(path))
-    assert json.dumps(unrolled_once[0]) == json.dumps(by_the_emitter[0])
-    assert unrolled_once[1] == by_the_emitter[1]
+
+def iterations(loop):
+    """The values of an unrolled loop's variable, one a copy of its body."""
+    assert isinstance(loop, A.Block)
+    return [b.stmts[0].init.value for b in loop.stmts]
 
 
 def test_a_sub_control_copy_has_the_loops_its_constructor_arguments_decide_unrolled(
@@ -476,7 +515,7 @@ def test_a_sub_control_copy_has_the_loops_its_constructor_arguments_decide_unrol
     lowering: each copy by its own arguments. A local that shadows the parameter is the
     local (an action's run-time loop stays one). The JSON is the one the emitter's own
     unrolling gives."""
-    text = program(controls="""
+    path = p4_file(tmp_path, "ctor_loops.p4", program(controls="""
 control C(inout headers hdr, inout metadata meta)(bit<8> n) {
     action count() {
         bit<8> n = hdr.ipv4.ttl;
@@ -491,35 +530,20 @@ control C(inout headers hdr, inout metadata meta)(bit<8> n) {
 control Outer(inout headers hdr, inout metadata meta)(bit<8> k) {
     C(k) inner;
     apply { inner.apply(hdr, meta); }
-}""", ingress="C(2) two; Outer(3) three;", apply="two.apply(hdr, meta); three.apply(hdr, meta);")
-    path = tmp_path / "ctor_loops.p4"
-    path.write_text(text)
+}""", ingress="C(2) two; Outer(3) three;", apply="two.apply(hdr, meta); three.apply(hdr, meta);"))
     met = []
-    lower_main = Compiler.lower_main
-
-    def lower_main_keeping_copies(self, main):
-        ingress = next(d for d in self.program.decls if getattr(d, "name", None) == "I")
-        met.extend(s.inlined.decl for s in ingress.body.stmts)
-        return lower_main(self, main)
-
-    monkeypatch.setattr(Compiler, "lower_main", lower_main_keeping_copies)
+    before_lowering(monkeypatch, lambda program: met.extend(
+        s.inlined.decl for s in decl_named(program, "I").body.stmts))
     bound = compile_to_objects(str(path))
     two, outer = met
     three = outer.body.stmts[0].inlined.decl
-
-    def iterations(copy):
-        unrolled = copy.body.stmts[0]
-        assert isinstance(unrolled, A.Block)
-        return [b.stmts[0].init.value for b in unrolled.stmts]
-
-    assert iterations(two) == [0, 1] and iterations(three) == [0, 1, 2]
+    assert iterations(two.body.stmts[0]) == [0, 1]
+    assert iterations(three.body.stmts[0]) == [0, 1, 2]
     for copy in (two, three):
         action = next(d for d in copy.locals if isinstance(d, A.ActionDecl))
         assert isinstance(action.body.stmts[1], A.For)      # the local n: run time
-    monkeypatch.setattr(compiler_module, "bind_program", lambda comp, program: None)
-    by_the_emitter = compile_to_objects(str(path))
-    assert json.dumps(bound[0]) == json.dumps(by_the_emitter[0])
-    assert bound[1] == by_the_emitter[1]
+    assert_the_emitters_own_unrolling_gives(bound, monkeypatch, BIND_OFF,
+                                            lambda: compile_to_objects(str(path)))
 
 
 def test_a_call_copy_has_the_loops_its_constant_arguments_decide_unrolled(tmp_path,
@@ -530,12 +554,7 @@ def test_a_call_copy_has_the_loops_its_constant_arguments_decide_unrolled(tmp_pa
     iteration, which has a copy of the loop's body of its own: unroll.separate_iterations)
     and unrolls the loops that decides in the copy. The JSON is the one the emitter's
     own unrolling gives."""
-    text = program(controls="""
-bit<8> f(in bit<8> n) {
-    bit<8> s = 0;
-    for (bit<8> i = 0; i < n; i = i + 1) { s = s + i; }
-    return s;
-}
+    path = p4_file(tmp_path, "call_loops.p4", program(controls=SUM_BELOW + """
 control C(inout headers hdr, inout metadata meta)(bit<8> k) {
     action a(in bit<8> n) {
         for (bit<8> i = 0; i < n; i = i + 1) { meta.m8 = meta.m8 + i; }
@@ -544,26 +563,14 @@ control C(inout headers hdr, inout metadata meta)(bit<8> k) {
     apply { hdr.ipv4.ttl = f(k); a(2); }
 }""", ingress="C(4) c;", apply="""
         c.apply(hdr, meta);
-        for (bit<8> j in 1 .. 2) { hdr.ipv4.protocol = f(j); }""")
-    path = tmp_path / "call_loops.p4"
-    path.write_text(text)
+        for (bit<8> j in 1 .. 2) { hdr.ipv4.protocol = f(j); }"""))
     met = []
-    lower_main = Compiler.lower_main
-
-    def lower_main_keeping_the_body(self, main):
-        met.extend(next(d for d in self.program.decls
-                        if getattr(d, "name", None) == "I").body.stmts)
-        return lower_main(self, main)
+    before_lowering(monkeypatch, lambda program: met.extend(decl_named(program, "I").body.stmts))
 
     def copy_called(node):
-        found = [x for x in walk_ast(node) if isinstance(x, A.Call) and x.inlined]
+        found = [x for x in ast_nodes(node) if isinstance(x, A.Call) and x.inlined]
         return found[0].inlined.decl
 
-    def iterations(loop):
-        assert isinstance(loop, A.Block)
-        return [b.stmts[0].init.value for b in loop.stmts]
-
-    monkeypatch.setattr(Compiler, "lower_main", lower_main_keeping_the_body)
     bound = compile_to_objects(str(path))
     applied, unrolled = met
     ttl, call_a = applied.inlined.decl.body.stmts
@@ -574,10 +581,8 @@ control C(inout headers hdr, inout metadata meta)(bit<8> k) {
     per_iteration = [copy_called(block) for block in unrolled.stmts]      # f(j), j = 1, 2
     assert per_iteration[0] is not per_iteration[1]
     assert [iterations(f.body.stmts[1]) for f in per_iteration] == [[0], [0, 1]]
-    monkeypatch.setattr(compiler_module, "bind_program", lambda comp, program: None)
-    by_the_emitter = compile_to_objects(str(path))
-    assert json.dumps(bound[0]) == json.dumps(by_the_emitter[0])
-    assert bound[1] == by_the_emitter[1]
+    assert_the_emitters_own_unrolling_gives(bound, monkeypatch, BIND_OFF,
+                                            lambda: compile_to_objects(str(path)))
 
 
 def test_the_iterations_of_a_loop_bind_unrolls_are_bound_each_in_turn(tmp_path, monkeypatch):
@@ -587,12 +592,7 @@ def test_the_iterations_of_a_loop_bind_unrolls_are_bound_each_in_turn(tmp_path, 
     and a sub-control applied in it gets its own copy per iteration. Only the loops
     with no iterations are left (the emitter's, as before). The JSON is the one the
     emitter's own unrolling gives."""
-    text = program(controls="""
-bit<8> f(in bit<8> n) {
-    bit<8> s = 0;
-    for (bit<8> i = 0; i < n; i = i + 1) { s = s + i; }
-    return s;
-}
+    path = p4_file(tmp_path, "nested_loops.p4", program(controls=SUM_BELOW + """
 control Inner(inout headers hdr, inout metadata meta)(bit<8> w) {
     apply { for (bit<8> q = 0; q < w; q = q + 1) { meta.m8 = meta.m8 + q; } }
 }
@@ -605,42 +605,18 @@ control C(inout headers hdr, inout metadata meta)(bit<8> n) {
             inner.apply(hdr, meta);
         }
     }
-}""", ingress="C(3) c;", apply="c.apply(hdr, meta);")
-    path = tmp_path / "nested_loops.p4"
-    path.write_text(text)
-    left, applied = [], []
-
-    def walk(node):
-        if isinstance(node, (list, tuple)):
-            for x in node:
-                walk(x)
-        elif isinstance(node, A.Inlined):
-            walk(node.decl)
-        elif dataclasses.is_dataclass(node):
-            if isinstance(node, A.For):
-                left.append(node)
-            if isinstance(node, A.InlinedBlock):
-                applied.append(node.inlined.decl)
-            for fl in dataclasses.fields(node):
-                if fl.name != "loc":
-                    walk(getattr(node, fl.name))
-
-    lower_main = Compiler.lower_main
-
-    def lower_main_walking(self, main):
-        walk(next(d for d in self.program.decls if getattr(d, "name", None) == "I").body)
-        return lower_main(self, main)
-
-    monkeypatch.setattr(Compiler, "lower_main", lower_main_walking)
+}""", ingress="C(3) c;", apply="c.apply(hdr, meta);"))
+    met = []
+    before_lowering(monkeypatch, lambda program: met.extend(
+        ast_nodes(decl_named(program, "I").body, copies=True)))
     bound = compile_to_objects(str(path))
+    left = [x for x in met if isinstance(x, A.For)]
     # f(0) and `j < 0` in the first iteration: no iterations
     assert len(left) == 2 and all(isinstance(x.cond, A.Binary) for x in left)
-    inner = applied[1:]
+    inner = [x.inlined.decl for x in met if isinstance(x, A.InlinedBlock)][1:]
     assert len(inner) == 3 and len({id(x) for x in inner}) == 3
-    monkeypatch.setattr(compiler_module, "bind_program", lambda comp, program: None)
-    by_the_emitter = compile_to_objects(str(path))
-    assert json.dumps(bound[0]) == json.dumps(by_the_emitter[0])
-    assert bound[1] == by_the_emitter[1]
+    assert_the_emitters_own_unrolling_gives(bound, monkeypatch, BIND_OFF,
+                                            lambda: compile_to_objects(str(path)))
 
 
 def test_calls_in_parser_states_sub_parsers_and_top_level_actions_are_bound_too(
@@ -649,12 +625,7 @@ def test_calls_in_parser_states_sub_parsers_and_top_level_actions_are_bound_too(
     argument passed to a function it calls in a state) and binds the calls in the
     top-level actions (a table's action lowers the declared one): no loop is left for
     the emitter to unroll, and the JSON is the one its own unrolling gives."""
-    text = program(controls="""
-bit<8> f(in bit<8> n) {
-    bit<8> s = 0;
-    for (bit<8> i = 0; i < n; i = i + 1) { s = s + i; }
-    return s;
-}
+    path = p4_file(tmp_path, "parser_calls.p4", program(controls=SUM_BELOW + """
 action top(inout metadata meta) { meta.m8 = f(5); }
 parser Sub(packet_in pkt, inout headers hdr, inout metadata meta)(bit<8> k) {
     state start { meta.m8 = f(k); transition accept; }
@@ -668,51 +639,15 @@ parser Sub(packet_in pkt, inout headers hdr, inout metadata meta)(bit<8> k) {
         }""", ingress="""
     action setm() { meta.m32 = (bit<32>) f(4); top(meta); }
     table t { key = { hdr.ipv4.ttl: exact; } actions = { setm; NoAction; }
-              default_action = NoAction(); }""", apply="t.apply();")
-    path = tmp_path / "parser_calls.p4"
-    path.write_text(text)
+              default_action = NoAction(); }""", apply="t.apply();"))
     left = []
-    lower_main = Compiler.lower_main
-
-    def lower_main_walking(self, main):
-        for d in self.program.decls:
-            if getattr(d, "name", None) in ("P", "I", "top"):
-                left.extend(x for x in walk_ast_and_copies(d) if isinstance(x, A.For))
-        return lower_main(self, main)
-
-    monkeypatch.setattr(Compiler, "lower_main", lower_main_walking)
+    before_lowering(monkeypatch, lambda program: left.extend(
+        x for name in ("P", "I", "top")
+        for x in ast_nodes(decl_named(program, name), copies=True) if isinstance(x, A.For)))
     bound = compile_to_objects(str(path))
     assert left == []
-    monkeypatch.setattr(compiler_module, "bind_program", lambda comp, program: None)
-    by_the_emitter = compile_to_objects(str(path))
-    assert json.dumps(bound[0]) == json.dumps(by_the_emitter[0])
-    assert bound[1] == by_the_emitter[1]
-
-
-def walk_ast_and_copies(node):
-    """Every AST node under `node`, inside the copies made for it too."""
-    if isinstance(node, (list, tuple)):
-        for x in node:
-            yield from walk_ast_and_copies(x)
-    elif isinstance(node, A.Inlined):
-        yield from walk_ast_and_copies(node.decl)
-    elif dataclasses.is_dataclass(node):
-        yield node
-        for fl in dataclasses.fields(node):
-            if fl.name != "loc":
-                yield from walk_ast_and_copies(getattr(node, fl.name))
-
-
-def walk_ast(node):
-    """Every AST node under `node` (not inside a copy)."""
-    if isinstance(node, (list, tuple)):
-        for x in node:
-            yield from walk_ast(x)
-    elif dataclasses.is_dataclass(node):
-        yield node
-        for fl in dataclasses.fields(node):
-            if fl.name not in ("loc", "inlined"):
-                yield from walk_ast(getattr(node, fl.name))
+    assert_the_emitters_own_unrolling_gives(bound, monkeypatch, BIND_OFF,
+                                            lambda: compile_to_objects(str(path)))
 
 
 def test_value_switches_are_if_chains_written_once_before_lowering(tmp_path, monkeypatch):
@@ -720,7 +655,7 @@ def test_value_switches_are_if_chains_written_once_before_lowering(tmp_path, mon
     meets every value switch (of a function, an action, an apply block, nested in a case)
     as the if-chain the pass wrote (`A.SwitchChain`), and only a control's switch on
     `t.apply().action_run` as a switch."""
-    text = program(decls="""
+    path = p4_file(tmp_path, "switches.p4", program(decls="""
 bit<8> f(in bit<8> x) { bit<8> r = 0; switch (x) { 1: { r = 2; } default: { r = 3; } } return r; }
 """, ingress="""
         action a() { switch (hdr.ipv4.ttl) { 1: 2: { meta.m8 = 1; } } }
@@ -729,31 +664,13 @@ bit<8> f(in bit<8> x) { bit<8> r = 0; switch (x) { 1: { r = 2; } default: { r = 
         switch (t.apply().action_run) {
             a: { switch (hdr.ipv4.protocol) { 6: { meta.m16 = 1; } default: { b(); } } }
             b: { meta.m8 = f(hdr.ipv4.ttl); }
-        }""")
-    path = tmp_path / "switches.p4"
-    path.write_text(text)
-    met = {}
-
-    def kinds(node):
-        if isinstance(node, (A.Switch, A.SwitchChain)):
-            met[type(node).__name__] = met.get(type(node).__name__, 0) + 1
-        if isinstance(node, list):
-            for x in node:
-                kinds(x)
-        elif dataclasses.is_dataclass(node) and not isinstance(node, A.Expr):
-            for fl in dataclasses.fields(node):
-                if fl.name != "loc":
-                    kinds(getattr(node, fl.name))
-
-    lower_main = Compiler.lower_main
-
-    def lower_main_counting(self, main):
-        kinds(self.program.decls)
-        return lower_main(self, main)
-
-    monkeypatch.setattr(Compiler, "lower_main", lower_main_counting)
+        }"""))
+    met = []
+    before_lowering(monkeypatch, lambda program: met.extend(
+        type(x).__name__ for x in ast_nodes(program.decls)
+        if isinstance(x, (A.Switch, A.SwitchChain))))
     compile_to_objects(str(path))
-    assert met == {"Switch": 1, "SwitchChain": 3}
+    assert {kind: met.count(kind) for kind in met} == {"Switch": 1, "SwitchChain": 3}
 
 
 def test_conditions_are_split_once_before_lowering_and_named_per_copy(tmp_path, monkeypatch):
@@ -762,22 +679,16 @@ def test_conditions_are_split_once_before_lowering_and_named_per_copy(tmp_path, 
     A.SplitStmt the pass wrote, and only names its temporaries, as it reaches them: a
     sub-control applied twice has its own, and a loop the emitter unrolls one per
     iteration (3 per copy: cond$0..cond$5, as when the emitter split them itself)."""
-    text = program(decls="bool f(in bit<8> x) { return x == 1; }", controls="""
+    path = p4_file(tmp_path, "split.p4", program(
+        decls="bool f(in bit<8> x) { return x == 1; }", controls="""
 control S(inout headers hdr, inout metadata meta)(bit<8> n) {
     apply {
         if (f(hdr.ipv4.ttl)) { meta.m8 = 1; }
         for (bit<8> i = 0; i < n; i = i + 1) { if (f(meta.m16[7:0] + i)) { meta.m32 = 1; } }
     }
-}""", ingress="S(2) s;", apply="s.apply(hdr, meta); s.apply(hdr, meta);")
-    path = tmp_path / "split.p4"
-    path.write_text(text)
-    lower_main = Compiler.lower_main
-
-    def lower_main_refusing_splits(self, main):
-        monkeypatch.setattr(desugar.ConditionSplitter, "split_stmt", None)
-        return lower_main(self, main)
-
-    monkeypatch.setattr(Compiler, "lower_main", lower_main_refusing_splits)
+}""", ingress="S(2) s;", apply="s.apply(hdr, meta); s.apply(hdr, meta);"))
+    before_lowering(monkeypatch, lambda program: monkeypatch.setattr(
+        desugar.ConditionSplitter, "split_stmt", None))       # lowering splits none
     j, _ = compile_to_objects(str(path))
     scalars = [name for name, _, _ in next(t for t in j["header_types"]
                                              if t["name"] == "scalars_0")["fields"]]
@@ -791,27 +702,21 @@ def test_sub_controls_are_inlined_once_before_lowering_a_copy_per_application(tm
     a copy of its own (the applications of the copy, through a constructor parameter of
     a control type too, inlined in it), and lowers the copy; it names the copies as it
     reaches them (`I.s`, `I.s_0`) and the inner ones in each."""
-    text = program(controls="""
+    path = p4_file(tmp_path, "inlined.p4", program(controls="""
 control Inner(inout headers hdr, inout metadata meta) {
     apply { meta.m8 = meta.m8 + 1; }
 }
 control S(inout headers hdr, inout metadata meta)(Inner c) {
     action bump() { meta.m16 = meta.m16 + 1; }
     apply { c.apply(hdr, meta); bump(); }
-}""", ingress="Inner() inner; S(inner) s;",
-        apply="s.apply(hdr, meta); s.apply(hdr, meta);")
-    path = tmp_path / "inlined.p4"
-    path.write_text(text)
+}""", ingress="Inner() inner; S(inner) s;", apply="s.apply(hdr, meta); s.apply(hdr, meta);"))
     met = []
-    lower_main = Compiler.lower_main
 
-    def lower_main_refusing_inlining(self, main):
-        ingress = next(d for d in self.program.decls if getattr(d, "name", None) == "I")
-        met.extend(ingress.body.stmts)
+    def keep_and_refuse_inlining(program):
+        met.extend(decl_named(program, "I").body.stmts)
         monkeypatch.setattr(inline.Inliner, "inlined", None)
-        return lower_main(self, main)
 
-    monkeypatch.setattr(Compiler, "lower_main", lower_main_refusing_inlining)
+    before_lowering(monkeypatch, keep_and_refuse_inlining)
     j, _ = compile_to_objects(str(path))
     assert [type(s).__name__ for s in met] == ["InlinedBlock", "InlinedBlock"]
     copies = [s.inlined.decl for s in met]
@@ -828,7 +733,7 @@ def test_sub_parsers_are_inlined_once_before_lowering_a_copy_per_application(tmp
     """inline.inline_program writes each application of a sub-parser in V1Switch's
     parser as an A.InlinedBlock with a copy of its own; the emitter lowers the copy's
     states, named per application as it reaches them (`sp_<state>`, `sp_0_<state>`)."""
-    text = program(controls="""
+    path = p4_file(tmp_path, "subparsers.p4", program(controls="""
 parser Sub(packet_in pkt, inout headers hdr) {
     state start { pkt.extract(hdr.ipv4); transition accept; }
 }""", states="""
@@ -838,19 +743,14 @@ parser Sub(packet_in pkt, inout headers hdr) {
             transition select(hdr.ethernet.etherType) { 0x0800: one; default: two; }
         }
         state one { sp.apply(pkt, hdr); transition accept; }
-        state two { sp.apply(pkt, hdr); transition accept; }""")
-    path = tmp_path / "subparsers.p4"
-    path.write_text(text)
+        state two { sp.apply(pkt, hdr); transition accept; }"""))
     met = []
-    lower_main = Compiler.lower_main
 
-    def lower_main_refusing_inlining(self, main):
-        parser = next(d for d in self.program.decls if getattr(d, "name", None) == "P")
-        met.extend(s for st in parser.states for s in st.stmts)
+    def keep_and_refuse_inlining(program):
+        met.extend(s for st in decl_named(program, "P").states for s in st.stmts)
         monkeypatch.setattr(inline.Inliner, "inlined", None)
-        return lower_main(self, main)
 
-    monkeypatch.setattr(Compiler, "lower_main", lower_main_refusing_inlining)
+    before_lowering(monkeypatch, keep_and_refuse_inlining)
     j, _ = compile_to_objects(str(path))
     applications = [s for s in met if isinstance(s, A.InlinedBlock)]
     assert len(applications) == 2
@@ -865,24 +765,21 @@ def test_each_call_inlines_its_own_copy_of_the_callee_made_before_lowering(tmp_p
     callee for that call (`A.Call.inlined`), its own calls copied in turn; the emitter
     inlines the copy: with the declared functions' bodies gone once the pass has run,
     the JSON is the same."""
-    text = program(decls="""
+    path = p4_file(tmp_path, "calls.p4", program(decls="""
 bit<8> twice(in bit<8> x) { return x + x; }
 bit<8> quad(in bit<8> x) { return twice(twice(x)); }
-action g(inout bit<8> v) { v = quad(v); }""", apply="meta.m8 = quad(meta.m8); g(hdr.ipv4.ttl);")
-    path = tmp_path / "calls.p4"
-    path.write_text(text)
+action g(inout bit<8> v) { v = quad(v); }""", apply="meta.m8 = quad(meta.m8); g(hdr.ipv4.ttl);"))
     expected = compile_to_objects(str(path))
     calls = []
-    lower_main = Compiler.lower_main
 
-    def lower_main_without_declared_bodies(self, main):
-        functions = [d for d in self.program.decls if isinstance(d, A.FunctionDecl)]
-        calls.extend(_inlined_calls(self.program.decls))
-        for d in functions:
-            d.body = None
-        return lower_main(self, main)
+    def keep_calls_and_drop_declared_bodies(program):
+        calls.extend(x for x in ast_nodes(program.decls, copies=True)
+                     if isinstance(x, A.Call) and x.inlined is not None)
+        for d in program.decls:
+            if isinstance(d, A.FunctionDecl):
+                d.body = None
 
-    monkeypatch.setattr(Compiler, "lower_main", lower_main_without_declared_bodies)
+    before_lowering(monkeypatch, keep_calls_and_drop_declared_bodies)
     assert compile_to_objects(str(path)) == expected
     copies = {id(c.inlined.decl) for c in calls}
     assert len(copies) == len(calls) >= 3
@@ -894,8 +791,8 @@ def test_an_expression_hsindex_rebuilds_around_a_constant_index_is_read_from_the
     the expression checked (a stack's elements have one type), so the emitter reads it
     from the program's IR (`Compiler.keep_nodes`) instead of checking it again: only the
     expressions naming the constant index itself are checked in its scope."""
-    path = tmp_path / "hsindex.p4"
-    path.write_text(program(apply="hdr.hops[meta.m8].port = hdr.hops[meta.m8].port + 1;"))
+    path = p4_file(tmp_path, "hsindex.p4",
+                   program(apply="hdr.hops[meta.m8].port = hdr.hops[meta.m8].port + 1;"))
     checked_again = []
     typed = exprs.ExprMixin.typed
     monkeypatch.setattr(exprs.ExprMixin, "typed",
@@ -923,50 +820,20 @@ def test_a_tna_program_has_its_loops_unrolled_by_the_tna_check_too(tmp_path, mon
     text = (ROOT / "hw/tofino/red_ecn.p4").read_text()
     anchor = "        eg_dprsr_md.drop_ctl = 0;\n"
     assert text.count(anchor) == 1
-    text = text.replace(anchor, anchor + """
+    path = p4_file(tmp_path, "red_loops.p4", text.replace(anchor, anchor + """
         for (bit<8> i in 0 .. 3) {
             if (i == 2) { break; }
             for (bit<8> j = 0; j < 2; j = j + 1) { meta.red.q = meta.red.q + (bit<32>) j; }
             meta.red.rand = meta.red.rand + (bit<32>) i;
         }
-""")
-    path = tmp_path / "red_loops.p4"
-    path.write_text(text)
+"""))
     checked = check_tna_to_ir(str(path), "tna")
-    assert not any(isinstance(n, (A.For, A.ForIn)) for n in _ast_nodes(checked.ast.decls))
+    assert not any(isinstance(n, (A.For, A.ForIn)) for n in ast_nodes(checked.ast.decls))
     assert any(isinstance(n, ir.Loop) for b in checked.pipelines[0].values()
                for n in ir.walk(b))                     # the IR keeps the loop for the lint
-    unrolled_once = compile_tna_to_objects(str(path), "tna")
-    monkeypatch.setattr(check.BlockChecker, "unroll", lambda self, s: None)
-    by_the_emitter = compile_tna_to_objects(str(path), "tna")
-    assert json.dumps(unrolled_once[0]) == json.dumps(by_the_emitter[0])
-    assert unrolled_once[1] == by_the_emitter[1]
-
-
-def _inlined_calls(node):
-    """Every call under `node` with a copy of its callee, the calls in the copies too."""
-    if isinstance(node, (list, tuple)):
-        for x in node:
-            yield from _inlined_calls(x)
-    elif dataclasses.is_dataclass(node):
-        if isinstance(node, A.Call) and node.inlined is not None:
-            yield node
-            yield from _inlined_calls(node.inlined.decl)
-        for fl in dataclasses.fields(node):
-            if fl.name not in ("loc", "inlined"):
-                yield from _inlined_calls(getattr(node, fl.name))
-
-
-def _ast_nodes(node):
-    """Every statement and declaration node under `node` (expressions not entered)."""
-    if isinstance(node, list):
-        for x in node:
-            yield from _ast_nodes(x)
-    elif dataclasses.is_dataclass(node) and not isinstance(node, A.Expr):
-        yield node
-        for fl in dataclasses.fields(node):
-            if fl.name != "loc":
-                yield from _ast_nodes(getattr(node, fl.name))
+    assert_the_emitters_own_unrolling_gives(
+        compile_tna_to_objects(str(path), "tna"), monkeypatch, CHECKER_UNROLL_OFF,
+        lambda: compile_tna_to_objects(str(path), "tna"))
 
 
 # Negative programs whose error is a limit of the BMv2 target, not of P4-16: the back-end's
@@ -1417,9 +1284,7 @@ def test_a_control_applied_inside_a_block_is_checked_and_linted(tmp_path):
     path = tna_program(tmp_path, SUB_CONTROL)
     scale = ingress_of(check_tna_to_ir(path, "tna")).locals[0]
     assert isinstance(scale.block, ir.Control) and scale.block.name == "Scale"
-    lines = pathlib.Path(path).read_text().splitlines()
-    problems = [(lines[p.loc.line - 1].strip(), p.message)
-                for p in check_tna_file(path, "tna", "tofino")]
+    problems = linted(path)
     assert [line for line, _ in problems] == ["md.c = md.a * md.b;", "md.b = inc.execute(1);"]
     assert "register 'reg' accessed twice for one packet" in problems[1][1]
 
@@ -1438,10 +1303,7 @@ control Ing(ING_PARAMS) {
     }
 }
 """
-    path = tna_program(tmp_path, ingress)
-    lines = pathlib.Path(path).read_text().splitlines()
-    assert [lines[p.loc.line - 1].strip() for p in check_tna_file(path, "tna", "tofino")] == \
-        ["md.b = bump(1);"]
+    assert [line for line, _ in linted(tna_program(tmp_path, ingress))] == ["md.b = bump(1);"]
 
 
 @pytest.mark.parametrize("method, message", [
