@@ -899,22 +899,6 @@ ARITY_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("kw, needle, message", ARITY_ERRORS,
-                         ids=[case[1].split("(")[0] + str(i)
-                              for i, case in enumerate(ARITY_ERRORS)])
-def test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path):
-    source = program(**kw)
-    path = tmp_path / "arity.p4"
-    path.write_text(source)
-    with pytest.raises(CompileError) as checker:
-        check_v1model(path)
-    with pytest.raises(CompileError) as compiler:
-        compile_to_objects(str(path))
-    line, col = line_of(source, needle)
-    assert checker.value.render() == compiler.value.render()
-    assert (checker.value.loc.line, checker.value.loc.col, checker.value.message) == \
-        (line, col, message)
-
 
 OPERATOR_ERRORS = [
     # (program kwargs, text at the error, message): the checker's alone, as the emitter's
@@ -950,12 +934,6 @@ OPERATOR_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("kw, needle, message", OPERATOR_ERRORS,
-                         ids=[case[1].split(" ")[0] + str(i)
-                              for i, case in enumerate(OPERATOR_ERRORS)])
-def test_the_checker_alone_types_operators(kw, needle, message, tmp_path):
-    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
-
 
 OPERAND_ERRORS = [
     # (program kwargs, text at the error, message): what casts, shifts, `++`, the
@@ -981,13 +959,6 @@ OPERAND_ERRORS = [
      "slice [8:1] out of range for bit<8>"),
 ]
 
-
-@pytest.mark.parametrize("kw, needle, message", OPERAND_ERRORS,
-                         ids=[case[2].split(" ")[0] + str(i)
-                              for i, case in enumerate(OPERAND_ERRORS)])
-def test_the_checker_alone_takes_casts_shifts_and_concatenations(kw, needle, message,
-                                                                 tmp_path):
-    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
 
 
 CONVERSION_ERRORS = [
@@ -1038,18 +1009,6 @@ CONVERSION_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("kw, needle, message", CONVERSION_ERRORS,
-                         ids=[f"conversion{i}" for i in range(len(CONVERSION_ERRORS))])
-def test_the_checker_alone_converts_values(kw, needle, message, tmp_path):
-    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
-
-
-def test_named_arguments_are_checked_by_name(tmp_path):
-    path = tmp_path / "named.p4"
-    path.write_text(program(ingress="action a(bit<8> x, bit<16> y) { meta.m8 = x; }",
-                            apply="a(y = meta.m16, x = meta.m8);"))
-    check_v1model(path)
-
 
 OPT_HEADER = dict(decls="header opt_t { varbit<320> options; }",
                   headers="ethernet_t ethernet; ipv4_t ipv4; opt_t opt;")
@@ -1071,33 +1030,26 @@ PACKET_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("kw, needle, message", PACKET_ERRORS,
-                         ids=[f"packet{i}" for i in range(len(PACKET_ERRORS))])
-def test_the_checker_alone_takes_extract_and_lookahead(kw, needle, message, tmp_path):
-    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
+
+def select_state(key, cases):
+    return dict(states=f"state start {{ transition select({key}) {{ {cases} }} }}")
 
 
+ETHERTYPE = "hdr.ethernet.etherType"
 SELECT_ERRORS = [
-    # (select cases, text at the error, message): what a select takes, the checker's alone
-    # (so for TNA programs too), as the emitter said it
-    ("select(hdr.ethernet) { default: accept; }", "hdr.ethernet)",
+    # (program kwargs, text at the error, message): what a select takes, the checker's
+    # alone (so for TNA programs too), as the emitter said it
+    (select_state("hdr.ethernet", "default: accept;"), "hdr.ethernet)",
      "cannot select on a value of type header ethernet_t"),
-    ("select(hdr.ethernet.etherType) { (1, 2): accept; default: accept; }", "(1, 2): accept",
+    (select_state(ETHERTYPE, "(1, 2): accept; default: accept;"), "(1, 2): accept",
      "select case has 2 values for 1 keys"),
-    ("select(hdr.ethernet.etherType) { 5..2: accept; default: accept; }", "5..2",
-     "empty range 5..2"),
-    ("select(hdr.ethernet.etherType) { meta.m16: accept; default: accept; }",
-     "meta.m16: accept", "select case values must be compile-time constants"),
-    ("select(hdr.ethernet.etherType) { 0x800 &&& 0x10000: accept; default: accept; }",
-     "0x10000", "value 65536 does not fit the 16-bit select key"),
+    (select_state(ETHERTYPE, "5..2: accept; default: accept;"), "5..2", "empty range 5..2"),
+    (select_state(ETHERTYPE, "meta.m16: accept; default: accept;"), "meta.m16: accept",
+     "select case values must be compile-time constants"),
+    (select_state(ETHERTYPE, "0x800 &&& 0x10000: accept; default: accept;"), "0x10000",
+     "value 65536 does not fit the 16-bit select key"),
 ]
 
-
-@pytest.mark.parametrize("cases, needle, message", SELECT_ERRORS,
-                         ids=[f"select{i}" for i in range(len(SELECT_ERRORS))])
-def test_the_checker_alone_takes_selects(cases, needle, message, tmp_path):
-    test_the_checker_alone_counts_arguments(
-        dict(states=f"state start {{ transition {cases} }}"), needle, message, tmp_path)
 
 
 INDEX_ERRORS = [
@@ -1112,18 +1064,12 @@ INDEX_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("kw, needle, message", INDEX_ERRORS,
-                         ids=[f"index{i}" for i in range(len(INDEX_ERRORS))])
-def test_the_checker_alone_takes_indices(kw, needle, message, tmp_path):
-    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
-
 
 def test_what_a_pass_wrote_is_checked_as_it_is_lowered(tmp_path):
     """An unrolled loop's index is a constant only once unrolled: the checker, run again in
     the emitter's scope on the unrolled body (ExprMixin.typed), refuses it there."""
     source = program(apply="for (bit<8> i = 0; i < 5; i = i + 1) { hdr.hops[i].setValid(); }")
-    path = tmp_path / "loop.p4"
-    path.write_text(source)
+    path = p4_file(tmp_path, "loop.p4", source)
     check_v1model(path)
     with pytest.raises(CompileError) as compiler:
         compile_to_objects(str(path))
@@ -1160,23 +1106,6 @@ VARIABLE_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("kw, needle, message", VARIABLE_ERRORS,
-                         ids=[f"variable{i}" for i in range(len(VARIABLE_ERRORS))])
-def test_the_checker_alone_types_variables(kw, needle, message, tmp_path):
-    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
-
-
-def test_an_int_loop_variable_is_allowed(tmp_path):
-    path = tmp_path / "loop.p4"
-    path.write_text(program(apply="for (int i = 0; i < 3; i = i + 1) { hdr.hops[i].setValid(); }"))
-    check_v1model(path)
-    compile_to_objects(str(path))
-
-
-@pytest.mark.parametrize("kw, needle, message", JUMP_ERRORS,
-                         ids=[f"jump{i}" for i in range(len(JUMP_ERRORS))])
-def test_the_checker_alone_places_returns_and_jumps(kw, needle, message, tmp_path):
-    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
 
 
 TABLES_A_B = TABLE_T + " action b() { }"
@@ -1217,46 +1146,73 @@ NAME_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("kw, needle, message", NAME_ERRORS,
-                         ids=[case[2].split(" '")[0].replace(" ", "_") + str(i)
-                              for i, case in enumerate(NAME_ERRORS)])
-def test_the_checker_alone_resolves_names_and_members(kw, needle, message, tmp_path):
-    test_the_checker_alone_counts_arguments(kw, needle, message, tmp_path)
 
-
-DUPLICATES = [
-    # (program kwargs, text at the error or None: the program is valid): a name declared
-    # twice in one scope is the checker's error alone, as the emitter said it; an inner
-    # block, another parser state or the apply block may declare it again
-    (dict(apply="bit<8> x = 1; bit<8> x = 2; meta.m8 = x;"), "x = 2"),
-    (dict(apply="const bit<8> c = 1; bit<8> c = 2; meta.m8 = c;"), "c = 2"),
+DUPLICATE_ERRORS = [
+    # (program kwargs, text at the error, message): a name declared twice in one scope is
+    # the checker's error alone, as the emitter said it
+    (dict(apply="bit<8> x = 1; bit<8> x = 2; meta.m8 = x;"), "x = 2",
+     "duplicate declaration of 'x'"),
+    (dict(apply="const bit<8> c = 1; bit<8> c = 2; meta.m8 = c;"), "c = 2",
+     "duplicate declaration of 'c'"),
     (dict(ingress="action a(bit<8> x) { bit<8> x = 1; meta.m8 = x; }", apply="a(1);"),
-     "x = 1"),
+     "x = 1", "duplicate declaration of 'x'"),
     (dict(ingress="action a() { { bit<8> y = 1; bit<8> y = 2; meta.m8 = y; } }",
-          apply="a();"), "y = 2"),
-    (dict(ingress="bit<8> meta;"), "meta;"),
+          apply="a();"), "y = 2", "duplicate declaration of 'y'"),
+    (dict(ingress="bit<8> meta;"), "meta;", "duplicate declaration of 'meta'"),
     (dict(states="state start { bit<8> x = 1; bit<8> x = 2; meta.m8 = x; "
-                 "transition accept; }"), "x = 2"),
-    (dict(apply="bit<8> x = 1; if (x == 1) { bit<8> x = 2; meta.m8 = x; }"), None),
-    (dict(states="state start { bit<8> x = 1; meta.m8 = x; transition s2; } "
-                 "state s2 { bit<8> x = 2; meta.m8 = x; transition accept; }"), None),
-    (dict(ingress="bit<8> v;", apply="bit<8> v = 1; meta.m8 = v;"), None),
+                 "transition accept; }"), "x = 2", "duplicate declaration of 'x'"),
 ]
+CHECKER_ERRORS = {"arity": ARITY_ERRORS, "operator": OPERATOR_ERRORS,
+                  "operand": OPERAND_ERRORS, "conversion": CONVERSION_ERRORS,
+                  "packet": PACKET_ERRORS, "select": SELECT_ERRORS, "index": INDEX_ERRORS,
+                  "jump": JUMP_ERRORS, "variable": VARIABLE_ERRORS, "name": NAME_ERRORS,
+                  "duplicate": DUPLICATE_ERRORS}
 
 
-@pytest.mark.parametrize("kw, needle", DUPLICATES,
-                         ids=[f"{'valid' if n is None else 'duplicate'}{i}"
-                              for i, (_, n) in enumerate(DUPLICATES)])
-def test_the_checker_alone_refuses_duplicate_declarations(kw, needle, tmp_path):
-    if needle is None:
-        path = tmp_path / "valid.p4"
-        path.write_text(program(**kw))
+@pytest.mark.parametrize("kw, needle, message", [
+    pytest.param(*case, id=f"{group}{i}-" + re.sub(r"\W+", "_", case[2]).strip("_"))
+    for group, cases in CHECKER_ERRORS.items() for i, case in enumerate(cases)])
+def test_the_checker_alone_refuses_as_the_emitter_did(kw, needle, message, tmp_path):
+    """The checker phase refuses the program with the error the compiler reports, at
+    `needle` (its first place in the program) with `message`."""
+    source = program(**kw)
+    path = p4_file(tmp_path, "refused.p4", source)
+    with pytest.raises(CompileError) as checker:
         check_v1model(path)
+    with pytest.raises(CompileError) as compiler:
         compile_to_objects(str(path))
-        return
-    name = needle.split()[0].rstrip(";")
-    test_the_checker_alone_counts_arguments(kw, needle, f"duplicate declaration of '{name}'",
-                                            tmp_path)
+    line, col = line_of(source, needle)
+    assert checker.value.render() == compiler.value.render()
+    assert (checker.value.loc.line, checker.value.loc.col, checker.value.message) == \
+        (line, col, message)
+
+
+def test_named_arguments_are_checked_by_name(tmp_path):
+    check_v1model(p4_file(tmp_path, "named.p4", program(
+        ingress="action a(bit<8> x, bit<16> y) { meta.m8 = x; }",
+        apply="a(y = meta.m16, x = meta.m8);")))
+
+
+VALID_PROGRAMS = {
+    # a name declared again in an inner block, another parser state or the apply block
+    "shadowed_in_an_inner_block":
+        dict(apply="bit<8> x = 1; if (x == 1) { bit<8> x = 2; meta.m8 = x; }"),
+    "declared_in_two_parser_states":
+        dict(states="state start { bit<8> x = 1; meta.m8 = x; transition s2; } "
+                    "state s2 { bit<8> x = 2; meta.m8 = x; transition accept; }"),
+    "a_controls_local_declared_again_in_apply":
+        dict(ingress="bit<8> v;", apply="bit<8> v = 1; meta.m8 = v;"),
+    # an `int` for-loop variable, unrolled as a constant (VARIABLE_ERRORS: no int variable)
+    "an_int_loop_variable":
+        dict(apply="for (int i = 0; i < 3; i = i + 1) { hdr.hops[i].setValid(); }"),
+}
+
+
+@pytest.mark.parametrize("kw", VALID_PROGRAMS.values(), ids=VALID_PROGRAMS.keys())
+def test_the_checker_and_the_compiler_take_valid_programs(kw, tmp_path):
+    path = p4_file(tmp_path, "valid.p4", program(**kw))
+    check_v1model(path)
+    compile_to_objects(str(path))
 
 
 SUB_CONTROL = """
