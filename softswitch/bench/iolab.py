@@ -260,16 +260,21 @@ def capture_train(ifname: str, udp_port: int) -> dict:
     return {"frames": frames, "kernel_drops": kernel_drops}
 
 
+def _ready(proc: subprocess.Popen, what: str) -> subprocess.Popen:
+    """Waits for a helper process's "ready" line on stderr; kills it and raises if another comes."""
+    line = proc.stderr.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        raise RuntimeError(f"{what} did not start: {line}{proc.stderr.read()}")
+    return proc
+
+
 def start_capture(ifname: str, udp_port: int, ns: str | None = None) -> subprocess.Popen:
     """Starts `capture_train` on `ifname` (inside namespace `ns`, if given) and
     waits until its socket is bound; `finish_capture` ends it."""
     proc = subprocess.Popen(netlab.netns_argv(ns, _python(), __file__, "capture", ifname, str(udp_port)), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stderr.readline()
-    if line.strip() != "ready":
-        proc.kill()
-        raise RuntimeError(f"capture did not start: {line}{proc.stderr.read()}")
-    return proc
+    return _ready(proc, "capture")
 
 
 def finish_capture(proc: subprocess.Popen) -> dict:
@@ -314,11 +319,7 @@ def start_receiver(host: Host, port: int, count: int, timeout: float, mode: str 
     extra = [str(count)] if mode == "recv" else []
     proc = host.popen(_python(), __file__, mode, str(port), *extra, str(timeout),
                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stderr.readline()
-    if line.strip() != "ready":
-        proc.kill()
-        raise RuntimeError(f"receiver did not start: {line}{proc.stderr.read()}")
-    return proc
+    return _ready(proc, "receiver")
 
 
 def finish_receiver(proc: subprocess.Popen) -> list[dict]:
