@@ -16,6 +16,7 @@ Usage: python mininet/bench/run.py [--only fidelity|scale]
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -62,10 +63,11 @@ def fidelity(rate_bps, seconds):
             rtts = ping_rtts(network)
             job = Run(lab, network.pairs, seconds, seed=1)
             job.wait()
+            records = job.records()     # before close: the lab removes its logs
         finally:
             network.close_controllers()
     window = (job.epoch + WARMUP_S, job.end)
-    goodput = sum(metrics.flow_goodputs(job.records(), window).values())
+    goodput = sum(metrics.flow_goodputs(records, window).values())
     serialisation_ms = 2 * PING_FRAME_BITS / rate_bps * 1e3
     median = statistics.median(rtts)
     return {
@@ -87,20 +89,28 @@ def scale(pairs, connections):
         try:
             job = Run(lab, network.pairs, SCALE_SECONDS, seed=1)
             job.wait()
+            records = job.records()     # before close: the lab removes its logs
         finally:
             network.close_controllers()
-    goodputs = list(metrics.flow_goodputs(job.records(), (job.epoch + 5, job.end)).values())
+    goodputs = list(metrics.flow_goodputs(records, (job.epoch + 5, job.end)).values())
     return {"pairs": pairs, "hosts": 2 * pairs, "connections": pairs * connections,
             "setup_s": setup_s, "total_s": time.time() - started,
             "flows_reporting": len(goodputs), "goodput_mbps": sum(goodputs) / 1e6,
             "jain_index": metrics.jain_index(goodputs)}
 
 
+def load_text(results, key):
+    load = results.get(key)
+    return " / ".join(f"{v:.2f}" for v in load) if load else "not recorded"
+
+
 def write_results(results):
     (HERE / "results.json").write_text(json.dumps(results, indent=2))
     lines = ["# Lab benchmark results", "",
              f"Measured {results['date']} on {results['machine']} by `make bench` "
-             "(`mininet/bench/run.py`); the machine was shared with other jobs.", ""]
+             "(`mininet/bench/run.py`); the machine was shared with other jobs.",
+             "", f"Load average (1/5/15 min) at the start: {load_text(results, 'load_start')}; "
+             f"at the end: {load_text(results, 'load_end')}.", ""]
     if results.get("fidelity"):
         lines += ["## Fidelity: one CUBIC flow, BDP buffer, 40 ms configured RTT", "",
                   f"Goodput over the run after {WARMUP_S} s of warm-up; ping: 20 probes of "
@@ -138,7 +148,8 @@ def main(argv=None):
     results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "machine": "2 vCPU Debian 12 VM, kernel " + Path("/proc/sys/kernel/osrelease")
                .read_text().strip(),
-               "fidelity": previous.get("fidelity"), "scale": previous.get("scale")}
+               "fidelity": previous.get("fidelity"), "scale": previous.get("scale"),
+               "load_start": os.getloadavg()}
     if args.only in (None, "fidelity"):
         results["fidelity"] = []
         for rate, seconds in FIDELITY:
@@ -151,6 +162,7 @@ def main(argv=None):
         for pairs, connections in SCALE:
             results["scale"].append(scale(pairs, connections))
             print(results["scale"][-1], flush=True)
+    results["load_end"] = os.getloadavg()
     write_results(results)
     return 0
 
