@@ -319,7 +319,7 @@ class BlockChecker:
             self.check_args(loc, decl, call.args, args)
         else:                                   # the directional parameters' arguments
             for p, a in _pairs([p for p in decl.params if p.direction], args, call.args):
-                self.compatible_arg(self.resolve(p.type), a.type, a.loc, p.name, decl.name)
+                self.compatible_arg(self.resolve(p.type), a, p.name, decl.name)
         self.check_out_args(decl.params, args, call.args)
         return call
 
@@ -587,7 +587,19 @@ class BlockChecker:
                 raise CompileError(loc, f"expected {len(elems)} values for {want}{got}")
         convert(None, have, want, loc, what)
 
-    def compatible_arg(self, want, have, loc, param, callee):
+    def compatible_arg(self, want, arg, param, callee, direction=""):
+        """Argument `arg` (its IR node) for parameter `param` of type `want`. `_` is taken
+        for an `out` parameter only (as p4c) and typed as it: desugar.dontcare_args makes
+        it a temporary of that type."""
+        have, loc = arg.type, arg.loc
+        if isinstance(have, DontCareT):
+            if direction != "out":
+                raise CompileError(loc, "don't care argument only allowed for out parameters")
+            if _untracked(want):
+                raise CompileError(loc, f"cannot infer the type of '_' for parameter '{param}' "
+                                        f"of '{callee}': give the type arguments")
+            arg.type = want
+            return
         if isinstance(want, Bits) and isinstance(have, Bits) and want.width != have.width:
             raise CompileError(loc, f"argument '{param}' of '{callee}' has type {have}, but "
                                     f"{want} is expected (width mismatch)")
@@ -769,7 +781,19 @@ class BlockChecker:
         if isinstance(call.callee, (A.Method, ir.Action, ir.Function)):
             decl = call.callee if isinstance(call.callee, A.Method) else call.callee.ast
             self.check_out_args(decl.params, e.args, args)
+        self.record_dontcares(e.args, args)
         return call
+
+    def record_dontcares(self, arg_asts, args):
+        """A `_` argument typed as its `out` parameter (`compatible_arg`) is kept with that
+        type, whatever an earlier check of the same body recorded (untyped then), for
+        desugar.dontcare_args."""
+        if self.program_nodes is None or self.type_env:
+            return
+        for a, node in zip(arg_asts, args):
+            a = _arg_value(a)
+            if isinstance(a, A.DefaultExpr) and not isinstance(node.type, DontCareT):
+                self.program_nodes[id(a)] = (a, node)
 
     def check_apply_and_stack_arity(self, e, func, args):
         """A table's `apply()` takes no arguments; a sub-parser's or sub-control's `apply` (of an
@@ -780,7 +804,7 @@ class BlockChecker:
             raise CompileError(e.loc, "table apply() takes no arguments")
         elif isinstance(func.base.type, StackT) and func.name in ("push_front", "pop_front"):
             check_count(e.loc, func.name, len(args), 1, 1)
-            self.compatible_arg(IntT(), args[0].type, args[0].loc, "count", func.name)
+            self.compatible_arg(IntT(), args[0], "count", func.name)
         elif func.name == "apply" and isinstance(decl, (ir.Instance, ir.Variable)) and \
                 isinstance(decl.type, BlockT):          # an instance, a constructor parameter
             self.check_block_args(e, decl.name, decl.type.decl.params, args)
@@ -795,7 +819,7 @@ class BlockChecker:
         for p, a in _pairs(params, e.args, args):
             t = self.resolve(p.type)
             if not isinstance(t, BlockT):
-                self.compatible_arg(t, a.type, a.loc, p.name, name)
+                self.compatible_arg(t, a, p.name, name, p.direction)
 
     def check_out_args(self, params, arg_asts, args):
         """`out` and `inout` arguments are written: no constants, nothing read-only."""
@@ -857,7 +881,7 @@ class BlockChecker:
         for p, a in zip(decl.params, args):
             name = None if p.type.args else p.type.name
             if name in decl.type_params and name not in env and not _untracked(a.type) and \
-                    not isinstance(a.type, IntT):
+                    not isinstance(a.type, (IntT, DontCareT)):
                 env[name] = a.type
         return env
 
@@ -868,7 +892,8 @@ class BlockChecker:
         env = _type_params(decl)
         env.update((tp, self.resolve(ta)) for tp, ta in zip(env, type_args))
         for p, a in _pairs(decl.params, arg_asts, args):
-            self.compatible_arg(self.resolve(p.type, env), a.type, a.loc, p.name, decl.name)
+            self.compatible_arg(self.resolve(p.type, env), a, p.name, decl.name,
+                                p.direction)
 
     def extern_method(self, e, ext, name, args):
         """The method of extern type `ext` a call with `args` selects (arity, then types)."""
@@ -907,7 +932,8 @@ class BlockChecker:
         m = fitting[0]
         env = self.bound_type_params(m, args, env, getattr(e, "type_args", None) or [])
         for p, a in _pairs(m.params, getattr(e, "args", None), args):
-            self.compatible_arg(self.method_type(p.type, m, env), a.type, a.loc, p.name, name)
+            self.compatible_arg(self.method_type(p.type, m, env), a, p.name, name,
+                                p.direction)
         return m
 
     def method_type(self, tr, method, env):

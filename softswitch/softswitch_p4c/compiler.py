@@ -7,7 +7,8 @@ V1Switch blocks (mixins in exprs/stmts/controls/parsers) into BMv2 JSON.
 from . import ast as A
 from .check import BlockChecker, check_v1model, convert
 from .controls import ControlMixin
-from .desugar import instantiate_direct_calls, split_conditions, switches_as_ifs
+from .desugar import (dontcare_args, instantiate_direct_calls, split_conditions,
+                      switches_as_ifs)
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .exprs import ExprMixin
@@ -75,6 +76,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         for d in self.program.decls:
             self.declare_global(d)
         self.check_blocks()
+        dontcare_args(self.program, self.program_nodes)
         instantiate_direct_calls(self.program, self.globals)
         switches_as_ifs(self.program)
         self.keep_nodes(split_conditions(self.program))

@@ -15,6 +15,7 @@ from dataclasses import fields, is_dataclass
 from . import ast as A
 from .errors import CompileError, unsupported
 from .symbols import BlockSym
+from .types import Bits, BoolT, DontCareT, EnumT, ErrorT, StackT, StructT, VarbitT
 
 _BOOL = "bool"
 
@@ -395,3 +396,79 @@ def _instantiate_in(decl, globals_scope):
                     rewrite(getattr(node, fl.name))
 
     rewrite(decl.body.stmts)
+
+
+def dontcare_args(program, program_nodes):
+    """Once over the program, right after the check: each `_` passed for an `out`
+    parameter (the checker typed it as the parameter, `BlockChecker.compatible_arg`)
+    becomes a fresh temporary of that type, as p4c's DontcareArgs does: declared among
+    the enclosing parser's or control's locals, or first in the enclosing action's or
+    function's body. `pkt.extract<T>(_)` so extracts into a scratch header of type T
+    (the packet advances past it), and an action's unwanted `out` result lands in a
+    variable nobody reads. The names (`arg$N`) cannot clash with a P4 identifier."""
+    temporaries = DontcareTemporaries(program_nodes)
+    for d in program.decls:
+        if isinstance(d, (A.ActionDecl, A.FunctionDecl)):
+            temporaries.in_body(d.body)
+        elif isinstance(d, A.ControlDecl) and d.body is not None:
+            for local in d.locals:
+                if isinstance(local, (A.ActionDecl, A.FunctionDecl)):
+                    temporaries.in_body(local.body)
+            others = [x for x in d.locals if not isinstance(x, (A.ActionDecl, A.FunctionDecl))]
+            d.locals += temporaries.replace([others, d.body])
+        elif isinstance(d, A.ParserDecl) and d.states:
+            d.locals += temporaries.replace([d.locals, d.states])
+
+
+class DontcareTemporaries:
+    def __init__(self, program_nodes):
+        self.program_nodes = program_nodes
+        self.count = 0
+
+    def in_body(self, body):
+        body.stmts[:0] = self.replace(body.stmts)
+
+    def replace(self, node):
+        """The `_` out arguments of the calls inside `node` replaced by temporaries, in
+        place; returns their declarations."""
+        made = []
+        if isinstance(node, A.Call):
+            node.args = [self.argument(a, made) for a in node.args]
+        if isinstance(node, list):
+            for x in node:
+                made += self.replace(x)
+        elif is_dataclass(node) and not isinstance(node, A.TypeRef):
+            for f in fields(node):
+                if f.name not in ("loc", "inlined"):
+                    made += self.replace(getattr(node, f.name))
+        return made
+
+    def argument(self, a, made):
+        if isinstance(a, A.NamedArg):
+            return A.NamedArg(a.loc, a.name, self.argument(a.value, made))
+        hit = self.program_nodes.get(id(a)) if isinstance(a, A.DefaultExpr) else None
+        if hit is None or hit[0] is not a or hit[1] is None or \
+                isinstance(hit[1].type, DontCareT):
+            return a
+        name = f"arg${self.count}"
+        self.count += 1
+        made.append(A.VarDecl(a.loc, [], type_ref(hit[1].type, a.loc), name, None))
+        return A.Name(a.loc, name)
+
+
+def type_ref(t, loc):
+    """An AST type naming checked type `t` (types are declared at the top level, so a
+    name resolves to the same type anywhere)."""
+    if isinstance(t, Bits):
+        return A.TypeRef(loc, t.type_name) if t.type_name else \
+            A.TypeRef(loc, "int" if t.signed else "bit", A.IntLit(loc, t.width))
+    if isinstance(t, (BoolT, ErrorT)):
+        return A.TypeRef(loc, str(t))
+    if isinstance(t, (StructT, EnumT)):
+        return A.TypeRef(loc, t.name)
+    if isinstance(t, VarbitT):
+        return A.TypeRef(loc, "varbit", A.IntLit(loc, t.max_width))
+    if isinstance(t, StackT):
+        return A.TypeRef(loc, "stack", stack_size=A.IntLit(loc, t.size),
+                         inner=type_ref(t.elem, loc))
+    raise unsupported(loc, f"'_' for an out parameter of type {t}")

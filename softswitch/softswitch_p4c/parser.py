@@ -968,15 +968,19 @@ class Parser:
             if self.is_ident() and self.at("=", 1):
                 t = self.advance()
                 self.advance()
-                args.append(A.NamedArg(t.loc, t.text, self.expression()))
-            elif self.tok.text == "_" and (self.at(",", 1) or self.at(")", 1)):
-                args.append(A.DefaultExpr(self.advance().loc))
+                args.append(A.NamedArg(t.loc, t.text, self.argument()))
             else:
-                args.append(self.expression())
+                args.append(self.argument())
             if not self.accept(","):
                 self.expect(")")
                 break
         return args
+
+    def argument(self):
+        """A call argument's value: an expression, or `_` (don't care) on its own."""
+        if self.tok.text == "_" and (self.at(",", 1) or self.at(")", 1)):
+            return A.DefaultExpr(self.advance().loc)
+        return self.expression()
 
     def expression_list(self, close):
         return self.comma_list(self.expression, close)

@@ -389,7 +389,7 @@ class StmtMixin:
         """Evaluate call arguments against `params` (their count is the checker's);
         returns {param name: Val}."""
         if any(isinstance(a, A.NamedArg) for a in call.args):
-            by_name = {a.name: a for a in call.args if isinstance(a, A.NamedArg)}
+            by_name = {a.name: a.value for a in call.args if isinstance(a, A.NamedArg)}
             exprs = [by_name.get(p.name, p.default) for p in params]
         else:
             exprs = list(call.args) + [p.default for p in params[len(call.args):]]

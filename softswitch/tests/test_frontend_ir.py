@@ -998,8 +998,8 @@ CONVERSION_ERRORS = [
     (dict(decls="T pick<T>(in T a) { return a; }", apply="meta.m8 = pick<bit<8>>(16w1);"),
      "16w1);", "argument 'a' of 'pick' has type bit<16>, but bit<8> is expected (width "
                "mismatch)"),
-    (dict(ingress="register<bit<8>>(4) r;", apply="r.read(_, 0);"), "_, 0",
-     "type mismatch in argument 'result' of 'read': expected bit<8>, got _"),
+    (dict(ingress="register<bit<8>>(4) r;", apply="r.write(0, _);"), "_);",
+     "don't care argument only allowed for out parameters"),
     (dict(apply="switch (meta.m8) { 16w1: { meta.m16 = 1; } default: { } }"), "16w1:",
      "type mismatch in switch label: expected bit<8>, got bit<16>"),
     (dict(apply="assume(7);"), "7);",
@@ -1027,6 +1027,9 @@ PACKET_ERRORS = [
      "expected (width mismatch)"),
     (dict(states="state start { meta.m8 = pkt.lookahead(); transition accept; }"),
      "pkt.lookahead()", "lookahead needs one type argument and no arguments"),
+    (dict(states="state start { pkt.extract(_); transition accept; }"), "_);",
+     "cannot infer the type of '_' for parameter 'hdr' of 'extract': give the type "
+     "arguments"),
 ]
 
 
