@@ -601,8 +601,10 @@ class StmtMixin:
         return env
 
     def fn_mark_to_drop(self, call, args, ctx, dest):
-        sm = args["standard_metadata"]
-        self.emit(ctx, "mark_to_drop", [sm.ref.json()], call.loc)
+        """`mark_to_drop(sm)`, or the deprecated `mark_to_drop()`: the same primitive on
+        the one standard_metadata instance."""
+        sm = args["standard_metadata"].ref if args else HeaderRef("standard_metadata", None)
+        self.emit(ctx, "mark_to_drop", [sm.json()], call.loc)
 
     def fn_random(self, call, args, ctx, dest):
         r, lo, hi = args["result"], args["lo"], args["hi"]
