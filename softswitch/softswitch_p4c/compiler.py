@@ -458,6 +458,8 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         return name
 
     def add_header_instance(self, name, st, metadata=False, json_type=None):
+        if not metadata and st.kind == "header":
+            check_whole_bytes(st)
         htype = self.add_header_type(st, json_type)
         self.headers.append({"name": name, "id": len(self.headers), "header_type": htype,
                              "metadata": metadata, "pi_omit": True})
@@ -609,3 +611,14 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
             if a and a.args and isinstance(a.args[0], A.StrLit):
                 aliases.append([a.args[0].value, ["standard_metadata", fname]])
         return aliases
+
+
+def check_whole_bytes(st):
+    """A header travels in the packet, so its fields (a varbit field at its largest) total
+    whole bytes: p4c's BMv2 back end refuses any other header (it pads only structs), and
+    BMv2 and the engine refuse its JSON."""
+    bits = sum(t.max_width if isinstance(t, VarbitT) else storage_width(t) for _, t in st.fields)
+    if bits % 8:
+        raise unsupported(getattr(st, "loc", None),
+                          f"header {st.name} with fields totaling {bits} bits (the BMv2 target "
+                          f"only supports headers whose fields total a multiple of 8 bits)")
