@@ -27,9 +27,11 @@ const MAX_SPIN_NS: u64 = 300_000;
 /// Spinning buys the last tens of microseconds of a deadline: they matter on
 /// links where a full frame lasts under a millisecond (faster than 12 Mb/s;
 /// 121 us at 100 Mb/s), not on slower ones, whose deadlines the thread sleeps
-/// to. At 1.5 Mb/s a switch spinning 300 us per event burnt a quarter of its
-/// CPU, and four such runs side by side were all late: 14 % of frames over
-/// 1 ms late spinning on every link, 7 % sleeping (RFC 2415 thread runs).
+/// to: their frames leave one timer wake-up late (13-17 us mean at 10 Mb/s
+/// on the quiet 2-CPU VM, bench link timing). At 1.5 Mb/s a switch spinning
+/// 300 us per event burnt a quarter of its CPU, and four such runs side by
+/// side were all late: 14 % of frames over 1 ms late spinning on every link,
+/// 7 % sleeping (RFC 2415 thread runs).
 const SPIN_BELOW_FRAME_NS: u64 = 1_000_000;
 const FULL_FRAME_BYTES: usize = 1514;
 /// Receive batches taken per port per loop turn, so queues keep being served under load.
