@@ -319,7 +319,9 @@ class BlockChecker:
             self.check_args(loc, decl, call.args, args)
         else:                                   # the directional parameters' arguments
             for p, a in _pairs([p for p in decl.params if p.direction], args, call.args):
-                self.compatible_arg(self.resolve(p.type), a, p.name, decl.name)
+                self.compatible_arg(self.resolve(p.type), a, p.name, decl.name,
+                                    p.direction)
+            self.record_dontcares(args, call.args)
         self.check_out_args(decl.params, args, call.args)
         return call
 

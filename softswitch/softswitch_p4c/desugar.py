@@ -405,7 +405,7 @@ def dontcare_args(program, program_nodes):
     the enclosing parser's or control's locals, or first in the enclosing action's or
     function's body. `pkt.extract<T>(_)` so extracts into a scratch header of type T
     (the packet advances past it), and an action's unwanted `out` result lands in a
-    variable nobody reads. The names (`arg$N`) cannot clash with a P4 identifier."""
+    variable nobody reads (`actions = { a(_); }` too: a control's local, as p4c). The names (`arg$N`) cannot clash with a P4 identifier."""
     temporaries = DontcareTemporaries(program_nodes)
     for d in program.decls:
         if isinstance(d, (A.ActionDecl, A.FunctionDecl)):
@@ -432,7 +432,7 @@ class DontcareTemporaries:
         """The `_` out arguments of the calls inside `node` replaced by temporaries, in
         place; returns their declarations."""
         made = []
-        if isinstance(node, A.Call):
+        if isinstance(node, (A.Call, A.ActionRef)) and node.args:    # an actions list binds too
             node.args = [self.argument(a, made) for a in node.args]
         if isinstance(node, list):
             for x in node:

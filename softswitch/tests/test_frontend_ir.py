@@ -1001,6 +1001,10 @@ CONVERSION_ERRORS = [
                "mismatch)"),
     (dict(ingress="register<bit<8>>(4) r;", apply="r.write(0, _);"), "_);",
      "don't care argument only allowed for out parameters"),
+    (dict(ingress="action a(inout bit<8> x) { x = 1; } "
+                  "table t { key = { meta.m8: exact; } actions = { a(_); } }",
+          apply="t.apply();"), "_); }",
+     "don't care argument only allowed for out parameters"),
     (dict(apply="switch (meta.m8) { 16w1: { meta.m16 = 1; } default: { } }"), "16w1:",
      "type mismatch in switch label: expected bit<8>, got bit<16>"),
     (dict(apply="assume(7);"), "7);",

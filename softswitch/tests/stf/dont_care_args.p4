@@ -2,8 +2,9 @@
 // parameter's type that nothing reads (p4c's front end does the same). In the parser,
 // `extract<skip_t>(_)` reads one skip_t from the packet into a scratch header, so the
 // bytes are consumed but never emitted; in ingress, `_` takes the out result of an
-// action (also as a named argument), of a function, of register.read and of a
-// sub-control's apply, while their other effects happen.
+// action (also as a named argument, and bound in a table's actions list), of a
+// function, of register.read and of a sub-control's apply, while their other effects
+// happen.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -55,6 +56,12 @@ control DontCareIngress(inout headers hdr, inout metadata meta,
         hdr.data.b = value;
     }
 
+    table set_b_by_op {
+        key = { hdr.data.op: exact; }
+        actions = { set_b(_); NoAction; }
+        default_action = NoAction();
+    }
+
     apply {
         standard_metadata.egress_spec = 1;
         last_a.read(_, 0);
@@ -63,6 +70,7 @@ control DontCareIngress(inout headers hdr, inout metadata meta,
         if (hdr.data.op == 2) { set_b(value = 0x55, previous = _); }
         if (hdr.data.op == 3) { hdr.data.a = double_it(hdr.data.a, _); }
         if (hdr.data.op == 4) { bump.apply(_, hdr.data); }
+        set_b_by_op.apply();
     }
 }
 control NoEgress(inout headers hdr, inout metadata meta,
