@@ -58,6 +58,7 @@ import os
 from . import ast as A
 from . import ir
 from .compiler import Compiler
+from .desugar import dontcare_args
 from .errors import CompileError, SrcLoc
 from .exprs import as_data
 from .parser import parse
@@ -91,7 +92,12 @@ def lower(checked, cell_bytes):
     the IR; what it writes is AST (README.md, "Architecture: phases")."""
     if len(checked.pipelines) != 1:
         raise CompileError(None, "the built-in target runs one TNA pipeline (Switch(pipe))")
-    return _Lowering(checked, cell_bytes).lowered()
+    program = _Lowering(checked, cell_bytes).lowered()
+    # `_` for an out parameter: the v1model path's pass, on the lowered blocks (whose
+    # locals are the IR's, so a temporary declared before lowering would be lost); the
+    # lowering keeps each `_` node, so the check's nodes still type it
+    dontcare_args(program, checked.nodes)
+    return program
 
 
 class TnaCompiler(Compiler):

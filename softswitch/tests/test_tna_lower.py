@@ -406,6 +406,27 @@ def test_tna_externs_the_built_in_target_lacks_are_refused_in_one_line_naming_th
     assert any(w in line for w in ("mirror", "dg.pack", "rs.emit", "ParserCounter", "Meter", "DirectCounter")), line
 
 
+DONT_CARE_TNA = queue_program(ingress="keep_type(_);").replace(
+    "struct headers_t {", "header skip_t { bit<16> junk; }\nstruct headers_t {").replace(
+    "pkt.extract(hdr.ethernet);\n", "pkt.extract(hdr.ethernet); pkt.extract<skip_t>(_);\n", 1).replace(
+    "    apply { keep_type(_);", "    action keep_type(out bit<16> was) {\n"
+    "        was = hdr.ethernet.ether_type; hdr.ethernet.ether_type = 0x1234;\n    }\n"
+    "    apply { keep_type(_);", 1)
+
+
+def test_dont_care_arguments_become_temporaries_on_tna_too(tmp_path):
+    """`_` for an out parameter is a temporary on the TNA path as on v1model's (the same
+    pass, desugar.dontcare_args, after tna.check_program): the ingress parser's
+    `extract<skip_t>(_)` consumes 2 bytes nobody emits, and an action's unwanted out
+    result lands in a local while its other effect (the EtherType) happens."""
+    assert DONT_CARE_TNA.count("_)") == 2 and "action keep_type" in DONT_CARE_TNA
+    sw = tna_engine_switch(tmp_path, DONT_CARE_TNA, "tna")
+    sent = bytes(12) + b"\x88\xb5" + b"\xaa\xbb" + bytes(8) + b"payload"
+    (_, out), = sw.process_packet(1, sent)
+    assert out[12:14] == b"\x12\x34"
+    assert len(out) == len(sent) - 2 and out.endswith(b"payload") and b"\xaa\xbb" not in out
+
+
 @pytest.mark.parametrize("arch, bits", [("tna", 18), ("t2na", 32)])
 def test_queue_timestamps_reach_egress_in_ns_wrapping_at_their_declared_width(tmp_path, arch, bits):
     """enq_tstamp / deq_timedelta are the engine's us x 1000, wrapping at the intrinsic
