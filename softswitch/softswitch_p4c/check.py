@@ -59,7 +59,7 @@ records the sub-expressions) (README.md, "Architecture: phases").
 from . import ast as A
 from .ast import describe, name_loc
 from . import ir
-from .errors import CompileError, unsupported
+from .errors import CompileError, CompileWarning, unsupported
 from .symbols import (ActionSym, BlockSym, ExternFuncSym, ExternInstance, FuncSym, Scope,
                       TypeSym, ValueSetSym)
 from .types import (BlockT, Bits, BoolT, DontCareT, EnumT, ErrorT, ExternT, IntT, StackT,
@@ -315,6 +315,7 @@ class BlockChecker:
         call = ir.Call(loc, UNKNOWN, ir.Ref(func.loc, UNKNOWN, func.name, action),
                        [self.expr(_arg_value(a)) for a in args], action)
         decl = action.decl if isinstance(action, ActionSym) else action.ast
+        self.warn_if_deprecated(loc, decl)
         if all_args:
             self.check_args(loc, decl, call.args, args)
         else:                                   # the directional parameters' arguments
@@ -783,8 +784,22 @@ class BlockChecker:
         if isinstance(call.callee, (A.Method, ir.Action, ir.Function)):
             decl = call.callee if isinstance(call.callee, A.Method) else call.callee.ast
             self.check_out_args(decl.params, e.args, args)
+            self.warn_if_deprecated(e.loc, decl)
         self.record_dontcares(e.args, args)
         return call
+
+    def warn_if_deprecated(self, loc, decl):
+        """A call of a declaration annotated `@deprecated("text")` warns with its text, as
+        p4c does. Recorded by the checker phase only (`program_nodes`: not by bind.py's or
+        the emitter's checks again), once per place (a sub-block's body is checked as
+        declared and per instance)."""
+        anno = A.find_annotation(decl.annos, "deprecated")
+        if anno is None or self.program_nodes is None:
+            return
+        text = "".join(a.value for a in anno.args if isinstance(a, A.StrLit))
+        warning = CompileWarning(loc, f"'{decl.name}' is deprecated" + (text and f": {text}"))
+        if warning not in self.comp.warnings:
+            self.comp.warnings.append(warning)
 
     def record_dontcares(self, arg_asts, args):
         """A `_` argument typed as its `out` parameter (`compatible_arg`) is kept with that

@@ -42,7 +42,10 @@ def main(argv=None):
             return check_tofino(args)
         if args.target not in (None, "bmv2"):
             raise CompileError(None, f"--target {args.target} needs --arch tna or t2na")
-        bmv2_json, p4info = compile_to_objects(args.program, args.includes, args.defines)
+        warnings = []
+        bmv2_json, p4info = compile_to_objects(args.program, args.includes, args.defines,
+                                               warnings)
+        print_warnings(warnings)
         write_outputs(args, bmv2_json, p4info)
     except CompileError as e:
         if e.loc is None:       # errors about the program as a whole
@@ -75,9 +78,18 @@ def check_tofino(args):
         print(p.render(), file=sys.stderr)
     if problems:
         return 1
-    bmv2_json, p4info = compile_tna_to_objects(args.program, args.arch, args.includes, args.defines)
+    warnings = []
+    bmv2_json, p4info = compile_tna_to_objects(args.program, args.arch, args.includes, args.defines,
+                                               warnings)
+    print_warnings(warnings)
     write_outputs(args, bmv2_json, p4info)
     return 0
+
+
+def print_warnings(warnings):
+    """A compiled program's warnings, as p4c prints them: on stderr, exit status still 0."""
+    for w in warnings:
+        print(w.render(), file=sys.stderr)
 
 
 def serialize_p4info(info, path):

@@ -70,6 +70,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         self.ir_nodes = {}               # id(AST expression) -> (it, scope, IR node): typed()
         self.program_nodes = {}          # id(AST expression) -> (it, IR node): check_v1model's
         self.unrolled_loops = {}         # id(loop) -> (it, its iterations): check_v1model's
+        self.warnings = []               # CompileWarning, as the checker phase found them
 
     # ------------------------------------------------------------ entry point
     def compile(self):

@@ -19,20 +19,25 @@ def compile_file(path, include_dirs=(), defines=()):
     return bmv2_json, to_text(info)
 
 
-def compile_to_objects(path, include_dirs=(), defines=()):
-    """Like compile_file but returns the P4Info message (for tests and tools)."""
+def compile_to_objects(path, include_dirs=(), defines=(), warnings=None):
+    """Like compile_file but returns the P4Info message (for tests and tools). The
+    program's warnings (errors.CompileWarning) are appended to the list `warnings`."""
     if not os.path.isfile(path):
         raise CompileError(SrcLoc(path, 1, 1), "no such file")
     text = preprocess(path, include_dirs, defines)
-    return compile_ast(parse(text, path), path)
+    return compile_ast(parse(text, path), path, warnings=warnings)
 
 
-def compile_ast(program, source_name, backend=Compiler):
+def compile_ast(program, source_name, backend=Compiler, warnings=None):
     """Everything after parsing, on a V1Switch program's AST (`parser.parse`): returns
-    (BMv2 JSON dict, P4Info message). `backend`: the BMv2 back-end class, or a subclass
+    (BMv2 JSON dict, P4Info message); its warnings (errors.CompileWarning, the checker's)
+    are appended to the list `warnings`. `backend`: the BMv2 back-end class, or a subclass
     adding extern handlers (`fn_NAME(self, call, args, ctx, dest)`, see stmts.py)."""
     comp = backend(program, source_name)
-    return comp.compile(), build_p4info(comp)
+    bmv2_json, info = comp.compile(), build_p4info(comp)
+    if warnings is not None:
+        warnings += comp.warnings
+    return bmv2_json, info
 
 
 def compile_source(source, workdir, name="prog.p4"):
@@ -43,15 +48,18 @@ def compile_source(source, workdir, name="prog.p4"):
     return compile_to_objects(path)
 
 
-def compile_tna_to_objects(path, arch, include_dirs=(), defines=()):
+def compile_tna_to_objects(path, arch, include_dirs=(), defines=(), warnings=None):
     """--arch tna|t2na on the built-in target: type-check, Tofino lint (its first problem
     raises: what bf-p4c refuses is not run either), lower to V1Switch (tna_lower.py);
-    returns (BMv2 JSON dict, P4Info message)."""
+    returns (BMv2 JSON dict, P4Info message), the warnings appended to `warnings`."""
     checked = check_tna_to_ir(path, arch, include_dirs, defines)
     problems = lint(checked, TOFINO_TARGET[arch])
     if problems:
         raise problems[0]
-    return compile_ast(lower(checked, CELL_BYTES[arch]), path, TnaCompiler)
+    compiled = compile_ast(lower(checked, CELL_BYTES[arch]), path, TnaCompiler)
+    if warnings is not None:
+        warnings += checked.warnings
+    return compiled
 
 
 def check_tna_file(path, arch, target, include_dirs=(), defines=()):

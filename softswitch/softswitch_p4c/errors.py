@@ -27,3 +27,14 @@ class CompileError(Exception):
 def unsupported(loc, construct):
     """Valid P4 this front-end does not lower: fail loudly, never miscompile."""
     return CompileError(loc, f"unsupported construct: {construct}")
+
+
+@dataclass(frozen=True)
+class CompileWarning:
+    """A warning about the user's program, which still compiles (p4c's `warning:`, e.g. a
+    call of a `@deprecated` declaration); printed as `file:line:col: warning: msg`."""
+    loc: SrcLoc
+    message: str
+
+    def render(self):
+        return f"{self.loc}: warning: {self.message}"

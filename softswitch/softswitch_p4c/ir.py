@@ -265,12 +265,14 @@ class Program:
     `Switch`; `instances`, the top-level extern instances by name; `functions`, the
     top-level actions and functions by name; `nodes`, every AST expression's node,
     id(AST expression) -> (it, its node) (`check.record`; `node_of` reads it), for the
-    lowering that still rewrites the AST (tna_lower.py)."""
+    lowering that still rewrites the AST (tna_lower.py); `warnings`, the checker's
+    (errors.CompileWarning)."""
     ast: Any
     pipelines: list
     instances: dict
     functions: dict
     nodes: dict = field(default_factory=dict, repr=False)
+    warnings: list = field(default_factory=list)
 
     def node_of(self, e):
         """AST expression `e`'s node, None when the checker did not keep one."""

@@ -43,7 +43,7 @@ def check_program(program, source_name):
     if unrolled:        # as check_v1model: the loops the checker's scopes decide, unrolled
         replace_loops([d for d in program.decls if isinstance(
             d, (A.ActionDecl, A.FunctionDecl, A.ControlDecl, A.ParserDecl))], unrolled)
-    return ir.Program(program, checked, externs, top, nodes)
+    return ir.Program(program, checked, externs, top, nodes, comp.warnings)
 
 
 def _checker(comp, decl, externs, top, nodes, unrolled):

@@ -12,9 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from softswitch_p4c.cli import main
+from softswitch_p4c.driver import compile_to_objects
 from test_frontend_lowering import program
 
 ERROR_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.+)$")
+WARNING_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): warning: (?P<msg>.+)$")
 
 
 def compile_error(tmp_path, source, capsys, name="bad.p4"):
@@ -164,6 +166,40 @@ def test_missing_file(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode != 0
     assert ERROR_LINE.match(proc.stderr.strip()) and "Traceback" not in proc.stderr
+
+
+DEPRECATED = program(
+    decls='@deprecated("Use g.") bit<8> f() { return 1; }\n',
+    controls="control Sub(inout bit<8> x) { apply { x = f(); } }",
+    ingress='@deprecated("Use b.") action a() { }\n    action b() { }\n    Sub() sub;\n'
+            '    table t { key = { meta.m8: exact; } actions = { a; b; } }',
+    apply="mark_to_drop(sm); mark_to_drop(); a(); sub.apply(meta.m8); t.apply();")
+
+
+def test_a_call_of_a_deprecated_declaration_warns_and_the_program_still_compiles(tmp_path,
+                                                                                 capsys):
+    """As p4c: each call of a `@deprecated("text")` declaration (v1model.p4's mark_to_drop()
+    without an argument, not its other overload; a function, in a sub-control's body
+    checked as declared and per instance; an action, also where a table lists it) is one
+    `file:line:col: warning:` line on stderr with the text; exit 0, the JSON written. The
+    API gives the same warnings (driver.compile_to_objects' `warnings` list)."""
+    src = tmp_path / "old.p4"
+    src.write_text(DEPRECATED)
+    assert main([str(src), "-o", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "old.json").exists()
+    lines = capsys.readouterr().err.strip().splitlines()
+    got = [WARNING_LINE.match(x) for x in lines]
+    assert all(got), lines
+    mark = "Please use mark_to_drop(standard_metadata) instead."
+    want = {line_of(DEPRECATED, "f(); }") + ("'f' is deprecated: Use g.",),
+            line_of(DEPRECATED, "a; b; }") + ("'a' is deprecated: Use b.",),
+            line_of(DEPRECATED, "mark_to_drop();") + (f"'mark_to_drop' is deprecated: {mark}",),
+            line_of(DEPRECATED, "a(); sub") + ("'a' is deprecated: Use b.",)}
+    assert {(int(m["line"]), int(m["col"]), m["msg"]) for m in got} == want
+    assert len(lines) == len(want) and {m["file"] for m in got} == {str(src)}
+    warnings = []
+    compile_to_objects(str(src), warnings=warnings)
+    assert [w.render() for w in warnings] == lines
 
 
 VALID = program(ingress="""

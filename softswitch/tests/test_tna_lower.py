@@ -427,6 +427,18 @@ def test_dont_care_arguments_become_temporaries_on_tna_too(tmp_path):
     assert len(out) == len(sent) - 2 and out.endswith(b"payload") and b"\xaa\xbb" not in out
 
 
+def test_a_deprecated_call_warns_on_tna_too(tmp_path):
+    """tna.check_program's checker records the warnings as check_v1model's does; the
+    program still compiles (ir.Program.warnings, driver.compile_tna_to_objects)."""
+    prog = tmp_path / "prog.p4"
+    prog.write_text(queue_program(ingress="old();").replace(
+        "    apply { old();", '    @deprecated("Use new.") action old() { }\n    apply { old();', 1))
+    warnings = []
+    compile_tna_to_objects(str(prog), "tna", warnings=warnings)
+    line = next(i for i, x in enumerate(prog.read_text().splitlines(), 1) if "{ old();" in x)
+    assert [(w.loc.line, w.message) for w in warnings] == [(line, "'old' is deprecated: Use new.")]
+
+
 @pytest.mark.parametrize("arch, bits", [("tna", 18), ("t2na", 32)])
 def test_queue_timestamps_reach_egress_in_ns_wrapping_at_their_declared_width(tmp_path, arch, bits):
     """enq_tstamp / deq_timedelta are the engine's us x 1000, wrapping at the intrinsic
