@@ -4,7 +4,8 @@ With `drop_records = true` R1 runs with `softswitch --pcap-drops DIR`: every
 frame its queues tail-drop (buffer overflow) is written, headers only, at its
 drop time to DIR/port<N>.drops.pcap. `drop_rows` turns the bottleneck port's
 file into drops.csv rows: time after the run's epoch, the TCP flow
-(sender:port>receiver:port), its workload and sequence number.
+(sender:port>receiver:port), its workload, sequence number and payload
+length (0: a segment without data, e.g. SYN-ACK or FIN).
 
 The softswitch records them in every run (`drop_times`): they are the exact
 count of the bottleneck's overflow drops between the counter snapshots, which
@@ -22,7 +23,7 @@ from scapy.utils import RawPcapReader
 ETH_HEADER = 14
 ETHERTYPE_IPV4 = b"\x08\x00"
 TCP_PROTOCOL = 6
-DROP_FIELDS = ("t", "flow", "workload", "seq")
+DROP_FIELDS = ("t", "flow", "workload", "seq", "payload")
 TIMING = re.compile(r"softswitch: port (\d+) timing: (\d+) frames sent, ([\d.]+) us late on "
                     r"average, max (\d+) us, (\d+) more than 1 ms late")
 CPU = re.compile(r"softswitch: cpu: ([\d.]+) s over ([\d.]+) s")
@@ -41,8 +42,10 @@ def drop_times(pcap_path):
 
 
 def drop_rows(pcap_path, epoch, workload_of_client):
-    """[{t, flow, workload, seq}] of the TCP segments in a drops pcap, oldest
-    first. workload_of_client: {client IPv4 text: workload name}."""
+    """[{t, flow, workload, seq, payload}] of the TCP segments in a drops pcap,
+    oldest first. workload_of_client: {client IPv4 text: workload name}. The
+    payload length comes from the IP and TCP headers (the record keeps only
+    the frame's first bytes)."""
     path = Path(pcap_path)
     if not path.exists():
         return []
@@ -54,14 +57,16 @@ def drop_rows(pcap_path, epoch, workload_of_client):
             if frame[12:14] != ETHERTYPE_IPV4 or frame[ETH_HEADER + 9] != TCP_PROTOCOL:
                 continue
             ip = frame[ETH_HEADER:]
-            tcp = ip[4 * (ip[0] & 0x0F):]
+            ip_header = 4 * (ip[0] & 0x0F)
+            tcp = ip[ip_header:]
             source, destination = ip[12:16], ip[16:20]
             rows.append({
                 "t": meta.sec + meta.usec / 1e6 - epoch,
                 "flow": f"{ipaddress.IPv4Address(source)}:{int.from_bytes(tcp[0:2], 'big')}>"
                         f"{ipaddress.IPv4Address(destination)}:{int.from_bytes(tcp[2:4], 'big')}",
                 "workload": owner.get(destination, owner.get(source, "")),
-                "seq": int.from_bytes(tcp[4:8], "big")})
+                "seq": int.from_bytes(tcp[4:8], "big"),
+                "payload": int.from_bytes(ip[2:4], "big") - ip_header - 4 * (tcp[12] >> 4)})
     finally:
         reader.close()
     return sorted(rows, key=lambda r: r["t"])

@@ -1,9 +1,12 @@
 """drops.py: the switch's per-packet drop records (drops.csv rows) and its
 timing line, on files written here; the experiment key that turns them on."""
 
+import struct
+
 import pytest
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
+from scapy.packet import Raw
 from scapy.utils import wrpcap
 
 from aqmlab.config import ConfigError, parse_experiment
@@ -13,14 +16,16 @@ from aqmlab.runner import bottleneck_stats
 EPOCH = 1000.0
 
 
-def segment(t, source, destination, sport, dport, seq):
+def segment(t, source, destination, sport, dport, seq, payload=0):
     frame = Ether() / IP(src=source, dst=destination) / TCP(sport=sport, dport=dport, seq=seq)
+    if payload:
+        frame = frame / Raw(b"x" * payload)
     frame.time = t
     return frame
 
 
-def test_each_dropped_segment_becomes_a_row_with_its_flow_and_workload(tmp_path):
-    frames = [segment(EPOCH + 2.5, "10.1.0.2", "10.2.0.2", 5002, 40000, 7),
+def test_each_dropped_segment_becomes_a_row_with_its_flow_workload_and_payload(tmp_path):
+    frames = [segment(EPOCH + 2.5, "10.1.0.2", "10.2.0.2", 5002, 40000, 7, payload=1448),
               segment(EPOCH + 1.25, "10.1.0.1", "10.2.0.1", 5001, 41000, 3),
               Ether() / IP(src="10.1.0.1", dst="10.2.0.1") / UDP()]   # not TCP: ignored
     frames[2].time = EPOCH + 1.0
@@ -29,9 +34,19 @@ def test_each_dropped_segment_becomes_a_row_with_its_flow_and_workload(tmp_path)
                      {"10.2.0.1": "paced", "10.2.0.2": "unpaced"})
     assert rows == [
         {"t": pytest.approx(1.25), "flow": "10.1.0.1:5001>10.2.0.1:41000", "workload": "paced",
-         "seq": 3},
+         "seq": 3, "payload": 0},
         {"t": pytest.approx(2.5), "flow": "10.1.0.2:5002>10.2.0.2:40000", "workload": "unpaced",
-         "seq": 7}]
+         "seq": 7, "payload": 1448}]
+
+
+def test_payload_comes_from_the_headers_of_a_record_cut_to_128_bytes(tmp_path):
+    frame = bytes(segment(0, "10.1.0.1", "10.2.0.1", 5001, 41000, 3, payload=1448))
+    # pcap: global header (Ethernet, snaplen 128), one record kept to its first 128 bytes
+    (tmp_path / "port9.drops.pcap").write_bytes(
+        struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 128, 1)
+        + struct.pack("<IIII", int(EPOCH) + 1, 0, 128, len(frame)) + frame[:128])
+    [row] = drop_rows(tmp_path / "port9.drops.pcap", EPOCH, {"10.2.0.1": "web"})
+    assert row["payload"] == 1448 and row["t"] == pytest.approx(1.0)
 
 
 def test_no_drop_file_means_no_drops(tmp_path):
