@@ -4,7 +4,9 @@
 server -> client, as in RFC 2415/2884). `python -m aqmlab.agent client ...` runs
 one workload and appends one JSON line per transfer to its log:
 {"kind", "flow", "start", "end", "bytes", ...}; times are wall-clock seconds
-(all namespaces share the clock).
+(all namespaces share the clock). A transfer on its own connection (`fetch`)
+and the sender's tcp_info of a connection name it as `connection`, the data
+direction's 4-tuple `server:port>client:port` (the form of drops.csv's flows).
 
 Protocol: the client sends one request line `<nbytes> <padding>\\n`; nbytes = -1
 means "send until I close". The server answers each request on the same
@@ -148,9 +150,14 @@ class OpenConnections:
             self.log(conn)
 
 
+def connection_name(server_address, client_address):
+    """The data direction's 4-tuple, `server:port>client:port`."""
+    return f"{server_address[0]}:{server_address[1]}>{client_address[0]}:{client_address[1]}"
+
+
 def serve_connection(conn, opts, open_connections):
     """Answer the connection's requests; then log its tcp_info under the
-    workload and flow the first request names."""
+    workload and flow the first request names, and the connection's 4-tuple."""
     labelled = False
     try:
         configure_sender(conn, opts)
@@ -158,7 +165,9 @@ def serve_connection(conn, opts, open_connections):
         for line in reader:
             words = line.split()
             if not labelled and len(words) >= 3:
-                open_connections.label(conn, {"workload": words[1].decode(), "flow": words[2].decode()})
+                open_connections.label(conn, {
+                    "workload": words[1].decode(), "flow": words[2].decode(),
+                    "connection": connection_name(conn.getsockname(), conn.getpeername())})
                 labelled = True
             send_bytes(conn, int(words[0]))
     except ConnectionError:
@@ -253,10 +262,13 @@ class Client:
         return got
 
     def fetch(self, nbytes, **labels):
-        """One transfer on a new connection (HTTP/1.0, CRR, SURGE, bulk)."""
+        """One transfer on a new connection (HTTP/1.0, CRR, SURGE, bulk),
+        recorded with its connection's 4-tuple once connected: the switch's
+        drop records name the same 4-tuple."""
         start = time.time()
         try:
             with self.connect() as sock:
+                labels["connection"] = connection_name(sock.getpeername(), sock.getsockname())
                 self.request(sock, nbytes, labels.get("flow"))
                 got = self.receive(sock, nbytes)
         except OSError as error:
