@@ -4,13 +4,19 @@ Records are the agent's JSON lines. Times are wall-clock seconds; a run's
 measurement window is [epoch + warmup, epoch + duration].
 """
 
+import bisect
 import math
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 DELAY_KINDS = ("bulk", "object", "page", "transaction", "surge")
 PERCENTILES = (10, 50, 90, 99)
 MTU_BITS = 1500 * 8
+# Transfer-size classes of results per transfer size (the buffer-sizing
+# thesis's Fig. 9-11): (low, high, label, metric name suffix), low <= bytes < high.
+SIZE_BINS = ((0, 10_000, "< 10 KB", "lt_10kb"), (10_000, 100_000, "10-100 KB", "10_100kb"),
+             (100_000, 1_000_000, "100 KB-1 MB", "100kb_1mb"),
+             (1_000_000, math.inf, ">= 1 MB", "ge_1mb"))
 
 
 def jain_index(values):
@@ -104,6 +110,72 @@ def transfer_delays(records, kind, window):
     start, end = window
     return [r["end"] - r["start"] for r in records if r["kind"] == kind and r.get("complete")
             and start <= r["end"] <= end]
+
+
+def size_bin(size):
+    """The label of the size class (SIZE_BINS) of a transfer of `size` bytes."""
+    return next(label for low, high, label, _ in SIZE_BINS if low <= size < high)
+
+
+def with_transfer_drops(records, drop_rows, epoch):
+    """The records, each transfer that names its connection (a 4-tuple, as
+    drops.csv names flows) with `drops`: its data segments the bottleneck's
+    buffer overflowed (drops.csv rows with a payload; t after `epoch`;
+    the switch does not record RED's drops), and
+    `data_segments`: the data segments its sender sent, retransmissions
+    included (the connection's tcp_info data_segs_out; None without one).
+    A 4-tuple that carries transfers in turn, or comes back with a reused
+    port, is split by time: a drop or tcp_info record at t belongs to the
+    last transfer on it that started at or before t."""
+    starts = defaultdict(list)
+    for record in records:
+        if _names_connection(record):
+            starts[record["connection"]].append(record["start"])
+    for times in starts.values():
+        times.sort()
+    drops, segments = Counter(), {}
+    for row in drop_rows:
+        owner = _owner(starts, row["flow"], epoch + float(row["t"]))
+        if owner and int(row["payload"]) > 0:
+            drops[owner] += 1
+    for record in records:
+        owner = record["kind"] == "tcp_info" and _owner(starts, record.get("connection"),
+                                                        record["t"])
+        if owner:
+            segments[owner] = segments.get(owner, 0) + record["data_segs_out"]
+    return [{**r, "drops": drops[(r["connection"], r["start"])],
+             "data_segments": segments.get((r["connection"], r["start"]))}
+            if _names_connection(r) else r for r in records]
+
+
+def _names_connection(record):
+    return bool(record.get("connection")) and record["kind"] != "tcp_info"
+
+
+def _owner(starts, connection, t):
+    """(connection, start) of the connection's last transfer started at or
+    before t, or None."""
+    times = starts.get(connection, ())
+    index = bisect.bisect_right(times, t) - 1
+    return (connection, times[index]) if index >= 0 else None
+
+
+def drop_rate_by_size(records, window):
+    """{workload: {size label: {transfers, drops, data_segments, drop_rate}}}:
+    the bottleneck's drop rate per transfer-size class = the dropped data
+    segments of the class's transfers / the data segments their senders
+    sent. Over the transfers with_transfer_drops counted (those with their
+    sender's count) that ended after the window's start, complete or cut
+    off by the run's end, each over its whole life; class by requested size."""
+    counts = defaultdict(lambda: defaultdict(Counter))
+    for r in records:
+        if r.get("data_segments") is not None and r["end"] >= window[0]:
+            count = counts[r["workload"]][size_bin(r["size"])]
+            count.update(transfers=1, drops=r["drops"], data_segments=r["data_segments"])
+    return {workload: {label: {**c, "drop_rate": c["drops"] / c["data_segments"]
+                               if c["data_segments"] else math.nan}
+                       for label, c in by_size.items()}
+            for workload, by_size in counts.items()}
 
 
 def transactions_per_second(records, window):

@@ -21,7 +21,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
 TRANSFER_FIELDS = ("workload", "host", "flow", "kind", "transfer", "page", "object", "start",
-                   "end", "delay", "bytes", "size", "complete")
+                   "end", "delay", "bytes", "size", "complete", "connection", "drops",
+                   "data_segments")
 FLOW_FIELDS = ("flow", "goodput_bps", "retransmits", "data_segments", "rtt_ms", "ece_acked",
                "cwnd", "connections", "dsack_dups", "rto_timeouts")
 ALL = "all"   # the workload column of run-wide metrics
@@ -47,6 +48,9 @@ WORKLOAD_METRICS = (
      "total"),
     ("mark_rate", "", "this workload's packets CE-marked at the bottleneck / entered (pcap)",
      "total"),
+    *((f"drop_rate_{suffix}", "", f"data segments of transfers of {label} the bottleneck's "
+       "buffer overflowed (switch drop records) / sent (sender tcp_info)", "total")
+      for _, _, label, suffix in metrics.SIZE_BINS),
 )
 RUN_METRICS = (
     ("goodput_mbps", "Mb/s", "total goodput", "total"),
@@ -222,6 +226,9 @@ def run_metrics(result):
         for key in ("retransmits_per_flow", "retransmit_ratio", "rtt_ms", "ece_acked_per_flow",
                     "drop_rate", "mark_rate"):
             values[(workload, key)] = s.get(key)
+        for _, _, label, suffix in metrics.SIZE_BINS:
+            by_size = (s.get("drop_rate_by_size") or {}).get(label, {})
+            values[(workload, f"drop_rate_{suffix}")] = by_size.get("drop_rate")
     b, q = result["bottleneck"], result["queue"]
     values.update({
         (ALL, "goodput_mbps"): sum(result["goodputs"].values()) / 1e6,

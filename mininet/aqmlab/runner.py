@@ -197,6 +197,10 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir, clock
             workloads[name].update(counts)
     tail_drops, drop_rows = read_tail_drops(network, drops_dir, run.epoch,
                                             experiment.drop_records)
+    if drop_rows is not None:     # each transfer's drops, and its workload's per size class
+        records = metrics.with_transfer_drops(records, drop_rows, run.epoch)
+        for name, by_size in metrics.drop_rate_by_size(records, window).items():
+            workloads[name]["drop_rate_by_size"] = by_size
     bottleneck = bottleneck_stats(snapshots["start"], snapshots["end"], rate, tail_drops)
     bottleneck["switch_timing"] = drops.switch_timing(network.r1.log_path,
                                                       network.r1_bottleneck_port)

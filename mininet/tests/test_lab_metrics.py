@@ -162,3 +162,81 @@ def test_flow_tcp_stats_sum_dsacks_and_timeouts_when_every_connection_has_them()
     old = {k: v for k, v in info.items() if k not in ("dsack_dups", "total_rto")}
     mixed = metrics.flow_tcp_stats([info, old])[("w", "f")]
     assert mixed["dsack_dups"] is None and mixed["rto_timeouts"] is None
+
+
+# Transfers mapped to their connections (SURGE: one connection per transfer).
+EPOCH = 1000.0
+A, B, C = (f"10.1.0.1:5001>10.2.0.1:{port}" for port in (40000, 40001, 40002))
+
+
+def transfer(connection, start, end, size):
+    record = {"workload": "web", "flow": "web.0.0", "kind": "surge", "start": EPOCH + start,
+              "end": EPOCH + end, "bytes": size, "size": size, "complete": True}
+    return {**record, "connection": connection} if connection else record
+
+
+def sent(connection, t, segments):
+    return {"kind": "tcp_info", "workload": "web", "flow": "web.0.0", "t": EPOCH + t,
+            "connection": connection, "data_segs_out": segments}
+
+
+def dropped(connection, t, payload=1448):
+    return {"t": str(t), "flow": connection, "workload": "web", "seq": "1",
+            "payload": str(payload)}
+
+
+def test_each_transfer_gets_the_drops_and_segments_of_its_connection_split_by_time():
+    # A's port comes back 9 s later for another transfer (a reused 4-tuple); C's
+    # sender logged no tcp_info; the last transfer never connected.
+    records = [transfer(A, 1.0, 1.5, 5_000), transfer(A, 10.0, 12.0, 200_000),
+               transfer(B, 2.0, 3.0, 50_000), transfer(C, 4.0, 4.5, 3_000),
+               transfer(None, 5.0, 5.1, 3_000),
+               sent(A, 1.6, 5), sent(A, 12.1, 150), sent(B, 3.1, 40)]
+    rows = [dropped(A, 0.5),                  # before A's first transfer: nobody's
+            dropped(A, 1.2), dropped(A, 1.3, payload=0),   # a data segment; a SYN-ACK
+            dropped(A, 10.5), dropped(A, 11.0), dropped(B, 2.5), dropped(C, 4.2),
+            dropped("10.1.0.1:5001>10.2.0.1:49999", 3.0)]    # no transfer of this run
+    out = metrics.with_transfer_drops(records, rows, EPOCH)
+    assert [(r["drops"], r["data_segments"]) for r in out[:4]] == [(1, 5), (2, 150), (1, 40),
+                                                                   (1, None)]
+    assert "drops" not in out[4] and out[5:] == records[5:]
+    assert "drops" not in records[0]          # the input records stay as they were
+
+
+def test_drop_rate_per_size_class_is_dropped_over_sent_data_segments():
+    records = [transfer(A, 1.0, 1.5, 5_000), transfer(A, 10.0, 12.0, 200_000),
+               transfer(B, 2.0, 3.0, 50_000), transfer(C, 2.0, 3.5, 60_000),
+               transfer(None, 5.0, 5.1, 3_000),
+               sent(A, 1.6, 5), sent(A, 12.1, 150), sent(B, 3.1, 40), sent(C, 3.6, 60)]
+    rows = [dropped(A, 1.2), dropped(A, 10.5), dropped(A, 11.0), dropped(B, 2.5),
+            dropped(C, 2.6), dropped(C, 2.7), dropped(C, 2.8)]
+    annotated = metrics.with_transfer_drops(records, rows, EPOCH)
+    # the window starts after the first transfer ended: it does not count
+    by_size = metrics.drop_rate_by_size(annotated, (EPOCH + 2.0, EPOCH + 20.0))["web"]
+    assert by_size == {
+        "10-100 KB": {"transfers": 2, "drops": 4, "data_segments": 100, "drop_rate": 0.04},
+        "100 KB-1 MB": {"transfers": 1, "drops": 2, "data_segments": 150,
+                        "drop_rate": pytest.approx(2 / 150)}}
+    whole = metrics.drop_rate_by_size(annotated, (EPOCH, EPOCH + 20.0))["web"]
+    assert whole["< 10 KB"] == {"transfers": 1, "drops": 1, "data_segments": 5, "drop_rate": 0.2}
+    assert sum(c["drops"] for c in whole.values()) == len(rows)
+
+
+def test_size_classes_are_the_per_size_report_bins():
+    assert [metrics.size_bin(s) for s in (1, 9_999, 10_000, 999_999, 1_000_000)] == \
+        ["< 10 KB", "< 10 KB", "10-100 KB", "100 KB-1 MB", ">= 1 MB"]
+
+
+def test_a_runs_per_size_drop_rates_are_study_metrics():
+    from aqmlab import report
+    web = {"goodput_bps": 1e6, "goodput_per_flow_bps": 1e5, "jain_index": 1.0,
+           "network_power": 1.0, "transactions_per_s": 0, "delay_s": {},
+           "drop_rate_by_size": {"10-100 KB": {"transfers": 2, "drops": 4, "data_segments": 100,
+                                               "drop_rate": 0.04}}}
+    result = {"workloads": {"web": web}, "goodputs": {}, "queue": {},
+              "bottleneck": {"utilisation": 0.9, "drop_rate": 0.01, "mark_rate": 0.0}}
+    values = report.run_metrics(result)
+    assert values[("web", "drop_rate_10_100kb")] == 0.04
+    assert ("web", "drop_rate_lt_10kb") not in values       # no transfer of that size
+    unit, what, per_run = report.metric_info("web", "drop_rate_10_100kb")
+    assert "10-100 KB" in what and per_run == "total"
