@@ -93,6 +93,19 @@ def test_transfer_sizes_fall_into_the_report_bins():
         ["< 10 KB", "< 10 KB", "10-100 KB", "100 KB-1 MB", ">= 1 MB"]
 
 
+def size_counts(drops, segments):
+    return {"transfers": 1, "drops": drops, "data_segments": segments,
+            "drop_rate": drops / segments}
+
+
+def test_drop_rate_per_size_pools_the_runs_workloads():
+    result = {"workloads": {"a": {"drop_rate_by_size": {"< 10 KB": size_counts(1, 10)}},
+                            "b": {"drop_rate_by_size": {"< 10 KB": size_counts(3, 30)}},
+                            "c": {}}}
+    assert buffers.drop_pct_in_bin("< 10 KB")(result) == pytest.approx(10.0)
+    assert math.isnan(buffers.drop_pct_in_bin(">= 1 MB")(result))
+
+
 
 def quick_result(run, drop_rate):
     workloads = {"p2p": {"flows": 16, "goodput_bps": 9e6, "goodput_per_flow_bps": 5.6e5,
@@ -136,6 +149,33 @@ def test_quick_command_exits_by_the_direction_check(tmp_path, monkeypatch, capsy
     report = (root / "report.md").read_text()
     assert "no figure group has run yet" in report and "per-packet drop records" in report
     assert (root / "report" / "quick-drop-scatter.png").exists()
+
+
+def web_result(run):
+    result = quick_result(run, 0.01)
+    result["workloads"] = {"web": {**result["workloads"]["p2p"], "drop_rate_by_size": {
+        "< 10 KB": size_counts(run.seed, 40), "100 KB-1 MB": size_counts(2 * run.seed, 400)}}}
+    return result
+
+
+def web_transfers(run):
+    return [{"kind": "surge", "complete": True, "end": 30.0, "bytes": size, "delay": delay}
+            for size, delay in ((5_000, 0.3), (500_000, 2.0))]
+
+
+def test_web_sections_plot_drop_rate_per_size_next_to_delay_per_size(tmp_path):
+    root = tmp_path / "s"
+    root.mkdir()
+    write_study(root / "web", (buffers.EXPERIMENTS / "web.toml").read_text(), web_result,
+                transfers_of=web_transfers)
+    buffers.write_report(root, tmp_path / "report.md")
+    figures = tmp_path / "report"
+    assert (figures / "web-sizes.png").exists() and (figures / "web-size-drops.png").exists()
+    report = (tmp_path / "report.md").read_text()
+    assert "drop rate per size" in report and "(open)" not in report
+    part = buffers.load_parts(root)["web"]
+    small = part.estimate(buffers.at("normal-unpaced", 100), buffers.drop_pct_in_bin("< 10 KB"))
+    assert small.n == 3 and small.mean == pytest.approx(100 * 2 / 40)   # seeds 1, 2, 3
 
 
 def test_unknown_part_is_one_line_and_exit_2(tmp_path):

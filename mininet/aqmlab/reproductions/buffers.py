@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from aqmlab import fidelity, stats, study
+from aqmlab.metrics import SIZE_BINS, size_bin
 from aqmlab.report import load_study
 from aqmlab.reproductions.common import (Reproduction, fmt, load_lines, measured_lines,
                                          overhead_estimate, parts_present, plot_estimates,
@@ -40,9 +41,8 @@ FIGURE_PARTS = ("p2p", "mixed", "web", "load", "delay", "capacity")
 PARTS = SCALE_PARTS + (SCALING,) + FIGURE_PARTS
 SCALED_PAIRS = (("unscaled-normal", "scaled-normal"), ("unscaled-sqrtn", "scaled-sqrtn"))
 QUICK = "quick"
-# Faithful timing: aqmlab/fidelity.py (packet and RTT time scales).
-SIZE_BINS = ((0, 10_000, "< 10 KB"), (10_000, 100_000, "10-100 KB"),
-             (100_000, 1_000_000, "100 KB-1 MB"), (1_000_000, math.inf, ">= 1 MB"))
+# Faithful timing: aqmlab/fidelity.py (packet and RTT time scales). Transfer-size
+# classes: aqmlab/metrics.py SIZE_BINS.
 
 
 # ---------------------------------------------------------------- a run's setting
@@ -146,10 +146,6 @@ def run_sync(part):
     return value
 
 
-def size_bin(size):
-    return next(label for low, high, label in SIZE_BINS if low <= size < high)
-
-
 def transfer_delay_by_size(result, folder):
     """{size bin: median delay (s)} of the run's complete SURGE transfers
     that ended after the warm-up."""
@@ -164,6 +160,17 @@ def transfer_delay_by_size(result, folder):
 def delay_in_bin(label):
     def value(result, folder):
         return transfer_delay_by_size(result, folder).get(label, math.nan)
+    return value
+
+
+def drop_pct_in_bin(label):
+    """The run's drop rate (%) of transfers of one size class, over its
+    workloads (metrics.drop_rate_by_size: dropped / sent data segments)."""
+    def value(result, folder=None):
+        counts = [w["drop_rate_by_size"][label] for w in result["workloads"].values()
+                  if label in (w.get("drop_rate_by_size") or {})]
+        sent = sum(c["data_segments"] for c in counts)
+        return 100 * sum(c["drops"] for c in counts) / sent if sent else math.nan
     return value
 
 
@@ -373,15 +380,26 @@ def plot_drop_scatter(part, folder, stem, title):
     return save_figure(fig, folder, stem, title)
 
 
-def plot_sizes(part, folder, x_of, xlabel, title, stem, logx=False):
-    """Median transfer delay per size bin against x, one panel per bin."""
+PER_SIZE = ((delay_in_bin, "median transfer delay (s)", "delay per size", "sizes"),
+            (drop_pct_in_bin, "drop rate (%)", "drop rate per size", "size-drops"))
+
+
+def plot_per_size(part, folder, x_of, xlabel, heading, stem, logx=False):
+    """Transfer delay and drop rate per size class against x -> [(file, caption)]."""
+    return [plot for value_in_bin, ylabel, what, suffix in PER_SIZE
+            for plot in plot_sizes(part, folder, x_of, xlabel, f"{heading}: {what}",
+                                   f"{stem}-{suffix}", value_in_bin, ylabel, logx)]
+
+
+def plot_sizes(part, folder, x_of, xlabel, title, stem, value_in_bin, ylabel, logx=False):
+    """value_in_bin(label) per size class against x, one panel per class."""
     fig, axes = plt.subplots(1, len(SIZE_BINS), figsize=(3.0 * len(SIZE_BINS), 3.4),
                              squeeze=False)
     drawn = False
-    for ax, (_, _, label) in zip(axes[0], SIZE_BINS):
+    for ax, (_, _, label, _) in zip(axes[0], SIZE_BINS):
         for group in part.values(setting):
             points = [(x, part.estimate(lambda s: setting(s) == group and x_of(s) == x,
-                                        delay_in_bin(label))) for x in part.values(x_of)]
+                                        value_in_bin(label))) for x in part.values(x_of)]
             points = [(x, e) for x, e in points if e.n]
             if points:
                 drawn = True
@@ -393,7 +411,7 @@ def plot_sizes(part, folder, x_of, xlabel, title, stem, logx=False):
     if not drawn:
         plt.close(fig)
         return []
-    axes[0][0].set_ylabel("median transfer delay (s)")
+    axes[0][0].set_ylabel(ylabel)
     axes[0][0].legend(fontsize=6)
     fig.suptitle(title, fontsize=9)
     return save_figure(fig, folder, stem, title)
@@ -582,9 +600,14 @@ SCALING_NOTES = [
     "- TCP Reno (Linux's, with SACK, delayed ACKs, RACK/TLP), drop-tail; ns-2 in the thesis.",
     "- Drop rate = buffer-overflow drops / arrivals at the bottleneck over the window after the "
     "warm-up (counters); per-type drop rates and the scatter use the switch's per-packet records "
-    "(`drop_records`, drops.csv). Drop rate per transfer size is not measured: SURGE transfers are "
-    "not mapped to their TCP connections' 4-tuples in transfers.csv, so the switch's records "
-    "cannot be split by transfer (open).",
+    "(`drop_records`, drops.csv). Drop rate per transfer size (Fig. 9-11) = the data segments of a "
+    "size class's SURGE transfers that the bottleneck dropped / the data segments their senders "
+    "sent, retransmissions included, each transfer over its whole life (those ending after the "
+    "warm-up, complete or cut off by the run's end; class by requested size, the bins of the delay "
+    "per size). Each transfer is one TCP connection, named in transfers.csv by its 4-tuple; the "
+    "numerator is the switch's drop records of that 4-tuple with a payload, the denominator the "
+    "sender's tcp_info data_segs_out of it (the switch counts arrivals per port only). SYN-ACKs "
+    "and FINs are in neither.",
 ]
 
 
@@ -634,14 +657,12 @@ def figure_sections(parts, figures):
                                          f"mixed-n{n}-{kind}-drops",
                                          select=lambda s, n=n: flows(s) == n)
         if name in ("web", "load"):
-            plots += plot_sizes(part, figures, flows, "n", f"{heading}: delay per size",
-                                f"{name}-sizes", logx=True)
+            plots += plot_per_size(part, figures, flows, "n", heading, name, logx=True)
         if name == "delay":
             for value_of, ylabel, stem in ((drop_pct, "drop rate (%)", "drops"),):
                 plots += plot_metric(part, figures, delay_ms, setting, value_of, "D (ms)", ylabel,
                                      f"{heading}: {ylabel}", f"delay-{stem}")
-            plots += plot_sizes(part, figures, delay_ms, "D (ms)", f"{heading}: delay per size",
-                                "delay-sizes")
+            plots += plot_per_size(part, figures, delay_ms, "D (ms)", heading, "delay")
         if name == "capacity":
             for d in part.values(delay_ms):
                 for value_of, ylabel, stem in ((utilisation_pct, "utilisation (%)", "util"),
@@ -650,8 +671,8 @@ def figure_sections(parts, figures):
                                          ylabel, f"Fig. 12-13, D = {d} ms: {ylabel}",
                                          f"capacity-d{d}-{stem}",
                                          select=lambda s, d=d: delay_ms(s) == d)
-                plots += plot_sizes(part, figures, rate_mbps, "C (Mb/s)",
-                                    f"Fig. 14, D = {d} ms: delay per size", f"capacity-d{d}-sizes")
+                plots += plot_per_size(part, figures, rate_mbps, "C (Mb/s)",
+                                       f"Fig. 12-14, D = {d} ms", f"capacity-d{d}")
         lines += [f"![{caption}]({Path(figures).name}/{file})" for file, caption in plots[shown:]]
         lines.append("")
     lines += ["## Findings, one by one", "",
