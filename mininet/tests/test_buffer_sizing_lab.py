@@ -1,7 +1,8 @@
 """What the buffer-sizing study (issue 11) relies on in the lab, checked on
 the wire: Linux's internal pacing at the thesis's rate (next segment srtt /
-cwnd after the previous one) against its default ratios and no pacing; and
-the switch's own per-packet drop records. Needs root."""
+cwnd after the previous one) against its default ratios and no pacing; the
+switch's own per-packet drop records, and SURGE transfers' drops from them
+per transfer size. Needs root."""
 
 import csv
 import json
@@ -136,6 +137,43 @@ def test_run_folder_has_the_switchs_drop_records_and_timing(tmp_path):
     assert timing["frames"] > 1000 and 0 <= timing["late_us_mean"] <= timing["late_us_max"]
     assert 0 < timing["cpu_share"] <= 2      # one process, 2 cores
     assert not (run / "lab" / "drops").exists()    # the pcaps are removed once read
+
+
+def test_surge_drops_per_transfer_size_add_up_to_the_drops_of_their_connections(tmp_path):
+    """32 SURGE clients through a 6-packet buffer at 10 Mb/s with drop
+    records: every transfer names its connection, every dropped data segment
+    of the run belongs to a transfer, and result.json's per-size drops and
+    data segments add up to the drops.csv rows and tcp_info counts of the
+    connections of the transfers they count (those ending after the warm-up)."""
+    source = tmp_path / "surge.toml"
+    source.write_text(
+        'name = "surge-drops"\nduration = 12\nwarmup = 2\ndrop_records = true\n'
+        '[topology]\nkind = "single_bottleneck"\n'
+        'bottleneck = { rate = "10mbit", delay = "20ms", buffer = 6 }\n'
+        '[aqm]\nmode = "droptail"\n'
+        '[[workload]]\nname = "web"\nkind = "surge"\npairs = 4\nconnections = 8\n')
+    out = tmp_path / "study"
+    code = subprocess.call([sys.executable, "-m", "aqmlab", "run", str(source), "--out", str(out),
+                            "--no-progress"], stdout=subprocess.DEVNULL)
+    assert code == 0
+    run = out / "p00-r0"
+    result = json.loads((run / "result.json").read_text())
+    with (run / "transfers.csv").open() as handle:
+        transfers = [r for r in csv.DictReader(handle) if r["kind"] == "surge"]
+    with (run / "drops.csv").open() as handle:
+        data_drops = [r for r in csv.DictReader(handle) if int(r["payload"]) > 0]
+    assert transfers and all(r["connection"] for r in transfers if r["complete"] == "True")
+    assert {r["flow"] for r in data_drops} <= {r["connection"] for r in transfers}
+    warmup_end = result["window"][0] - result["epoch"]
+    counted = [r for r in transfers if r["data_segments"] and float(r["end"]) >= warmup_end]
+    connections = {r["connection"] for r in counted}
+    theirs = sum(r["flow"] in connections for r in data_drops)
+    by_size = result["workloads"]["web"]["drop_rate_by_size"].values()
+    assert theirs > 0, "no data segment of a counted transfer was dropped: buffer too large"
+    assert sum(c["drops"] for c in by_size) == sum(int(r["drops"]) for r in counted) == theirs
+    assert sum(c["data_segments"] for c in by_size) == sum(int(r["data_segments"])
+                                                           for r in counted)
+    assert sum(c["transfers"] for c in by_size) == len(counted)
 
 
 def test_quick_variant_runs_and_checks_sqrtn_drops_with_switch_records(tmp_path):
