@@ -176,6 +176,10 @@ def test_web_sections_plot_drop_rate_per_size_next_to_delay_per_size(tmp_path):
     part = buffers.load_parts(root)["web"]
     small = part.estimate(buffers.at("normal-unpaced", 100), buffers.drop_pct_in_bin("< 10 KB"))
     assert small.n == 3 and small.mean == pytest.approx(100 * 2 / 40)   # seeds 1, 2, 3
+    # every setting drops alike here: sqrtN - normal is 0 in every class that has transfers
+    assert ("- Fig. 11: sqrtN - normal (unpaced) drop rate per transfer size at n = 1500 "
+            "(thesis: normal unpaced lowest at every size): < 10 KB 0 pp [0, 0] (n = 3): does "
+            "not hold; 10-100 KB —: not enough seeds (n < 2);") in report
 
 
 def test_unknown_part_is_one_line_and_exit_2(tmp_path):

@@ -520,7 +520,33 @@ def web_findings(parts):
                          f"{fmt(at_top, unit=' %')} (thesis: normal reaches ~0, sqrtN does not; "
                          f"the lab's C stops at {top:g} Mb/s, from {low:g}).")
     lines += delay_findings(parts.get("delay"), capacity)
+    lines += size_drop_findings(parts)
     return lines or ["- Fig. 8-14: not run."]
+
+
+SIZE_DROP_FIGURES = (("delay", "Fig. 9", delay_ms, "D = {} ms"),
+                     ("load", "Fig. 10", flows, "n = {}"), ("web", "Fig. 11", flows, "n = {}"))
+
+
+def size_drop_findings(parts):
+    """Fig. 9-11: normal unpaced drops least at every transfer size (at the
+    part's largest D or n): sqrtN unpaced minus normal unpaced, per size class."""
+    lines = []
+    for name, figure, x_of, where in SIZE_DROP_FIGURES:
+        part = parts.get(name)
+        if not part:
+            continue
+        x = max(part.values(x_of))
+        cells = []
+        for _, _, label, _ in SIZE_BINS:
+            found = difference(part, lambda s: setting(s) == "sqrtn-unpaced" and x_of(s) == x,
+                               lambda s: setting(s) == "normal-unpaced" and x_of(s) == x,
+                               drop_pct_in_bin(label))
+            cells.append(f"{label} {fmt(found, unit=' pp')}: {word(found)}")
+        lines.append(f"- {figure}: sqrtN - normal (unpaced) drop rate per transfer size at "
+                     f"{where.format(x)} (thesis: normal unpaced lowest at every size): "
+                     + "; ".join(cells) + ".")
+    return lines
 
 
 def delay_findings(delay, capacity):
@@ -600,9 +626,11 @@ SCALING_NOTES = [
     "- TCP Reno (Linux's, with SACK, delayed ACKs, RACK/TLP), drop-tail; ns-2 in the thesis.",
     "- Drop rate = buffer-overflow drops / arrivals at the bottleneck over the window after the "
     "warm-up (counters); per-type drop rates and the scatter use the switch's per-packet records "
-    "(`drop_records`, drops.csv). Drop rate per transfer size (Fig. 9-11) = the data segments of a "
-    "size class's SURGE transfers that the bottleneck dropped / the data segments their senders "
-    "sent, retransmissions included, each transfer over its whole life (those ending after the "
+    "(`drop_records`, drops.csv). Drop rate per transfer size (Fig. 9-11), as the thesis derives "
+    "it (section 3.2: the packets each transfer's sender sent until it ended, and those dropped "
+    "in it) = the data segments of a size class's SURGE transfers that the bottleneck's buffer "
+    "overflowed / the data segments their senders sent, retransmissions included, summed over "
+    "the class, each transfer over its whole life (those ending after the "
     "warm-up, complete or cut off by the run's end; class by requested size, the bins of the delay "
     "per size). Each transfer is one TCP connection, named in transfers.csv by its 4-tuple; the "
     "numerator is the switch's drop records of that 4-tuple with a payload, the denominator the "
