@@ -163,6 +163,10 @@ def test_surge_drops_per_transfer_size_add_up_to_the_drops_of_their_connections(
     with (run / "drops.csv").open() as handle:
         data_drops = [r for r in csv.DictReader(handle) if int(r["payload"]) > 0]
     assert transfers and all(r["connection"] for r in transfers if r["complete"] == "True")
+    # one connection per transfer, and no 4-tuple twice (the client's TIME_WAIT holds it
+    # for 60 s): a connection's drops are its transfer's
+    named = [r["connection"] for r in transfers if r["connection"]]
+    assert len(set(named)) == len(named)
     assert {r["flow"] for r in data_drops} <= {r["connection"] for r in transfers}
     warmup_end = result["window"][0] - result["epoch"]
     counted = [r for r in transfers if r["data_segments"] and float(r["end"]) >= warmup_end]
