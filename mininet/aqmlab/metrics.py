@@ -120,10 +120,10 @@ def size_bin(size):
 def with_transfer_drops(records, drop_rows, epoch):
     """The records, each transfer that names its connection (a 4-tuple, as
     drops.csv names flows) with `drops`: its data segments the bottleneck's
-    buffer overflowed (drops.csv rows with a payload; t after `epoch`;
-    the switch does not record RED's drops), and
-    `data_segments`: the data segments its sender sent, retransmissions
-    included (the connection's tcp_info data_segs_out; None without one).
+    buffer overflowed (drops.csv rows with a payload, t after `epoch`; the
+    switch does not record RED's drops), and `data_segments`: the data
+    segments its sender sent, retransmissions included (the connection's
+    tcp_info data_segs_out; None without one).
     A 4-tuple that carries transfers in turn, or comes back with a reused
     port, is split by time: a drop or tcp_info record at t belongs to the
     last transfer on it that started at or before t."""

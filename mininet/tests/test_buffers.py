@@ -182,6 +182,29 @@ def test_web_sections_plot_drop_rate_per_size_next_to_delay_per_size(tmp_path):
             "not hold; 10-100 KB —: not enough seeds (n < 2);") in report
 
 
+@pytest.mark.filterwarnings("ignore:No artists")   # plot_estimates draws nothing here
+def test_capacity_plots_per_size_keep_each_d_apart(tmp_path, monkeypatch):
+    def result_of(run):       # 2 % of small transfers' segments dropped at D = 20 ms, 9 % at 90
+        result = web_result(run)
+        result["workloads"]["web"]["drop_rate_by_size"] = {
+            "< 10 KB": size_counts(buffers.delay_ms(run.scenario) // 10, 100)}
+        return result
+    root = tmp_path / "s"
+    root.mkdir()
+    write_study(root / "capacity", (buffers.EXPERIMENTS / "capacity.toml").read_text(), result_of,
+                transfers_of=web_transfers)
+    drawn = []
+    monkeypatch.setattr(buffers, "plot_estimates",
+                        lambda ax, points, **style: drawn.extend(e.mean for _, e in points))
+    part = buffers.load_parts(root)["capacity"]
+    for d in (20, 90):
+        drawn.clear()
+        buffers.plot_sizes(part, tmp_path, buffers.rate_mbps, "C", "t", f"d{d}",
+                           buffers.drop_pct_in_bin, "drop rate (%)", False,
+                           lambda s, d=d: buffers.delay_ms(s) == d)
+        assert drawn == [pytest.approx(d / 10)] * 12     # 4 settings x 3 capacities
+
+
 def test_unknown_part_is_one_line_and_exit_2(tmp_path):
     out = subprocess.run([sys.executable, "-m", "aqmlab", "study", "buffers", "--out",
                           str(tmp_path / "s"), "--parts", "nope"], capture_output=True, text=True)

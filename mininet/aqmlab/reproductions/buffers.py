@@ -384,22 +384,25 @@ PER_SIZE = ((delay_in_bin, "median transfer delay (s)", "delay per size", "sizes
             (drop_pct_in_bin, "drop rate (%)", "drop rate per size", "size-drops"))
 
 
-def plot_per_size(part, folder, x_of, xlabel, heading, stem, logx=False):
+def plot_per_size(part, folder, x_of, xlabel, heading, stem, logx=False,
+                  select=lambda s: True):
     """Transfer delay and drop rate per size class against x -> [(file, caption)]."""
     return [plot for value_in_bin, ylabel, what, suffix in PER_SIZE
             for plot in plot_sizes(part, folder, x_of, xlabel, f"{heading}: {what}",
-                                   f"{stem}-{suffix}", value_in_bin, ylabel, logx)]
+                                   f"{stem}-{suffix}", value_in_bin, ylabel, logx, select)]
 
 
-def plot_sizes(part, folder, x_of, xlabel, title, stem, value_in_bin, ylabel, logx=False):
-    """value_in_bin(label) per size class against x, one panel per class."""
+def plot_sizes(part, folder, x_of, xlabel, title, stem, value_in_bin, ylabel, logx, select):
+    """value_in_bin(label) per size class against x (runs `select` accepts),
+    one panel per class."""
     fig, axes = plt.subplots(1, len(SIZE_BINS), figsize=(3.0 * len(SIZE_BINS), 3.4),
                              squeeze=False)
     drawn = False
     for ax, (_, _, label, _) in zip(axes[0], SIZE_BINS):
         for group in part.values(setting):
-            points = [(x, part.estimate(lambda s: setting(s) == group and x_of(s) == x,
-                                        value_in_bin(label))) for x in part.values(x_of)]
+            points = [(x, part.estimate(lambda s: select(s) and setting(s) == group
+                                        and x_of(s) == x, value_in_bin(label)))
+                      for x in part.values(x_of)]
             points = [(x, e) for x, e in points if e.n]
             if points:
                 drawn = True
@@ -700,7 +703,8 @@ def figure_sections(parts, figures):
                                          f"capacity-d{d}-{stem}",
                                          select=lambda s, d=d: delay_ms(s) == d)
                 plots += plot_per_size(part, figures, rate_mbps, "C (Mb/s)",
-                                       f"Fig. 12-14, D = {d} ms", f"capacity-d{d}")
+                                       f"Fig. 12-14, D = {d} ms", f"capacity-d{d}",
+                                       select=lambda s, d=d: delay_ms(s) == d)
         lines += [f"![{caption}]({Path(figures).name}/{file})" for file, caption in plots[shown:]]
         lines.append("")
     lines += ["## Findings, one by one", "",
