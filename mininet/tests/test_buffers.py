@@ -2,6 +2,7 @@
 the drop-synchronisation index, the scale-limit rule and the verdict words."""
 
 import csv
+import gzip
 import math
 import subprocess
 import sys
@@ -91,6 +92,18 @@ def test_verdict_words_follow_the_interval():
 def test_transfer_sizes_fall_into_the_report_bins():
     assert [buffers.size_bin(s) for s in (0, 9_999, 10_000, 999_999, 5_000_000)] == \
         ["< 10 KB", "< 10 KB", "10-100 KB", "100 KB-1 MB", ">= 1 MB"]
+
+
+def test_delay_per_size_reads_a_committed_runs_compressed_transfers(tmp_path):
+    """A committed study keeps transfers.csv gzipped: the per-size delays must read it."""
+    rows = [{"kind": "surge", "complete": "True", "end": "12.0", "bytes": "5000", "delay": "0.25"},
+            {"kind": "surge", "complete": "True", "end": "3.0", "bytes": "5000", "delay": "9.0"}]
+    with gzip.open(tmp_path / "transfers.csv.gz", "wt", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    result = {"window": [110.0, 140.0], "epoch": 100.0}   # warm-up ends 10 s after the epoch
+    assert buffers.transfer_delay_by_size(result, tmp_path) == {"< 10 KB": 0.25}
 
 
 def size_counts(drops, segments):

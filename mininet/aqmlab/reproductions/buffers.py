@@ -14,7 +14,6 @@ group's plot next to the thesis's description and checks each finding
 (experiments/buffer_sizing/published.json) with per-seed intervals.
 """
 
-import csv
 import json
 import math
 import statistics
@@ -23,7 +22,7 @@ from pathlib import Path
 
 from aqmlab import fidelity, stats, study
 from aqmlab.metrics import SIZE_BINS, size_bin
-from aqmlab.report import load_study
+from aqmlab.report import load_study, run_csv_rows
 from aqmlab.reproductions.common import (Reproduction, fmt, load_lines, measured_lines,
                                          overhead_estimate, parts_present, plot_estimates,
                                          read_wall, run_study, save_figure, save_report)
@@ -91,13 +90,6 @@ def drop_pct(result, folder=None):
     return 100 * result["bottleneck"]["drop_rate"]
 
 
-def read_csv(path):
-    if not Path(path).exists():
-        return []
-    with open(path) as handle:
-        return list(csv.DictReader(handle))
-
-
 def type_throughput_mbps(workload):
     """Mean goodput per flow of one workload (Fig. 6-7)."""
     def value(result, folder=None):
@@ -112,7 +104,7 @@ def type_drop_pct(workload):
     def value(result, folder):
         sent = sum(s.get("data_segments") or 0 for f, s in result["flow_stats"].items()
                    if f.startswith(f"{workload}/"))
-        dropped = sum(r["workload"] == workload for r in read_csv(folder / "drops.csv"))
+        dropped = sum(r["workload"] == workload for r in run_csv_rows(folder, "drops.csv"))
         return 100 * dropped / sent if sent else math.nan
     return value
 
@@ -140,7 +132,7 @@ def run_sync(part):
     def value(result, folder):
         scenario = part.scenario_of(result["run_id"])
         window = result["window"]
-        rows = [r for r in read_csv(folder / "drops.csv")
+        rows = [r for r in run_csv_rows(folder, "drops.csv")
                 if window[0] - result["epoch"] <= float(r["t"]) <= window[1] - result["epoch"]]
         return sync_index(rows, flows(scenario), scenario.topology.base_rtt_s / 2)
     return value
@@ -151,7 +143,7 @@ def transfer_delay_by_size(result, folder):
     that ended after the warm-up."""
     start = result["window"][0] - result["epoch"]
     by_bin = {}
-    for r in read_csv(folder / "transfers.csv"):
+    for r in run_csv_rows(folder, "transfers.csv"):
         if r["kind"] == "surge" and r["complete"] == "True" and float(r["end"]) >= start:
             by_bin.setdefault(size_bin(int(r["bytes"])), []).append(float(r["delay"]))
     return {b: statistics.median(d) for b, d in by_bin.items()}
@@ -370,7 +362,7 @@ def plot_drop_scatter(part, folder, stem, title):
     fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.4), sharey=True,
                              squeeze=False)
     for ax, (name, run) in zip(axes[0], sorted(panels, key=lambda p: p[0])):
-        rows = read_csv(part.loaded.folder / run.run_id / "drops.csv")
+        rows = run_csv_rows(part.loaded.folder / run.run_id, "drops.csv")
         index = {f: i for i, f in enumerate(sorted({r["flow"] for r in rows}))}
         ax.scatter([float(r["t"]) for r in rows], [index[r["flow"]] for r in rows], s=1)
         ax.set_title(f"{name} ({len(rows)} drops)", fontsize=8)
@@ -591,7 +583,7 @@ def quick_verdict_of(part):
     sqrtn = part.by_seed(lambda s: buffer_rule(s) == "sqrtn", drop_pct)
     normal = part.by_seed(lambda s: buffer_rule(s) == "normal", drop_pct)
     found = stats.paired_difference(sqrtn, normal)
-    recorded = sum(len(read_csv(part.loaded.folder / r.run_id / "drops.csv"))
+    recorded = sum(len(run_csv_rows(part.loaded.folder / r.run_id, "drops.csv"))
                    for r in part.complete() if buffer_rule(r.scenario) == "sqrtn")
     ok = found.n >= 2 and not found.high < 0 and recorded > 0
     text = (f"{'passed' if ok else 'FAILED'}: sqrtN - normal drop rate = {fmt(found, unit=' pp')} "
