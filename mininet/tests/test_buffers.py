@@ -106,6 +106,20 @@ def test_delay_per_size_reads_a_committed_runs_compressed_transfers(tmp_path):
     assert buffers.transfer_delay_by_size(result, tmp_path) == {"< 10 KB": 0.25}
 
 
+def test_per_type_drop_rate_counts_dropped_data_segments_only(tmp_path):
+    """A dropped SYN-ACK or FIN (payload 0) is not a data segment: numerator and
+    denominator count the same thing."""
+    rows = [{"t": "1.0", "flow": "a", "workload": "paced", "seq": "1", "payload": "1448"},
+            {"t": "1.1", "flow": "a", "workload": "paced", "seq": "0", "payload": "0"},
+            {"t": "1.2", "flow": "b", "workload": "unpaced", "seq": "5", "payload": "1448"}]
+    with open(tmp_path / "drops.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    result = {"flow_stats": {"paced/0": {"data_segments": 50}, "unpaced/0": {"data_segments": 10}}}
+    assert buffers.type_drop_pct("paced")(result, tmp_path) == 2.0
+
+
 def size_counts(drops, segments):
     return {"transfers": 1, "drops": drops, "data_segments": segments,
             "drop_rate": drops / segments}

@@ -99,12 +99,14 @@ def type_throughput_mbps(workload):
 
 
 def type_drop_pct(workload):
-    """Drops the switch recorded for one workload's packets over the data
+    """Dropped data segments of one workload (drops.csv rows with a payload;
+    every row of a file recorded before the payload column) over the data
     segments its senders sent (tcp_info), whole run (Fig. 6-7)."""
     def value(result, folder):
         sent = sum(s.get("data_segments") or 0 for f, s in result["flow_stats"].items()
                    if f.startswith(f"{workload}/"))
-        dropped = sum(r["workload"] == workload for r in run_csv_rows(folder, "drops.csv"))
+        dropped = sum(r["workload"] == workload and int(r.get("payload") or 1) > 0
+                      for r in run_csv_rows(folder, "drops.csv"))
         return 100 * dropped / sent if sent else math.nan
     return value
 
