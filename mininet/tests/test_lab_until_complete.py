@@ -2,6 +2,7 @@
 done (the file's duration is the cap), and the window and every metric end
 there too."""
 
+import csv
 import json
 import subprocess
 import sys
@@ -67,8 +68,8 @@ def test_run_ends_when_the_measured_transfer_completes(tmp_path):
     result = json.loads((tmp_path / "study" / "p00-r0" / "result.json").read_text())
     start, end = result["window"]
     assert end - result["epoch"] < 30          # well before the 60 s cap
-    transfers = (tmp_path / "study" / "p00-r0" / "transfers.csv").read_text().splitlines()
-    measured = [line for line in transfers if line.startswith("measured,")]
-    assert len(measured) == 1 and measured[0].endswith(",True")
+    with open(tmp_path / "study" / "p00-r0" / "transfers.csv", newline="") as handle:
+        measured = [row for row in csv.DictReader(handle) if row["workload"] == "measured"]
+    assert len(measured) == 1 and measured[0]["complete"] == "True"
     background = [g for flow, g in result["goodputs"].items() if flow.startswith("background/")]
     assert len(background) == 1 and background[0] > 1e6, result["goodputs"]  # up to the end
