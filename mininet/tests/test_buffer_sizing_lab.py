@@ -110,22 +110,26 @@ def test_unpaced_sender_sends_windows_back_to_back(lab):
     assert back_to_back >= len(gaps) / 3, sorted(gaps)[len(gaps) // 2]
 
 
-def test_run_folder_has_the_switchs_drop_records_and_timing(tmp_path):
-    """16 flows into a BDP/4 buffer (100 Mb/s, 60 ms): slow start overflows it.
-    drops.csv holds R1's records: each a data segment of one of the run's
-    flows, dropped during the run; result.json has R1's timing line."""
-    source = tmp_path / "drops.toml"
-    source.write_text(
-        'name = "drops"\nduration = 6\nwarmup = 1\ndrop_records = true\n'
-        '[topology]\nkind = "single_bottleneck"\n'
-        'bottleneck = { rate = "100mbit", delay = "20ms", buffer = "bdp/sqrtn" }\n'
-        '[aqm]\nmode = "droptail"\n'
-        '[[workload]]\nname = "p2p"\nkind = "bulk"\npairs = 4\nconnections = 4\n')
+def run_with_drop_records(tmp_path, head, bottleneck, workloads):
+    """One drop-tail run with R1's drop records on a single bottleneck; its run folder."""
+    source = tmp_path / "run.toml"
+    source.write_text(head + 'drop_records = true\n[topology]\nkind = "single_bottleneck"\n'
+                      + bottleneck + '[aqm]\nmode = "droptail"\n' + workloads)
     out = tmp_path / "study"
     code = subprocess.call([sys.executable, "-m", "aqmlab", "run", str(source), "--out", str(out),
                             "--no-progress"], stdout=subprocess.DEVNULL)
     assert code == 0
-    run = out / "p00-r0"
+    return out / "p00-r0"
+
+
+def test_run_folder_has_the_switchs_drop_records_and_timing(tmp_path):
+    """16 flows into a BDP/4 buffer (100 Mb/s, 60 ms): slow start overflows it.
+    drops.csv holds R1's records: each a data segment of one of the run's
+    flows, dropped during the run; result.json has R1's timing line."""
+    run = run_with_drop_records(
+        tmp_path, 'name = "drops"\nduration = 6\nwarmup = 1\n',
+        'bottleneck = { rate = "100mbit", delay = "20ms", buffer = "bdp/sqrtn" }\n',
+        '[[workload]]\nname = "p2p"\nkind = "bulk"\npairs = 4\nconnections = 4\n')
     with (run / "drops.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     flows = {r["flow"] for r in rows}
@@ -145,18 +149,10 @@ def test_surge_drops_per_transfer_size_add_up_to_the_drops_of_their_connections(
     of the run belongs to a transfer, and result.json's per-size drops and
     data segments add up to the drops.csv rows and tcp_info counts of the
     connections of the transfers they count (those ending after the warm-up)."""
-    source = tmp_path / "surge.toml"
-    source.write_text(
-        'name = "surge-drops"\nduration = 12\nwarmup = 2\ndrop_records = true\n'
-        '[topology]\nkind = "single_bottleneck"\n'
-        'bottleneck = { rate = "10mbit", delay = "20ms", buffer = 6 }\n'
-        '[aqm]\nmode = "droptail"\n'
+    run = run_with_drop_records(
+        tmp_path, 'name = "surge-drops"\nduration = 12\nwarmup = 2\n',
+        'bottleneck = { rate = "10mbit", delay = "20ms", buffer = 6 }\n',
         '[[workload]]\nname = "web"\nkind = "surge"\npairs = 4\nconnections = 8\n')
-    out = tmp_path / "study"
-    code = subprocess.call([sys.executable, "-m", "aqmlab", "run", str(source), "--out", str(out),
-                            "--no-progress"], stdout=subprocess.DEVNULL)
-    assert code == 0
-    run = out / "p00-r0"
     result = json.loads((run / "result.json").read_text())
     with (run / "transfers.csv").open() as handle:
         transfers = [r for r in csv.DictReader(handle) if r["kind"] == "surge"]
