@@ -405,7 +405,8 @@ def dontcare_args(program, program_nodes):
     the enclosing parser's or control's locals, or first in the enclosing action's or
     function's body. `pkt.extract<T>(_)` so extracts into a scratch header of type T
     (the packet advances past it), and an action's unwanted `out` result lands in a
-    variable nobody reads (`actions = { a(_); }` too: a control's local, as p4c). The names (`arg$N`) cannot clash with a P4 identifier."""
+    variable nobody reads (`actions = { a(_); }` too: a control's local, as p4c).
+    The names (`arg$N`) cannot clash with a P4 identifier."""
     temporaries = DontcareTemporaries(program_nodes)
     for d in program.decls:
         if isinstance(d, (A.ActionDecl, A.FunctionDecl)):
