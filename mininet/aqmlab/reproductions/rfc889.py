@@ -341,7 +341,10 @@ def calibration_lines(part):
     processing, rows = calibrate(part)
     if processing is None:
         return ["No `lab` run in this part: the processing delay is unknown."], False
-    lines = [f"The lab's processing delay (one way: the `lab` path's intercept less its 1 ms): "
+    hold = next(configured_path(scenario)[1] for name, scenario, _ in part_runs(part)
+                if name == LAB_PATH)
+    lines = [f"The lab's processing delay (one way: the `lab` path's intercept less its "
+             f"{ms(hold, 1)} ms hold): "
              f"**{processing * 1e3:.3f} ms**. Fit: Siegel's repeated medians (robust); the "
              f"RFC's least squares beside it.", "",
              "| path | configured rate (b/s) | fitted rate (b/s) | rate error | least squares "

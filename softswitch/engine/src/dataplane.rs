@@ -24,15 +24,19 @@ use std::sync::Arc;
 /// (The sleep itself is a timerfd, not a poll timeout: see `WakeTimer`.)
 const MIN_SPIN_NS: u64 = 10_000;
 const MAX_SPIN_NS: u64 = 300_000;
-/// Spinning buys the last tens of microseconds of a deadline: they matter on
-/// links where a full frame lasts under a millisecond (faster than 12 Mb/s;
-/// 121 us at 100 Mb/s), not on slower ones, whose deadlines the thread sleeps
-/// to: their frames leave one timer wake-up late (13-17 us mean at 10 Mb/s
-/// on the quiet 2-CPU VM, bench link timing). At 1.5 Mb/s a switch spinning
-/// 300 us per event burnt a quarter of its CPU, and four such runs side by
-/// side were all late: 14 % of frames over 1 ms late spinning on every link,
-/// 7 % sleeping (RFC 2415 thread runs).
+/// The full margin buys the last tens of microseconds of a deadline: it matters
+/// on links where a full frame lasts under a millisecond (faster than 12 Mb/s;
+/// 121 us at 100 Mb/s). At 1.5 Mb/s a switch spinning 300 us per event burnt a
+/// quarter of its CPU, and four such runs side by side were all late: 14 % of
+/// frames over 1 ms late spinning on every link, 7 % sleeping (RFC 2415 thread
+/// runs). Slower links wake early by less (below).
 const SPIN_BELOW_FRAME_NS: u64 = 1_000_000;
+/// Slower links wake early by the mean lateness of timed wake-ups alone, at
+/// most this: slept to the deadline itself, each of their events came one
+/// wake-up late (RFC 889's 45 kb/s calibration path: intercept +0.16-0.21 ms
+/// over the lab path's, which spins); the mean costs microseconds of spin per
+/// event, not the fast links' hundreds.
+const SLOW_LINK_MAX_SPIN_NS: u64 = 50_000;
 const FULL_FRAME_BYTES: usize = 1514;
 /// Receive batches taken per port per loop turn, so queues keep being served under load.
 const RX_BATCHES_PER_TURN: usize = 4;
@@ -190,8 +194,8 @@ impl PacketLoop {
     /// When the thread must be awake: the next scheduled event, less the spin
     /// margin where its port's rate needs the spin.
     fn wake_time_ns(&self) -> Option<u64> {
-        let margin = self.spin_margin_ns();
-        let early = |port: &u32, t: u64| t.saturating_sub(if self.spins_for(*port) { margin } else { 0 });
+        let (fast, slow) = (self.spin_margin_ns(), self.slow_link_margin_ns());
+        let early = |port: &u32, t: u64| t.saturating_sub(if self.spins_for(*port) { fast } else { slow });
         let starts = self.queues.iter().filter_map(|(p, q)| q.next_start_ns().map(|t| early(p, t)));
         let sends = self.wire.iter().filter_map(|(p, w)| w.next_due_ns().map(|t| early(p, t)));
         let arrivals = self.arriving.iter().filter_map(|(p, w)| w.next_due_ns().map(|t| early(p, t)));
@@ -202,6 +206,10 @@ impl PacketLoop {
 
     fn spin_margin_ns(&self) -> u64 {
         (2 * self.wake_lateness_ns + MIN_SPIN_NS).min(MAX_SPIN_NS)
+    }
+
+    fn slow_link_margin_ns(&self) -> u64 {
+        self.wake_lateness_ns.min(SLOW_LINK_MAX_SPIN_NS)
     }
 
     /// Whether deadlines on `port` are worth spinning for (an unshaped port's
@@ -526,16 +534,18 @@ mod tests {
     }
 
     #[test]
-    fn a_slow_link_sleeps_to_its_deadline_and_a_fast_one_spins() {
-        for (rate_bps, spins) in [(1_500_000, false), (10_000_000, false), (13_000_000, true), (100_000_000, true), (0, true)] {
-            let mut pl = portless_loop();
-            pl.queues.insert(1, EgressQueue::new(PortConfig { rate_bps, ..PortConfig::default() }, 0));
-            pl.wake_lateness_ns = MAX_SPIN_NS; // a loaded machine: the largest margin, 300 us
-            let due = pl.clock.now_ns() + 500_000_000;
-            pl.wire.get_mut(&1).unwrap().push(due, vec![0u8; 60]);
-            // 10 Mb/s: a full frame takes 1.2 ms, 300 us less lateness is noise to TCP.
-            let margin = if spins { MAX_SPIN_NS } else { 0 };
-            assert_eq!(pl.wake_time_ns(), Some(due - margin), "{rate_bps} b/s");
+    fn a_slow_link_wakes_its_mean_lateness_early_and_a_fast_one_spins_the_margin() {
+        for (rate_bps, fast) in [(1_500_000, false), (10_000_000, false), (13_000_000, true), (100_000_000, true), (0, true)] {
+            // a quiet machine (15 us late) and a loaded one (the largest margins)
+            for (lateness, fast_margin, slow_margin) in [(15_000, 40_000, 15_000), (MAX_SPIN_NS, MAX_SPIN_NS, SLOW_LINK_MAX_SPIN_NS)] {
+                let mut pl = portless_loop();
+                pl.queues.insert(1, EgressQueue::new(PortConfig { rate_bps, ..PortConfig::default() }, 0));
+                pl.wake_lateness_ns = lateness;
+                let due = pl.clock.now_ns() + 500_000_000;
+                pl.wire.get_mut(&1).unwrap().push(due, vec![0u8; 60]);
+                let margin = if fast { fast_margin } else { slow_margin };
+                assert_eq!(pl.wake_time_ns(), Some(due - margin), "{rate_bps} b/s, lateness {lateness} ns");
+            }
         }
     }
 
