@@ -510,15 +510,20 @@ def retransmission_text(stats):
     return text
 
 
+def path_grid(paths):
+    """One small plot per path, four to a row -> (figure, axes[rows][columns])."""
+    columns = min(4, paths)
+    rows = math.ceil(paths / columns)
+    return plt.subplots(rows, columns, figsize=(3.6 * columns, 3.0 * rows), squeeze=False)
+
+
 def plot_timelines(part, results, folder):
     """The RFC's display: each volley's delay in order, with the timeouts of
     RFC 793's and Mills' estimators (one way) -> [(file, caption)]."""
     runs = part_runs(part)
     if not runs:
         return []
-    columns = min(4, len(runs))
-    rows = math.ceil(len(runs) / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(3.6 * columns, 3.0 * rows), squeeze=False)
+    fig, axes = path_grid(len(runs))
     for ax, (name, _, run_folder) in zip(axes.flat, runs):
         volleys = read_volleys(run_folder)
         ax.plot([v.rtt / 2 * 1e3 for v in volleys], ".", markersize=2, label="delay")
@@ -546,9 +551,7 @@ def plot_paths(part, folder, stem, title, robust=False):
     runs = part_runs(part)
     if not runs:
         return []
-    columns = min(4, len(runs))
-    rows = math.ceil(len(runs) / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(3.6 * columns, 3.0 * rows), squeeze=False)
+    fig, axes = path_grid(len(runs))
     for ax, (name, scenario, run_folder) in zip(axes.flat, runs):
         volleys = read_volleys(run_folder)
         answered = [v for v in volleys if not v.lost]
