@@ -1,7 +1,9 @@
 """The `aqmlab` command: run, validate, report, compare, cleanup, study."""
 
 import argparse
+import faulthandler
 import os
+import signal
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -218,6 +220,9 @@ def cmd_study(args):
 
 
 def main(argv=None):
+    # `kill -USR1 PID` prints every thread's stack to stderr: where a run that
+    # seems stuck is (the tests send it before giving up on one)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     args = parse_args(sys.argv[1:] if argv is None else argv)
     handler = {"run": cmd_run, "validate": cmd_validate, "report": cmd_report,
                "compare": cmd_compare, "cleanup": cmd_cleanup, "study": cmd_study}[args.command]

@@ -28,6 +28,7 @@ from aqmlab.shells import run_commands
 
 STATE_DIR = Path(os.environ.get("AQMLAB_STATE_DIR", "/tmp/aqmlab-state"))
 OFFLOADS = "rx off tx off tso off gso off gro off"
+UNFINISHED_STATE_S = 60         # a state file is written within milliseconds of its claim
 DEVICE_GROUP_BASE = 0x61710000   # + the tag's number: the lab's own interface group
 
 
@@ -41,7 +42,10 @@ def claim_tag():
         if any(name.startswith(tag) for name in used):
             continue
         try:
-            (STATE_DIR / f"{tag}.json").open("x").close()
+            with (STATE_DIR / f"{tag}.json").open("x") as claim:
+                # the owner at once: a claim whose process dies before its lab
+                # starts is then stale like any other (cleanup_all_stale)
+                claim.write(json.dumps(state_record(tag)))
         except FileExistsError:
             continue
         return tag
@@ -75,6 +79,12 @@ def remove_links(tag):
     subprocess.run(["ip", "link", "del", "group", str(device_group(tag))], capture_output=True)
 
 
+def state_record(tag):
+    """A state file's content before the lab has processes or interfaces."""
+    return {"tag": tag, "owner": [os.getpid(), _start_time(os.getpid())], "pids": {},
+            "interfaces": []}
+
+
 class StateFile:
     """What this run must remove: process ids (with their start time, so a
     reused pid is never killed) and root-namespace interface names."""
@@ -82,8 +92,7 @@ class StateFile:
     def __init__(self, tag):
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         self.path = STATE_DIR / f"{tag}.json"
-        self.data = {"tag": tag, "owner": [os.getpid(), _start_time(os.getpid())],
-                     "pids": {}, "interfaces": []}
+        self.data = state_record(tag)
         self.save()
 
     def add_pid(self, pid):
@@ -187,12 +196,19 @@ def cleanup_state(path):
 def cleanup_all_stale():
     """Remove the leftovers of labs whose owning aqmlab process is gone
     (`aqmlab cleanup`, and every `aqmlab run` before it starts) -> their tags.
-    A state file still being written (empty, no owner yet) is left alone."""
+    A state file being written (empty or partial) is left alone for a minute;
+    older, it is a claim from before claims named their owner: removed."""
     removed = []
     for path in STATE_DIR.glob("*.json"):
         try:
+            age = time.time() - path.stat().st_mtime
             owner = json.loads(path.read_text()).get("owner")
-        except (OSError, ValueError):
+        except OSError:        # removed meanwhile by its own lab
+            continue
+        except ValueError:
+            if age > UNFINISHED_STATE_S:
+                path.unlink(missing_ok=True)
+                removed.append(path.stem)
             continue
         if not owner or _start_time(owner[0]) == owner[1]:
             continue
@@ -302,7 +318,9 @@ class LabNetwork:
         """Stop processes started with popen, all at once (SIGTERM, then SIGKILL)."""
         stopping = {id(proc) for proc in procs}
         self.watched = [entry for entry in self.watched if id(entry[1]) not in stopping]
-        _kill({proc.pid: self.state.data["pids"].get(str(proc.pid))
+        # an unreaped child keeps its pid, so its start time read now is safe
+        # (an interrupt can land between starting a process and recording it)
+        _kill({proc.pid: self.state.data["pids"].get(str(proc.pid)) or _start_time(proc.pid)
                for proc in procs if proc.poll() is None})
         for proc in procs:
             proc.wait()

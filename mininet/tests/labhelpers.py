@@ -38,8 +38,9 @@ def make_pairs(server, client, **workload):
     return [Pair(spec, 0, server, client, 5001)]
 
 
-def leftovers(tag):
-    """Interfaces, processes and state files of a lab tag that still exist."""
+def leftovers(tag, state_dir=STATE_DIR):
+    """Interfaces, processes and the state file (in the state directory the
+    lab's run used) of a lab tag that still exist."""
     pattern = re.compile(rf"\b{tag}[hs]\d+")
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     found = [f"interface {m}" for m in pattern.findall(links)]
@@ -51,7 +52,7 @@ def leftovers(tag):
                 continue
             if pattern.search(cmdline):
                 found.append(f"process {proc.name}: {cmdline}")
-    if (STATE_DIR / f"{tag}.json").exists():
+    if (Path(state_dir) / f"{tag}.json").exists():
         found.append("state file")
     return found
 

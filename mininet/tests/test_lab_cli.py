@@ -22,6 +22,21 @@ def aqmlab(args, state_dir, **kwargs):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
+def communicate_or_dump(proc, state_dir, timeout):
+    """proc's stderr once it exits; if it has not within `timeout`, fail with
+    where it is stuck (its threads' stacks, SIGUSR1) after removing its lab."""
+    try:
+        return proc.communicate(timeout=timeout)[1]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        proc.kill()
+        err = proc.communicate()[1]
+        aqmlab(["cleanup"], state_dir).communicate(timeout=60)
+        raise AssertionError(f"aqmlab still running {timeout} s after the signal; its "
+                             f"threads then:\n{err[-6000:]}") from None
+
+
 def lab_tags(folder):
     return {p.name[:3] for p in folder.rglob("l*s1.log")}
 
@@ -60,7 +75,7 @@ def test_quick_default_run_prints_the_summary_and_leaves_nothing(tmp_path):
     assert "(n 2)" in out
     assert len(lab_tags(outdir)) == 4
     for tag in lab_tags(outdir):
-        assert leftovers(tag) == []
+        assert leftovers(tag, tmp_path / "state") == []
     assert list((tmp_path / "state").glob("*.json")) == []
 
 
@@ -88,7 +103,7 @@ def test_failure_during_setup_removes_the_lab(tmp_path):
     tags = lab_tags(tmp_path / "r")
     assert len(tags) == 4
     for tag in tags:
-        assert leftovers(tag) == []
+        assert leftovers(tag, tmp_path / "state") == []
 
 
 @pytest.mark.parametrize("processes", [3, 10, 14], ids=["hosts", "switches", "traffic"])
@@ -97,11 +112,11 @@ def test_ctrl_c_removes_the_lab(tmp_path, processes):
     proc = aqmlab(["run", str(DEFAULT), "--results", str(tmp_path / "r"), "--no-progress"], state)
     tag = wait_for_running_lab(state, processes)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    err = communicate_or_dump(proc, state, timeout=60)
     assert proc.returncode == 130, err
     if processes > 3:           # past creating the study folder
         assert "--resume`" in err
-    assert leftovers(tag) == []
+    assert leftovers(tag, state) == []
 
 
 def test_killed_runner_is_cleaned_up_by_aqmlab_cleanup(tmp_path):
@@ -110,8 +125,29 @@ def test_killed_runner_is_cleaned_up_by_aqmlab_cleanup(tmp_path):
     tag = wait_for_running_lab(state)
     proc.kill()
     proc.communicate(timeout=30)
-    assert leftovers(tag), "a SIGKILLed runner leaves its switches and agents running"
+    assert leftovers(tag, state), "a SIGKILLed runner leaves its switches and agents running"
     cleanup = aqmlab(["cleanup"], state)
     out, _ = cleanup.communicate(timeout=60)
     assert cleanup.returncode == 0 and tag in out
-    assert leftovers(tag) == []
+    assert leftovers(tag, state) == []
+
+
+def test_cleanup_removes_claims_whose_owner_died_and_old_unwritten_ones(tmp_path, monkeypatch):
+    from aqmlab import lab
+
+    state = tmp_path / "state"
+    monkeypatch.setattr(lab, "STATE_DIR", state)
+    tag = lab.claim_tag()
+    assert json.loads((state / f"{tag}.json").read_text())["owner"][0] == os.getpid(), \
+        "a claim names its owner at once"
+    (state / f"{tag}.json").unlink()
+    record = lab.state_record("lzw")                        # this process: alive
+    (state / "lzw.json").write_text(json.dumps(record))
+    (state / "lzx.json").write_text(json.dumps({**record, "tag": "lzx",
+                                                "owner": [os.getpid(), -1]}))   # pid reused
+    (state / "lzy.json").touch()                            # being written: left alone
+    (state / "lzz.json").touch()                            # an unwritten claim, 2 min old
+    os.utime(state / "lzz.json", (time.time() - 120, time.time() - 120))
+    out, _ = aqmlab(["cleanup"], state).communicate(timeout=60)
+    assert sorted(out.split(": ")[1].split()) == ["lzx", "lzz"], out
+    assert sorted(p.stem for p in state.glob("*.json")) == ["lzw", "lzy"]

@@ -65,7 +65,7 @@ def test_killed_switch_fails_only_its_run_names_it_and_resume_reruns_it(tmp_path
     assert log.endswith(f"p00-r0/lab/{tag}s1.log") and os.path.exists(log)
     assert (out_dir / "p00-r1" / "complete").exists()
     assert "| p00-r0 | base | failed | softswitch" in (out_dir / "report.md").read_text()
-    assert leftovers(tag) == []
+    assert leftovers(tag, state) == []
 
     code, out, err = finish(aqmlab(["run", str(path), "--out", str(out_dir), "--resume",
                                     "--no-progress"], state))
@@ -106,7 +106,7 @@ def test_killed_study_resumed_equals_one_run_straight_through(tmp_path):
     assert f"removed 1 stale lab(s) left by a killed aqmlab: {tag}" in err
     assert "2 run(s) to do" in out
     assert (resumed / "p00-r0" / "result.json").read_text() == first, "complete runs are kept"
-    assert leftovers(tag) == []
+    assert leftovers(tag, state) == []
 
     straight = tmp_path / "straight"
     code, _, err = finish(aqmlab(["run", str(path), "--out", str(straight), "--jobs", "2",
@@ -118,5 +118,5 @@ def test_killed_study_resumed_equals_one_run_straight_through(tmp_path):
     tags = lab_tags(straight)
     assert len(tags) == 3
     for tag in tags:
-        assert leftovers(tag) == []
+        assert leftovers(tag, state) == []
     assert list(state.glob("*.json")) == []
