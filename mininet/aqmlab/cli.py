@@ -2,6 +2,7 @@
 
 import argparse
 import faulthandler
+import io
 import os
 import signal
 import sys
@@ -221,8 +222,12 @@ def cmd_study(args):
 
 def main(argv=None):
     # `kill -USR1 PID` prints every thread's stack to stderr: where a run that
-    # seems stuck is (the tests send it before giving up on one)
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # seems stuck is (the tests send it before giving up on one). Not when
+    # stderr is no file (main() called in-process with a captured stderr).
+    try:
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        pass
     args = parse_args(sys.argv[1:] if argv is None else argv)
     handler = {"run": cmd_run, "validate": cmd_validate, "report": cmd_report,
                "compare": cmd_compare, "cleanup": cmd_cleanup, "study": cmd_study}[args.command]
