@@ -2,7 +2,6 @@
 
 import argparse
 import faulthandler
-import io
 import os
 import signal
 import sys
@@ -226,7 +225,7 @@ def main(argv=None):
     # stderr is no file (main() called in-process with a captured stderr).
     try:
         faulthandler.register(signal.SIGUSR1, all_threads=True)
-    except (AttributeError, ValueError, io.UnsupportedOperation):
+    except (AttributeError, ValueError):   # io.UnsupportedOperation is a ValueError
         pass
     args = parse_args(sys.argv[1:] if argv is None else argv)
     handler = {"run": cmd_run, "validate": cmd_validate, "report": cmd_report,

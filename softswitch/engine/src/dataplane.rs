@@ -33,8 +33,8 @@ const MAX_SPIN_NS: u64 = 300_000;
 const SPIN_BELOW_FRAME_NS: u64 = 1_000_000;
 /// Slower links wake early by the mean lateness of timed wake-ups alone, at
 /// most this: slept to the deadline itself, each of their events came one
-/// wake-up late (RFC 889's 45 kb/s calibration path: intercept +0.16-0.21 ms
-/// over the lab path's, which spins); the mean costs microseconds of spin per
+/// wake-up late (RFC 889's 45 kb/s calibration line: intercept error +0.21 ms,
+/// +0.13-0.14 waking by the mean); the mean costs microseconds of spin per
 /// event, not the fast links' hundreds.
 const SLOW_LINK_MAX_SPIN_NS: u64 = 50_000;
 const FULL_FRAME_BYTES: usize = 1514;
@@ -191,8 +191,8 @@ impl PacketLoop {
         self.shared.pipeline_adopted.store(gen, SeqCst);
     }
 
-    /// When the thread must be awake: the next scheduled event, less the spin
-    /// margin where its port's rate needs the spin.
+    /// When the thread must be awake: the next scheduled event, less its
+    /// port's spin margin (the full one on fast ports, the mean lateness on slow).
     fn wake_time_ns(&self) -> Option<u64> {
         let (fast, slow) = (self.spin_margin_ns(), self.slow_link_margin_ns());
         let early = |port: &u32, t: u64| t.saturating_sub(if self.spins_for(*port) { fast } else { slow });
