@@ -240,6 +240,12 @@ class SplitStmt(Stmt):              # written by desugar.split_conditions, never
     error: Any = None               # a CompileError the rewrite met, raised when reached
 
 
+@dataclass
+class Temp(Stmt):                   # written by order.py, never parsed
+    name: str                       # `tmp$N`: no P4 identifier clashes with it
+    value: Expr                     # evaluated here, once; `name` stands for its value
+
+
 class Inlined:
     """One application's or call's own copy of a sub-block's, action's or function's
     declaration (inline.py). Not a
@@ -491,7 +497,7 @@ class ControlDecl(Decl):
     locals: list
     body: Optional[Block]           # None for a control type declaration
     inits: list = field(default_factory=list)   # `T x = e;` locals as `x = e;` run first
-                                                # (desugar.split_conditions writes them)
+                                                # (order.py writes them)
 
 
 @dataclass

@@ -354,6 +354,9 @@ class BlockChecker:
             return ir.If(s.loc, cond, self.stmt(s.then), self.stmt(s.other))
         if isinstance(s, A.VarDecl):
             return self.var_decl(s)
+        if isinstance(s, A.Temp):              # order.py's: of its value's type
+            value = self.expr(s.value)
+            return self.bind(ir.Variable(s.loc, s.name, s, value.type, "var", value))
         if isinstance(s, A.Switch):
             node = self.switch_expr(s.expr)
             for c in s.cases:

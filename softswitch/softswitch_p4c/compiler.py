@@ -15,6 +15,7 @@ from .exprs import ExprMixin
 from .hsindex import IndexExpander
 from .bind import bind_program
 from .inline import inline_program
+from .order import order_side_effects
 from .parsers import ParserMixin
 from .stmts import StmtMixin
 from .symbols import (ActionSym, BlockSym, ExternFuncSym, FuncSym, Scope,
@@ -80,6 +81,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         dontcare_args(self.program, self.program_nodes)
         instantiate_direct_calls(self.program, self.globals)
         switches_as_ifs(self.program)
+        self.keep_nodes(order_side_effects(self.program, self.program_nodes))
         self.keep_nodes(split_conditions(self.program))
         self.keep_nodes(separate_iterations(self.unrolled_loops))
         self.keep_nodes(inline_program(self.program, self.globals))

@@ -234,7 +234,7 @@ class ControlMixin:
         return self.hsindex.expand(out, ctx.scope)
 
     def is_simple(self, s, ctx):
-        if isinstance(s, (A.Assign, A.VarDecl, A.Empty)):
+        if isinstance(s, (A.Assign, A.VarDecl, A.Temp, A.Empty)):
             return True
         if isinstance(s, A.CallStmt):
             return not (self.table_of_apply(s.call, ctx) or self.const_action_call(s.call, ctx))

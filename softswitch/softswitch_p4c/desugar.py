@@ -7,8 +7,9 @@ express: each table test sets a fresh bool through `if (t.apply().hit)`, and the
 operand of `&&` / `||` is evaluated only when the left does not decide (P4-16 8.6).
 Each runs once over the program, after the check: a control type applied directly gets
 an instance (`instantiate_direct_calls`), a switch on a value its if-chain
-(`switches_as_ifs`), then conditions are split (`split_conditions`; the emitter names
-the temporaries as it reaches them).
+(`switches_as_ifs`), then, after order.py has made calls statements of their own,
+conditions are split (`split_conditions`; the emitter names the temporaries as it
+reaches them).
 """
 from dataclasses import fields, is_dataclass
 
@@ -40,32 +41,19 @@ def contains_apply(e):
                for v in getattr(e, "__dict__", {}).values())
 
 
-_PURE_METHODS = ("isValid", "minSizeInBits", "minSizeInBytes", "lookahead", "apply")
+PURE_METHODS = ("isValid", "minSizeInBits", "minSizeInBytes", "lookahead", "apply")
 
 
 def has_side_effects(e):
     """Can evaluating `e` emit primitives (a call to a function, an extern, an extern
-    method other than the pure ones)? Decides short-circuit lowering before it happens."""
+    method other than the pure ones)? What order.py moves out of expressions."""
     if isinstance(e, A.Call) and not (isinstance(e.func, A.Member) and
-                                      e.func.name in _PURE_METHODS):
+                                      e.func.name in PURE_METHODS):
         return True
     if isinstance(e, list):
         return any(has_side_effects(x) for x in e)
     if is_dataclass(e) and isinstance(e, A.Expr):
         return any(has_side_effects(getattr(e, f.name)) for f in fields(e) if f.name != "loc")
-    return False
-
-
-def calls_function(e, functions):
-    """Does expression `e` call a P4 function (which only an action body can inline)?
-    `functions`: the names that are functions where `e` is."""
-    if isinstance(e, A.Call) and isinstance(e.func, A.Name) and e.func.name in functions:
-        return True
-    if isinstance(e, list):
-        return any(calls_function(x, functions) for x in e)
-    if is_dataclass(e) and isinstance(e, A.Expr):
-        return any(calls_function(getattr(e, f.name), functions) for f in fields(e)
-                   if f.name != "loc")
     return False
 
 
@@ -139,20 +127,15 @@ def _switches_as_ifs(node, in_action):
 def split_conditions(program):
     """Once over the program, after the check and before lowering: every statement list
     of a control's apply block that the pipeline graph lowers, and the control-level
-    initializers it runs first (`ControlDecl.inits`), with each statement whose
-    condition or value applies a table inside `&&`, `||`, `!` or `?:`, or whose `if`
-    condition calls a function, replaced by an `A.SplitStmt`. The temporaries are named
-    by the emitter as it reaches the list (`cond$N`, once per inlined copy). Returns the
-    expressions it rebuilt around a temporary, each with the one it stands for."""
-    functions = {d.name for d in program.decls if isinstance(d, A.FunctionDecl)}
+    initializers it runs first (`ControlDecl.inits`, order.py's), with each statement
+    whose condition or value applies a table inside `&&`, `||`, `!` or `?:` replaced by an
+    `A.SplitStmt` (calls are statements of their own already: order.py). The temporaries
+    are named by the emitter as it reaches the list (`cond$N`, once per inlined copy).
+    Returns the expressions it rebuilt around a temporary, each with the one it stands
+    for."""
     splitter = ConditionSplitter()
     for d in program.decls:
         if isinstance(d, A.ControlDecl) and d.body is not None:
-            declared = {p.name for p in d.params + (d.ctor_params or [])} | \
-                {getattr(x, "name", None) for x in d.locals}
-            splitter.functions = functions - declared
-            d.inits = [A.Assign(x.loc, A.Name(x.loc, x.name), x.init) for x in d.locals
-                       if isinstance(x, A.VarDecl) and x.init is not None]
             splitter.split_list(d.inits)
             splitter.split_list(d.body.stmts)
     return splitter.rebuilt
@@ -164,7 +147,6 @@ class ConditionSplitter:
 
     def __init__(self):
         self.count = 0
-        self.functions = set()      # the names that are functions in the current control
         self.made = []              # the temporaries of the statement being split
         self.rebuilt = []           # (expression written, the one it stands for)
 
@@ -186,8 +168,6 @@ class ConditionSplitter:
         try:
             if isinstance(s, A.If) and has_apply(s.cond) and not is_hit_test(s.cond):
                 out = self.split_if(s)
-            elif isinstance(s, A.If) and calls_function(s.cond, self.functions):
-                out = self.split_value_first(s)
             elif isinstance(s, A.Assign) and has_apply(s.rhs):
                 out = self.split_value(s.loc, s.rhs, s.lhs)
             elif isinstance(s, A.VarDecl) and not s.is_const and has_apply(s.init):
@@ -227,12 +207,6 @@ class ConditionSplitter:
         pre, cond = self.lower(s.cond)
         return pre + [A.If(s.loc, cond, s.then, s.other)]
 
-    def split_value_first(self, s):
-        """`if (c) ...` -> `bool tmp = c; if (tmp) ...` (c calls a function to inline)."""
-        name, decl = self.fresh(s.loc)
-        decl.init = s.cond
-        return [decl, A.If(s.loc, A.Name(s.loc, name), s.then, s.other)]
-
     def split_value(self, loc, value, assign_to):
         """`x = v;` (or `T x = v;`) with a table-applying v; `c ? a : b` becomes an `if`, so
         only the chosen operand is evaluated."""
@@ -271,14 +245,11 @@ class ConditionSplitter:
 
     def lower_operands(self, e, operands):
         """An operator or call whose operands apply tables (`f(t.apply().hit ? 1 : 2)`):
-        the operands' table tests run first, in operand order. An earlier operand with
-        side effects would then run after them, so that case is refused."""
+        the operands' table tests run first, in operand order (no operand has side effects
+        any more: order.py made them statements before this one)."""
         pre, lowered = [], []
-        for i, x in enumerate(operands):
+        for x in operands:
             p, x = self.lower_operand(x)
-            if p and has_side_effects(operands[:i]):
-                raise unsupported(e.loc, "table apply in an operand after one with side "
-                                         "effects")
             pre += p
             lowered.append(x)
         return pre, self.rebuilt_from(e, _with_operands(e, lowered))

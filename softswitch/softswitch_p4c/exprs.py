@@ -294,8 +294,7 @@ class ExprMixin:
             sub = None
             if isinstance(expected, StructT) and i < len(expected.fields):
                 sub = expected.fields[i][1]
-            v = self.eval_value(item, ctx, sub)
-            items.append(self.read_before_side_effects(v, e.items[i + 1:], ctx, item.loc))
+            items.append(self.eval_value(item, ctx, sub))
         return Val(TupleT([v.type for v in items]), extra={"items": items})
 
     # ------------------------------------------------------------ operators
@@ -319,7 +318,6 @@ class ExprMixin:
             return self.logical(e, ctx)
         t = self.node_type(e, ctx) if op not in _CMP else None
         left = self.eval_value(e.left, ctx, expected if op not in _CMP else None)
-        left = self.read_before_side_effects(left, e.right, ctx, e.left.loc)
         right = self.eval_value(e.right, ctx, left.type if op not in ("<<", ">>", "++") else None)
         if op in _CMP:
             return self.compare(op, left, right, e)
@@ -335,40 +333,17 @@ class ExprMixin:
         j = expr(op, as_data(left), as_data(right))
         return self.fit(t, j) if op in _ARITH else data_expr(t, j)
 
-    def read_before_side_effects(self, v, later, ctx, loc):
-        """Operands are evaluated left to right (P4-16 8.1): when a later operand emits
-        primitives (a call that may write what `v` reads), `v` is read into a temporary
-        first, as p4c's SideEffectOrdering does."""
-        if (ctx.prims is None or v.const is not None or not v.type.is_scalar or
-                isinstance(v.type, IntT) or not has_side_effects(later)):
-            return v
-        tmp = self.temporary("tmp", v.type)
-        self.assign(ctx, tmp, v, loc)
-        return tmp
-
     def logical(self, e, ctx):
+        """`a && b`, `a || b` without side effects in `b`: order.py made the others `if`
+        statements, but for a parser state's (a state has no `if`) and a loop's condition."""
         left = self.eval_value(e.left, ctx)
         if ctx.prims is not None and has_side_effects(e.right):
-            return self.short_circuit(e, ctx, left)
+            raise unsupported(e.right.loc, f"side effects in the right operand of '{e.op}' in "
+                                           f"a parser state or a loop's condition")
         right = self.eval_value(e.right, ctx)
         if left.const is not None and right.const is not None:
             return Val(BoolT(), const=fold_binary(e.op, left.const, right.const, BoolT()))
         return bool_expr(expr("and" if e.op == "&&" else "or", as_bool(left), as_bool(right)))
-
-    def short_circuit(self, e, ctx, left):
-        """`a && b` / `a || b` whose right operand has side effects: `tmp = a`, then `b` runs
-        behind a jump only when `a` does not decide (P4-16 8.6)."""
-        if ctx.kind == "parser":
-            raise unsupported(e.right.loc, f"side effects in the right operand of '{e.op}' in "
-                                           f"a parser state")
-        result = self.new_scalar(self.unique_name("tmp"), BoolT())
-        self.assign(ctx, result, left, e.loc)
-        decided = result.json if e.op == "&&" else expr("^", result.json, hexstr(1, 1))
-        jump = self.emit(ctx, "_jump_if_zero", [decided, hexstr(0)], e.loc)
-        right = self.eval_value(e.right, ctx)
-        self.assign(ctx, result, right, e.loc)
-        self.patch_jump(jump, len(ctx.prims))
-        return result
 
     def unify(self, left, right):
         """A comparison's operands in their one type: an integer without a width takes the
@@ -472,6 +447,9 @@ class ExprMixin:
 
     def ev_Ternary(self, e, ctx, expected):
         t = self.node_type(e, ctx)
+        if ctx.prims is not None and has_side_effects([e.then, e.other]):    # order.py's rule
+            raise unsupported(e.loc, "side effects in a branch of '?:' in a parser state or "
+                                    "a generic function")
         cond = self.eval_value(e.cond, ctx)
         then = self.eval_value(e.then, ctx, expected)
         other = self.eval_value(e.other, ctx, then.type)

@@ -238,7 +238,7 @@ class ParserMixin:
             inner = ctx.child(Scope(ctx.scope))
             for x in s.stmts:
                 self.parser_stmt(x, inner)
-        elif isinstance(s, (A.Assign, A.VarDecl, A.CallStmt, A.Empty)):
+        elif isinstance(s, (A.Assign, A.VarDecl, A.Temp, A.CallStmt, A.Empty)):
             self.lower_stmt(s, ctx)
         elif isinstance(s, A.If):
             cond = self.eval_value(s.cond, Ctx(ctx.scope))

@@ -10,6 +10,7 @@ from .errors import CompileError, unsupported
 from .copyinout import params_needing_copies, storage_of
 from .desugar import has_side_effects
 from .exprs import Ctx, StackLastRef
+from .order import is_temporary
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope, TypeSym
 from .unroll import NotUnrollable
 from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
@@ -126,6 +127,8 @@ class StmtMixin:
         """A local variable's storage (which types a variable may have: check.py); a
         temporary of desugar.split_conditions has the name its copy gave it (`steps`)."""
         name = getattr(ctx.control, "temporaries", {}).get(s.name, s.name)
+        if is_temporary(name):                  # order.py's `tmp$N`
+            name = self.unique_name("tmp")
         if isinstance(t, VarbitT):
             return self.varbit_local(name, t)
         return self.layout(t, self.unique_instance_name(name), False, name)
@@ -370,10 +373,25 @@ class StmtMixin:
         if ctx.prims is None:
             raise CompileError(e.loc, f"call to '{describe(e.func)}' is not allowed in "
                                       f"this expression")
-        result = self.lower_call(e, ctx, dest=None)
-        if result is None:
-            raise CompileError(e.loc, f"'{describe(e.func)}' does not return a value")
-        return result
+        raise unsupported(e.loc, f"call to '{describe(e.func)}' in a loop's condition or "
+                                 f"bounds")
+
+    def st_Temp(self, s, ctx):
+        """A temporary of order.py: the result of the call it hoisted (the callee's own
+        temporary, or its constant), or an operand read before a later call (copied,
+        unless a constant or not a scalar)."""
+        if isinstance(s.value, A.Call):
+            v = self.lower_call(s.value, ctx)
+            if v is None:
+                raise CompileError(s.value.loc, f"'{describe(s.value.func)}' does not return "
+                                                f"a value")
+        else:
+            v = self.eval_value(s.value, ctx)
+            if v.const is None and v.type.is_scalar and not isinstance(v.type, IntT):
+                tmp = self.temporary("tmp", v.type)
+                self.assign(ctx, tmp, v, s.value.loc)
+                v = tmp
+        ctx.scope.declare(s.name, v, s.loc)
 
     def is_valid(self, obj, e):
         ref = obj.ref
@@ -394,14 +412,12 @@ class StmtMixin:
         else:
             exprs = list(call.args) + [p.default for p in params[len(call.args):]]
         bound = {}
-        for i, (p, e) in enumerate(zip(params, exprs)):
+        for p, e in zip(params, exprs):
             pt = self.resolve_type(p.type, ctx.scope, type_env or {})
             v = self.eval_value(e, ctx, pt)
-            if p.direction in ("out", "inout") and not isinstance(v.type, type(None)):
-                if "dontcare" not in v.extra:
-                    self.check_lvalue(v, e)
-            else:
-                v = self.read_before_side_effects(v, exprs[i + 1:], ctx, e.loc)
+            if p.direction in ("out", "inout") and not isinstance(v.type, type(None)) and \
+                    "dontcare" not in v.extra:
+                self.check_lvalue(v, e)
             bound[p.name] = self.coerce(v, pt)
         return bound
 
@@ -483,6 +499,8 @@ class StmtMixin:
                 more = self.written_by(s.lhs, scope)
             elif isinstance(s, A.CallStmt):
                 more = self.call_writes(s.call, scope)
+            elif isinstance(s, A.Temp) and isinstance(s.value, A.Call):
+                more = self.call_writes(s.value, scope)
             else:
                 more = set()
             if more == "ALL":
@@ -528,8 +546,14 @@ class StmtMixin:
         inner.return_jumps, inner.return_target, inner.return_values = [], return_target, []
         for st in body.stmts:
             self.lower_stmt(st, inner)
-        for j in inner.return_jumps:
-            self.patch_jump(j, len(ctx.prims))
+        for j in reversed(inner.return_jumps):
+            if ctx.kind != "parser":
+                self.patch_jump(j, len(ctx.prims))
+            elif j is ctx.prims[-1]:        # a parser state has no jumps: the last is none
+                ctx.prims.pop()
+            else:
+                raise unsupported(body.loc, "'return' before the end of a function called in "
+                                            "a parser state")
         return inner.return_values
 
     def inline_function(self, sym, call, ctx, dest):

@@ -673,12 +673,14 @@ bit<8> f(in bit<8> x) { bit<8> r = 0; switch (x) { 1: { r = 2; } default: { r = 
     assert {kind: met.count(kind) for kind in met} == {"Switch": 1, "SwitchChain": 3}
 
 
-def test_conditions_are_split_once_before_lowering_and_named_per_copy(tmp_path, monkeypatch):
-    """desugar.split_conditions runs once over the program after the check: the emitter
-    meets each statement whose condition applies a table or calls a function as the
-    A.SplitStmt the pass wrote, and only names its temporaries, as it reaches them: a
-    sub-control applied twice has its own, and a loop the emitter unrolls one per
-    iteration (3 per copy: cond$0..cond$5, as when the emitter split them itself)."""
+def test_calls_in_conditions_are_hoisted_once_before_lowering_a_result_per_copy(tmp_path,
+                                                                               monkeypatch):
+    """order.py runs once over the program after the check: a function called in an apply
+    block's `if` condition becomes a statement of its own before the `if` (an A.Temp), and
+    the `if` tests its result, so the condition splitter (table applies only) meets none.
+    The emitter gives each copy's and each unrolled iteration's call its own result, which
+    the graph's condition reads (f_retval..f_retval_4: a sub-control applied twice, a loop
+    of 2 iterations in it)."""
     path = p4_file(tmp_path, "split.p4", program(
         decls="bool f(in bit<8> x) { return x == 1; }", controls="""
 control S(inout headers hdr, inout metadata meta)(bit<8> n) {
@@ -687,12 +689,149 @@ control S(inout headers hdr, inout metadata meta)(bit<8> n) {
         for (bit<8> i = 0; i < n; i = i + 1) { if (f(meta.m16[7:0] + i)) { meta.m32 = 1; } }
     }
 }""", ingress="S(2) s;", apply="s.apply(hdr, meta); s.apply(hdr, meta);"))
-    before_lowering(monkeypatch, lambda program: monkeypatch.setattr(
-        desugar.ConditionSplitter, "split_stmt", None))       # lowering splits none
+    met = []
+    before_lowering(monkeypatch, lambda program: met.extend(
+        type(x).__name__ for x in ast_nodes(program.decls, copies=True)
+        if isinstance(x, (A.Temp, A.SplitStmt))))
     j, _ = compile_to_objects(str(path))
-    scalars = [name for name, _, _ in next(t for t in j["header_types"]
-                                             if t["name"] == "scalars_0")["fields"]]
-    assert [n for n in scalars if n.startswith("cond$")] == [f"cond${i}" for i in range(6)]
+    assert met and set(met) == {"Temp"}
+    tested = [c["expression"]["value"]["right"]["value"][1]
+              for c in j["pipelines"][0]["conditionals"]]
+    assert tested == ["f_retval"] + [f"f_retval_{i}" for i in range(5)]
+
+
+def code(node):
+    """Statements and expressions as P4-like text, calls with their arguments."""
+    if isinstance(node, list):
+        return "; ".join(code(x) for x in node)
+    if isinstance(node, A.Temp):
+        return f"{node.name} = {code(node.value)}"
+    if isinstance(node, A.Assign):
+        return f"{code(node.lhs)} = {code(node.rhs)}"
+    if isinstance(node, A.VarDecl):
+        return f"{node.type.name} {node.name}" + (f" = {code(node.init)}" if node.init else "")
+    if isinstance(node, A.CallStmt):
+        return code(node.call)
+    if isinstance(node, A.If):
+        other = f" else {{ {code(node.other)} }}" if node.other else ""
+        return f"if ({code(node.cond)}) {{ {code(node.then)} }}{other}"
+    if isinstance(node, A.Block):
+        return code(node.stmts)
+    if isinstance(node, A.Call):
+        return f"{code(node.func)}({', '.join(code(a) for a in node.args)})"
+    if isinstance(node, A.Binary):
+        return f"{code(node.left)} {node.op} {code(node.right)}"
+    if isinstance(node, A.Unary):
+        return f"{node.op}{code(node.expr)}"
+    if isinstance(node, A.Member):
+        return f"{code(node.expr)}.{node.name}"
+    if isinstance(node, A.Ternary):
+        return f"{code(node.cond)} ? {code(node.then)} : {code(node.other)}"
+    return A.describe(node)
+
+
+ORDER_DECLS = """
+bit<8> inc(inout bit<8> x) { x = x + 1; return x; }
+bit<8> dbl(inout bit<8> x) { x = x + x; return x; }
+bit<16> join(in bit<8> a, in bit<8> b) { return a ++ b; }
+void twice(out bit<8> y, in bit<8> v) { y = v + v; }
+"""
+
+
+def ordered(tmp_path, monkeypatch, body, **kw):
+    """The statements of action `a` (`body`) as the passes left them, in text."""
+    path = p4_file(tmp_path, "order.p4", program(
+        decls=ORDER_DECLS, ingress=f"action a() {{ {body} }} table t {{ actions = {{ a; }} }}",
+        apply="t.apply();", **kw))
+    seen = []
+    before_lowering(monkeypatch, lambda program: seen.extend(
+        next(d for d in program.decls if isinstance(d, A.ControlDecl) and d.name == "I")
+        .locals[0].body.stmts))
+    compile_to_objects(str(path))
+    return code(seen)
+
+
+@pytest.mark.parametrize("body, statements", [
+    # operands left to right, each call once, its result a temporary
+    ("meta.m8 = inc(meta.m8) + dbl(meta.m8);",
+     "tmp$0 = inc(meta.m8); tmp$1 = dbl(meta.m8); meta.m8 = tmp$0 + tmp$1"),
+    # an operand read before a later call that may write it is read first
+    ("meta.m8 = meta.m8 + inc(meta.m8);",
+     "tmp$0 = meta.m8; tmp$1 = inc(meta.m8); meta.m8 = tmp$0 + tmp$1"),
+    # an `in` argument is read before a later argument's call; the call that is the whole
+    # value stays the assignment's
+    ("meta.m16 = join(meta.m8, inc(meta.m8));",
+     "tmp$0 = meta.m8; tmp$1 = inc(meta.m8); meta.m16 = join(tmp$0, tmp$1)"),
+    # an `out` argument names storage: not read ahead
+    ("twice(meta.m8, inc(meta.m8));", "tmp$0 = inc(meta.m8); twice(meta.m8, tmp$0)"),
+    # the right operand of && / || runs only when the left does not decide
+    ("bool r = meta.m8 == 1 && inc(meta.m8) == 2;",
+     "bool tmp$0 = meta.m8 == 1; if (tmp$0) { tmp$1 = inc(meta.m8); tmp$0 = tmp$1 == 2 }; "
+     "bool r = tmp$0"),
+    ("bool r = meta.m8 == 1 || inc(meta.m8) == 2;",
+     "bool tmp$0 = meta.m8 == 1; if (!tmp$0) { tmp$1 = inc(meta.m8); tmp$0 = tmp$1 == 2 }; "
+     "bool r = tmp$0"),
+    # ?: runs one branch
+    ("meta.m8 = meta.m16 == 0 ? inc(meta.m8) : dbl(meta.m8);",
+     "bit tmp$0; if (meta.m16 == 0) { tmp$1 = inc(meta.m8); tmp$0 = tmp$1 } "
+     "else { tmp$2 = dbl(meta.m8); tmp$0 = tmp$2 }; meta.m8 = tmp$0"),
+    # a condition's call, a call in another call's argument
+    ("if (inc(meta.m8) == 2) { meta.m16 = 1; }",
+     "tmp$0 = inc(meta.m8); if (tmp$0 == 2) { meta.m16 = 1 }"),
+    ("meta.m16 = join(inc(meta.m8), dbl(meta.m8));",
+     "tmp$0 = inc(meta.m8); tmp$1 = dbl(meta.m8); meta.m16 = join(tmp$0, tmp$1)"),
+])
+def test_calls_inside_expressions_become_statements_in_evaluation_order(tmp_path, monkeypatch,
+                                                                        body, statements):
+    """order.py, once over the program before lowering: each call with side effects inside
+    an expression is a statement of its own, in P4-16's evaluation order (operands and
+    arguments left to right, && / || and ?: as `if`s), so the emitter splices no call into
+    an expression and decides no short-circuit."""
+    assert ordered(tmp_path, monkeypatch, body) == statements
+
+
+def test_a_select_key_call_runs_once_at_the_end_of_the_state(tmp_path, monkeypatch):
+    """A call in a select key: a statement of its own at the end of the state, before the
+    select reads its result (the state's `return`-ended function inlined without a jump,
+    which a parser state does not have)."""
+    path = p4_file(tmp_path, "select.p4", program(decls=ORDER_DECLS, states="""
+        state start {
+            pkt.extract(hdr.ethernet);
+            transition select(inc(meta.m8), hdr.ethernet.etherType) {
+                (1, 0x0800): accept;
+                default: reject;
+            }
+        }"""))
+    seen = []
+    before_lowering(monkeypatch, lambda program: seen.extend(
+        next(d for d in program.decls if isinstance(d, A.ParserDecl) and d.name == "P").states))
+    j, _ = compile_to_objects(str(path))
+    assert code(seen[0].stmts) == "pkt.extract(hdr.ethernet); tmp$0 = inc(meta.m8)"
+    assert [code(k) for k in seen[0].transition.select] == ["tmp$0", "hdr.ethernet.etherType"]
+    ops = j["parsers"][0]["parse_states"][0]["parser_ops"]
+    assert [op["op"] for op in ops] == ["extract", "set", "set"]
+
+
+@pytest.mark.parametrize("where, error", [
+    (dict(ingress="table k { key = { inc(meta.m8): exact; } actions = { NoAction; } }",
+          apply="k.apply();"), "call to 'inc' is not allowed in this expression"),
+    (dict(states="""
+        state start {
+            meta.m8 = meta.m16 == 0 && inc(meta.m8) == 1 ? 8w1 : 8w2;
+            transition accept;
+        }"""), "side effects in the right operand of '&&' in a parser state or a loop's "
+               "condition"),
+    (dict(states="""
+        state start {
+            meta.m8 = meta.m16 == 0 ? inc(meta.m8) : 8w2;
+            transition accept;
+        }"""), "side effects in a branch of '?:' in a parser state or a generic function"),
+])
+def test_what_the_ordering_cannot_move_is_refused(tmp_path, where, error):
+    """A table key is evaluated by the table when it is applied, and a parser state has no
+    `if` for && / || / ?: to become: calls there stay refused."""
+    with pytest.raises(CompileError, match=re.escape(error)):
+        compile_source(program(decls=ORDER_DECLS, **where), tmp_path)
 
 
 def test_sub_controls_are_inlined_once_before_lowering_a_copy_per_application(tmp_path,

@@ -1,0 +1,295 @@
+"""Evaluation order made explicit, once over the program (README.md, "Architecture").
+
+P4-16 evaluates an expression's operands left to right, a call's arguments in order, and
+the right operand of `&&` / `||` and one branch of `?:` only when needed. As p4c's
+SideEffectOrdering does, every call with side effects inside an expression (a function's,
+an extern's or an extern method's) becomes a statement of its own before the statement it
+was in, its result the temporary `tmp$N` (an `A.Temp`); an operand read before a later
+call is read into one first (an `in` argument too, not an `out`/`inout` one, which names
+storage); `&&`, `||` and `?:` whose later operand has side effects become `if`
+statements. A call that is the whole statement (`f(x);`, `x = f(y);`, `T x = f(y);`)
+stays there. Runs after the check and switches, before the condition splitter (which then
+meets table applies only) and inlining (which gives each hoisted call its copy).
+
+What does not move: a run-time loop's condition (evaluated each iteration: the emitter
+refuses a call there), the right operand of `&&` / `||` and the branches of `?:` in a
+parser state (a state has no `if`: the emitter refuses side effects there), a switch's
+value (each label's test reads it: refused), table keys (evaluated by the table) and an
+assignment's target, which the emitter still evaluates where it lowers the assignment
+(after the calls hoisted out of its value).
+"""
+from dataclasses import replace
+
+from . import ast as A, ir
+from .desugar import PURE_METHODS, has_side_effects, type_ref
+from .errors import CompileError
+from .symbols import ActionSym, FuncSym
+
+_OPERANDS = {A.Binary: ("left", "right"), A.Unary: ("expr",), A.Cast: ("expr",),
+             A.Slice: ("expr",), A.Member: ("expr",), A.Index: ("expr", "index"),
+             A.Ternary: ("cond", "then", "other"), A.NamedArg: ("value",)}
+
+
+def is_temporary(name):
+    """A name order.py gave (`tmp$N`)."""
+    return name.startswith("tmp$")
+
+
+def order_side_effects(program, program_nodes):
+    """Rewrites, in place, the bodies of actions and functions, controls' apply blocks and
+    initializers (`ControlDecl.inits`, written here) and parser states. Returns the
+    expressions it rebuilt, each with the one it stands for (`Compiler.keep_nodes`)."""
+    ordering = SideEffectOrdering(program_nodes, program)
+    for d in program.decls:
+        if isinstance(d, (A.ActionDecl, A.FunctionDecl)):
+            ordering.stmts(d.body.stmts)
+        elif isinstance(d, A.ControlDecl) and d.body is not None:
+            ordering.enter(d.locals)
+            for local in d.locals:
+                if isinstance(local, (A.ActionDecl, A.FunctionDecl)):
+                    ordering.stmts(local.body.stmts)
+            d.inits = [A.Assign(x.loc, A.Name(x.loc, x.name), x.init) for x in d.locals
+                       if isinstance(x, A.VarDecl) and x.init is not None]
+            ordering.stmts(d.inits)
+            ordering.stmts(d.body.stmts)
+            ordering.enter([])
+        elif isinstance(d, A.ParserDecl) and d.states:
+            ordering.in_parser = True
+            for state in d.states:
+                ordering.state(state)
+            ordering.in_parser = False
+    return ordering.rebuilt
+
+
+class SideEffectOrdering:
+    def __init__(self, program_nodes, program):
+        self.nodes = program_nodes
+        self.top = {d.name: d for d in program.decls
+                    if isinstance(d, (A.ActionDecl, A.FunctionDecl))}
+        self.callables = self.top
+        self.in_parser = False
+        self.count = 0
+        self.at = None              # the statement being ordered: what it writes is at its place
+        self.rebuilt = []           # (expression written, the one it stands for)
+
+    def enter(self, locals_):
+        """The actions and functions a control declares shadow the top level's."""
+        self.callables = dict(self.top)
+        self.callables.update({d.name: d for d in locals_
+                               if isinstance(d, (A.ActionDecl, A.FunctionDecl))})
+
+    def fresh(self):
+        self.count += 1
+        return f"tmp${self.count - 1}"
+
+    # ------------------------------------------------------------ statements
+    def stmts(self, stmts):
+        stmts[:] = [x for s in stmts for x in self.stmt(s)]
+
+    def branch(self, s):
+        """A branch's statement, a block if it became several."""
+        if s is None:
+            return None
+        out = self.stmt(s)
+        return out[0] if len(out) == 1 else A.Block(s.loc, out)
+
+    def stmt(self, s):
+        """The statements `s` becomes: the side effects of its expressions first."""
+        pre, self.at = [], s.loc
+        if isinstance(s, A.Block):
+            self.stmts(s.stmts)
+        elif isinstance(s, A.If):
+            pre, s.cond = self.value(s.cond, True)
+            s.then, s.other = self.branch(s.then), self.branch(s.other)
+        elif isinstance(s, A.SwitchChain):
+            self.chain(s.chain)
+        elif isinstance(s, A.Switch):
+            for case in s.cases:
+                case.body = self.branch(case.body)
+        elif isinstance(s, A.Assign):
+            pre, s.lhs = self.target(s.lhs)
+            more, s.rhs = self.value(s.rhs, False)
+            pre += more
+        elif isinstance(s, A.VarDecl) and s.init is not None and not s.is_const:
+            pre, s.init = self.value(s.init, False)
+        elif isinstance(s, A.CallStmt):
+            pre, s.call = self.value(s.call, False)
+        elif isinstance(s, A.Return) and s.value is not None:
+            pre, s.value = self.value(s.value, True)
+        elif isinstance(s, A.For):
+            self.stmts(s.updates)
+            s.body = self.branch(s.body)
+        elif isinstance(s, A.ForIn):
+            s.body = self.branch(s.body)
+        return pre + [s]
+
+    def chain(self, s):
+        """A value switch's if-chain: its tests read the switch's value (the emitter's rule
+        on it stays), its bodies are ordered."""
+        if isinstance(s, A.If):
+            s.then = self.branch(s.then)
+            self.chain(s.other)
+        else:
+            self.stmt(s)
+
+    def state(self, state):
+        """A parser state's statements, then its select's keys, left to right."""
+        self.stmts(state.stmts)
+        t = state.transition
+        if t is not None and t.select:
+            self.at = t.loc
+            pre, t.select = self.operands(t.select, [True] * len(t.select))
+            state.stmts += pre
+
+    # ------------------------------------------------------------ expressions
+    def value(self, e, hoist):
+        """(statements evaluating `e`'s side effects in order, `e` without them). `hoist`:
+        a call with side effects at the top becomes a temporary too (else it stays: the
+        statement's own call)."""
+        if not has_side_effects(e):
+            return [], e
+        if isinstance(e, A.Call):
+            pre, call = self.call(e)
+            if not hoist or _is_pure(call):
+                return pre, call
+            return self.temporary(pre, call)
+        if isinstance(e, A.Binary) and e.op in ("&&", "||"):
+            return self.short_circuit(e)
+        if isinstance(e, A.Ternary) and has_side_effects([e.then, e.other]):
+            return self.choice(e)
+        if isinstance(e, A.ListExpr):
+            pre, items = self.operands(e.items, [True] * len(e.items))
+            return pre, self.rebuilt_from(e, A.ListExpr(e.loc, items))
+        names = _OPERANDS[type(e)]
+        pre, parts = self.operands([getattr(e, n) for n in names], [True] * len(names))
+        return pre, self.rebuilt_from(e, replace(e, **dict(zip(names, parts))))
+
+    def temporary(self, pre, value):
+        name = self.fresh()
+        return pre + [A.Temp(self.at, name, value)], A.Name(value.loc, name)
+
+    def operands(self, exprs, readable):
+        """Operands evaluated left to right: each one's side effects, then, when a later
+        one has side effects and it is `readable` (a value, not an `out` argument), its
+        value read into a temporary."""
+        pre, out = [], []
+        for i, x in enumerate(exprs):
+            more, v = self.value(x, True) if readable[i] else self.target(x)
+            pre += more
+            if readable[i] and has_side_effects(exprs[i + 1:]) and self.may_change(v):
+                more, v = self.temporary([], v)
+                pre += more
+            out.append(v)
+        return pre, out
+
+    def target(self, e):
+        """Storage written (an assignment's target, an `out`/`inout` argument): the calls
+        in its indices move, the storage itself is not read ahead."""
+        if not has_side_effects(e):
+            return [], e
+        if isinstance(e, (A.Member, A.Slice)):
+            pre, base = self.target(e.expr)
+            return pre, self.rebuilt_from(e, replace(e, expr=base))
+        if isinstance(e, A.Index):
+            pre, base = self.target(e.expr)
+            more, index = self.value(e.index, True)
+            return pre + more, self.rebuilt_from(e, replace(e, expr=base, index=index))
+        return self.value(e, True)
+
+    def may_change(self, e):
+        """Can a later call change what `e` reads? Not a literal, a compile-time value or
+        a temporary (a call's result, or a value already read)."""
+        if isinstance(e, (A.IntLit, A.BoolLit, A.StrLit, A.DefaultExpr, A.TypeExpr)) or \
+                isinstance(e, A.Name) and is_temporary(e.name):
+            return False
+        hit = self.nodes.get(id(e))
+        return not (hit is not None and hit[0] is e and hit[1] is not None and
+                    hit[1].value is not None)
+
+    def call(self, e):
+        """A call's callee expression, then its arguments in order; an `in` or
+        directionless argument is read before a later argument's side effects."""
+        pre, func = [], e.func
+        if isinstance(func, A.Member) and has_side_effects(func.expr):
+            pre, base = self.value(func.expr, True)
+            func = replace(func, expr=base)
+        if not has_side_effects(e.args):
+            return pre, e if func is e.func else self.rebuilt_from(e, replace(e, func=func))
+        values = [a.value if isinstance(a, A.NamedArg) else a for a in e.args]
+        directions = self.directions(e)
+        readable = [directions.get(a.name if isinstance(a, A.NamedArg) else i, "out")
+                    in ("", "in") for i, a in enumerate(e.args)]
+        more, values = self.operands(values, readable)
+        args = [replace(a, value=v) if isinstance(a, A.NamedArg) else v
+                for a, v in zip(e.args, values)]
+        return pre + more, self.rebuilt_from(e, A.Call(e.loc, func, e.type_args, args))
+
+    def directions(self, e):
+        """{position and name: direction} of the callee's parameters: the checker's
+        resolution, else the action or function the name declares here; {} for a method
+        the checker did not resolve (its arguments are not read ahead)."""
+        params = None
+        hit = self.nodes.get(id(e))
+        if hit is not None and hit[0] is e and isinstance(hit[1], ir.Call):
+            callee, func = hit[1].callee, hit[1].func
+            if isinstance(callee, A.Method):
+                params = callee.params
+            elif isinstance(callee, (ir.Action, ir.Function)):
+                params = callee.ast.params
+            elif isinstance(getattr(func, "decl", None), (ActionSym, FuncSym)):
+                params = func.decl.decl.params
+        if params is None and isinstance(e.func, A.Name):
+            decl = (self.top if e.func.absolute else self.callables).get(e.func.name)
+            params = decl.params if decl is not None else None
+        out = {}
+        for i, p in enumerate(params or []):
+            out[i] = out[p.name] = p.direction
+        return out
+
+    def short_circuit(self, e):
+        """`a && b` -> `bool t = a; if (t) { t = b; }` (`||`: `if (!t)`), b's side effects
+        inside the `if`. A parser state has no `if`: only `a` is ordered there."""
+        loc = e.loc
+        pre, left = self.value(e.left, True)
+        if self.in_parser:
+            return pre, self.rebuilt_from(e, replace(e, left=left))
+        name = self.fresh()
+        more, right = self.value(e.right, True)
+        test = A.Name(loc, name) if e.op == "&&" else A.Unary(loc, "!", A.Name(loc, name))
+        evaluate = A.Block(loc, more + [A.Assign(loc, A.Name(loc, name), right)])
+        return pre + [A.VarDecl(self.at, [], A.TypeRef(loc, "bool"), name, left),
+                      A.If(self.at, test, evaluate, None)], A.Name(loc, name)
+
+    def choice(self, e):
+        """`c ? a : b` with side effects in a or b -> `T t; if (c) { t = a; } else { t =
+        b; }`, T the checker's type of the choice (unknown, or in a parser state: only c
+        is ordered)."""
+        loc = e.loc
+        pre, cond = self.value(e.cond, True)
+        hit = self.nodes.get(id(e))
+        t = hit[1].type if hit is not None and hit[0] is e and hit[1] is not None else None
+        try:
+            declared = None if self.in_parser or t is None else type_ref(t, loc)
+        except CompileError:
+            declared = None
+        if declared is None:
+            return pre, self.rebuilt_from(e, replace(e, cond=cond))
+        name = self.fresh()
+
+        def side(x):
+            more, v = self.value(x, True)
+            return A.Block(loc, more + [A.Assign(loc, A.Name(loc, name), v)])
+        return pre + [A.VarDecl(self.at, [], declared, name, None),
+                      A.If(self.at, cond, side(e.then), side(e.other))], A.Name(loc, name)
+
+    def rebuilt_from(self, original, written):
+        """`written`, standing for `original` (its type; no compile-time value: it has side
+        effects), so the emitter reads its node from the program's IR."""
+        if written is not original:
+            self.rebuilt.append((written, original))
+        return written
+
+
+def _is_pure(call):
+    return isinstance(call.func, A.Member) and call.func.name in PURE_METHODS
+

@@ -1,0 +1,71 @@
+// Calls with side effects inside expressions run once each, in P4-16's evaluation
+// order (8.x: operands and arguments left to right, the right operand of && / || only
+// when the left does not decide, one branch of ?:): order.py makes each such call a
+// statement of its own before lowering. inc and dbl both write their argument, so any
+// other order, or a call run when it should not be, gives other bytes.
+#include "include/data.p4"
+struct metadata { }
+
+bit<8> inc(inout bit<8> x) { x = x + 1; return x; }
+bit<8> dbl(inout bit<8> x) { x = x + x; return x; }
+bit<16> join(in bit<8> a, in bit<8> b) { return a ++ b; }
+
+parser OrderParser(packet_in packet, out headers hdr, inout metadata meta,
+                   inout standard_metadata_t standard_metadata) {
+    state start {
+        packet.extract(hdr.data);
+        transition select(hdr.data.f1) { 6: keyed; default: accept; }
+    }
+    state keyed {   // a call in a select key runs once, before the select reads it
+        transition select(inc(hdr.data.b2)) { 0x10: bumped; default: accept; }
+    }
+    state bumped { hdr.data.h2 = 0xB0B0; transition accept; }
+}
+
+control OrderIngress(inout headers hdr, inout metadata meta,
+                     inout standard_metadata_t standard_metadata) {
+    table t {
+        key = { hdr.data.f2: exact; }
+        actions = { NoAction; }
+        default_action = NoAction();
+    }
+    action both_write() { hdr.data.h1 = (bit<16>)(inc(hdr.data.b1) + dbl(hdr.data.b1)); }
+    action logic() {
+        bool r = hdr.data.b2 == 1 && inc(hdr.data.b1) == 6;
+        bool s = hdr.data.b2 == 1 || dbl(hdr.data.b1) == 12;
+        hdr.data.h2 = r ? 16w1 : 16w2;
+        hdr.data.h1 = s ? 16w1 : 16w2;
+    }
+    apply {
+        if (hdr.data.f1 == 1) {
+            hdr.data.b2 = inc(hdr.data.b1) + dbl(hdr.data.b1);
+        } else if (hdr.data.f1 == 2) {
+            both_write();
+        } else if (hdr.data.f1 == 3) {
+            bool r = hdr.data.b2 == 1 && inc(hdr.data.b1) == 6;
+            bool s = hdr.data.b2 == 1 || dbl(hdr.data.b1) == 12;
+            hdr.data.h2 = r ? 16w1 : 16w2;
+            hdr.data.h1 = s ? 16w1 : 16w2;
+        } else if (hdr.data.f1 == 4) {
+            if (inc(hdr.data.b1) == dbl(hdr.data.b1)) {
+                hdr.data.h2 = 0xAAAA;
+            } else {
+                hdr.data.h2 = 0x5555;
+            }
+        } else if (hdr.data.f1 == 5) {
+            hdr.data.h1 = join(inc(hdr.data.b1), dbl(hdr.data.b1));
+            hdr.data.h2 = (bit<16>)(hdr.data.f2 == 0 ? inc(hdr.data.b2) : dbl(hdr.data.b2));
+        } else if (hdr.data.f1 == 7) {
+            if (t.apply().hit && inc(hdr.data.b1) == 6) {
+                hdr.data.h2 = 1;
+            } else {
+                hdr.data.h2 = 2;
+            }
+        } else if (hdr.data.f1 == 8) {
+            logic();
+        }
+    }
+}
+
+V1Switch(OrderParser(), NoVerify(), OrderIngress(), NoEgress(), NoCompute(),
+         DataDeparser()) main;
