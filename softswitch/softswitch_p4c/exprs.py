@@ -335,11 +335,11 @@ class ExprMixin:
 
     def logical(self, e, ctx):
         """`a && b`, `a || b` without side effects in `b`: order.py made the others `if`
-        statements, but for a parser state's (a state has no `if`) and a loop's condition."""
+        statements, but for a parser state's (a state has no `if`)."""
         left = self.eval_value(e.left, ctx)
         if ctx.prims is not None and has_side_effects(e.right):
             raise unsupported(e.right.loc, f"side effects in the right operand of '{e.op}' in "
-                                           f"a parser state or a loop's condition")
+                                           f"a parser state")
         right = self.eval_value(e.right, ctx)
         if left.const is not None and right.const is not None:
             return Val(BoolT(), const=fold_binary(e.op, left.const, right.const, BoolT()))

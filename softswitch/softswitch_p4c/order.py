@@ -11,10 +11,11 @@ statements. A call that is the whole statement (`f(x);`, `x = f(y);`, `T x = f(y
 stays there. Runs after the check and switches, before the condition splitter (which then
 meets table applies only) and inlining (which gives each hoisted call its copy).
 
-What does not move: a run-time loop's condition (evaluated each iteration: the emitter
-refuses a call there), the right operand of `&&` / `||` and the branches of `?:` in a
-parser state (a state has no `if`: the emitter refuses side effects there), a switch's
-value (each label's test reads it: refused), table keys (evaluated by the table) and an
+A loop's condition with side effects is evaluated at the top of its body (`if (!c)
+break;`), its initializers' and updates' calls where they run. What does not move: the
+right operand of `&&` / `||` and the branches of `?:` in a parser state (a state has no
+`if`: the emitter refuses side effects there), a switch's value (each label's test reads
+it: refused), table keys (evaluated by the table), a parser's local initializers, and an
 assignment's target, which the emitter still evaluates where it lowers the assignment
 (after the calls hoisted out of its value).
 """
@@ -33,6 +34,15 @@ _OPERANDS = {A.Binary: ("left", "right"), A.Unary: ("expr",), A.Cast: ("expr",),
 def is_temporary(name):
     """A name order.py gave (`tmp$N`)."""
     return name.startswith("tmp$")
+
+
+def reads_temporary(e):
+    """Does expression `e` read a temporary of this pass (a value known only at run time,
+    or once its call is inlined)?"""
+    if isinstance(e, A.Name):
+        return is_temporary(e.name)
+    return isinstance(e, A.Expr) and any(
+        reads_temporary(x) for v in vars(e).values() for x in (v if isinstance(v, list) else [v]))
 
 
 def order_side_effects(program, program_nodes):
@@ -117,11 +127,26 @@ class SideEffectOrdering:
         elif isinstance(s, A.Return) and s.value is not None:
             pre, s.value = self.value(s.value, True)
         elif isinstance(s, A.For):
+            for d in s.init:                # run once, before the loop
+                if isinstance(d, A.VarDecl) and d.init is not None:
+                    more, d.init = self.value(d.init, False)
+                    pre += more
             self.stmts(s.updates)
             s.body = self.branch(s.body)
+            if has_side_effects(s.cond) and not self.in_parser:
+                self.loop_condition(s)
         elif isinstance(s, A.ForIn):
             s.body = self.branch(s.body)
         return pre + [s]
+
+    def loop_condition(self, s):
+        """`for (i; c; u) B` with side effects in c -> `for (i; ; u) { c's statements; if
+        (!c) break; B }`: c is evaluated before each iteration, after the updates too."""
+        self.at = s.cond.loc
+        pre, cond = self.value(s.cond, True)
+        leave = A.If(s.cond.loc, A.Unary(s.cond.loc, "!", cond), A.Break(s.cond.loc), None)
+        s.body = A.Block(s.body.loc, pre + [leave, s.body])
+        s.cond = None
 
     def chain(self, s):
         """A value switch's if-chain: its tests read the switch's value (the emitter's rule

@@ -373,8 +373,7 @@ class StmtMixin:
         if ctx.prims is None:
             raise CompileError(e.loc, f"call to '{describe(e.func)}' is not allowed in "
                                       f"this expression")
-        raise unsupported(e.loc, f"call to '{describe(e.func)}' in a loop's condition or "
-                                 f"bounds")
+        raise unsupported(e.loc, f"a call to '{describe(e.func)}' inside this expression")
 
     def st_Temp(self, s, ctx):
         """A temporary of order.py: the result of the call it hoisted (the callee's own

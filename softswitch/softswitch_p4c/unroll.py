@@ -22,6 +22,7 @@ from . import ast as A
 from .desugar import assigned_names
 from .errors import CompileError, unsupported
 from .inline import copy_tree
+from .order import reads_temporary
 from .symbols import Scope
 from .values import Val
 
@@ -78,7 +79,8 @@ class Unroller:
                 body, outcome = self.settle_jumps(st.stmts, scope)
                 out.append(A.Block(st.loc, body))
             elif isinstance(st, A.If) and has_jump(st):
-                cond = self.checker.const_value(st.cond, scope)
+                cond = None if reads_temporary(st.cond) else \
+                    self.checker.const_value(st.cond, scope)
                 if not isinstance(cond, bool):
                     raise NotUnrollable(st.loc, "unsupported construct: break/continue under a "
                                                 "condition that is not a compile-time constant")
@@ -122,6 +124,8 @@ class Unroller:
                     return
             yield dict(values)
             for u in s.updates:
+                if isinstance(u, A.Temp):       # a call's result (order.py): run time
+                    raise NotUnrollable(u.loc, "loop bounds must be compile-time constants")
                 if not (isinstance(u, A.Assign) and isinstance(u.lhs, A.Name)
                         and u.lhs.name in loop_vars):
                     raise unsupported(u.loc, "a for-loop update other than assigning a loop "

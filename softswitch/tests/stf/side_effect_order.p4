@@ -36,6 +36,12 @@ control OrderIngress(inout headers hdr, inout metadata meta,
         hdr.data.h2 = r ? 16w1 : 16w2;
         hdr.data.h1 = s ? 16w1 : 16w2;
     }
+    action loops() {    // a run-time loop's condition is evaluated before each iteration
+        for (bit<8> i = 0; inc(hdr.data.b1) < 5; i = i + 1) { hdr.data.h1 = hdr.data.h1 + 1; }
+        for (bit<8> j = 0; j < 3 && inc(hdr.data.b2) < 5; j = j + 1) {
+            hdr.data.h2 = hdr.data.h2 + 1;
+        }
+    }
     apply {
         if (hdr.data.f1 == 1) {
             hdr.data.b2 = inc(hdr.data.b1) + dbl(hdr.data.b1);
@@ -63,6 +69,8 @@ control OrderIngress(inout headers hdr, inout metadata meta,
             }
         } else if (hdr.data.f1 == 8) {
             logic();
+        } else if (hdr.data.f1 == 9) {
+            loops();
         }
     }
 }
