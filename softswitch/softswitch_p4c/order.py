@@ -25,6 +25,7 @@ from . import ast as A, ir
 from .desugar import PURE_METHODS, has_side_effects, type_ref
 from .errors import CompileError
 from .symbols import ActionSym, FuncSym
+from .types import IntT
 
 _OPERANDS = {A.Binary: ("left", "right"), A.Unary: ("expr",), A.Cast: ("expr",),
              A.Slice: ("expr",), A.Member: ("expr",), A.Index: ("expr", "index"),
@@ -202,10 +203,28 @@ class SideEffectOrdering:
             more, v = self.value(x, True) if readable[i] else self.target(x)
             pre += more
             if readable[i] and has_side_effects(exprs[i + 1:]) and self.may_change(v):
-                more, v = self.temporary([], v)
+                more, v = self.read_first(x, v)
                 pre += more
             out.append(v)
         return pre, out
+
+    def read_first(self, original, value):
+        """`value` (standing for `original`) read into a temporary now: a variable of the
+        checker's type, `T tmp$N = value;` (hsindex expands a run-time stack index in it
+        as in any initializer), else an A.Temp (the emitter copies what it reads)."""
+        t = self.checked_type(original)
+        try:
+            declared = None if t is None or isinstance(t, IntT) else type_ref(t, value.loc)
+        except CompileError:
+            declared = None
+        if declared is None:
+            return self.temporary([], value)
+        name = self.fresh()
+        return [A.VarDecl(self.at, [], declared, name, value)], A.Name(value.loc, name)
+
+    def checked_type(self, e):
+        hit = self.nodes.get(id(e))
+        return hit[1].type if hit is not None and hit[0] is e and hit[1] is not None else None
 
     def target(self, e):
         """Storage written (an assignment's target, an `out`/`inout` argument): the calls
@@ -291,8 +310,7 @@ class SideEffectOrdering:
         is ordered)."""
         loc = e.loc
         pre, cond = self.value(e.cond, True)
-        hit = self.nodes.get(id(e))
-        t = hit[1].type if hit is not None and hit[0] is e and hit[1] is not None else None
+        t = self.checked_type(e)
         try:
             declared = None if self.in_parser or t is None else type_ref(t, loc)
         except CompileError:

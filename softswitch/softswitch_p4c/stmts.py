@@ -126,9 +126,9 @@ class StmtMixin:
     def declare_local(self, s, t, ctx):
         """A local variable's storage (which types a variable may have: check.py); a
         temporary of desugar.split_conditions has the name its copy gave it (`steps`)."""
+        if is_temporary(s.name) and not isinstance(t, VarbitT):
+            return self.temporary("tmp", t)     # order.py's `tmp$N`: `tmp`, `tmp_0`, ...
         name = getattr(ctx.control, "temporaries", {}).get(s.name, s.name)
-        if is_temporary(name):                  # order.py's `tmp$N`
-            name = self.unique_name("tmp")
         if isinstance(t, VarbitT):
             return self.varbit_local(name, t)
         return self.layout(t, self.unique_instance_name(name), False, name)
@@ -377,8 +377,8 @@ class StmtMixin:
 
     def st_Temp(self, s, ctx):
         """A temporary of order.py: the result of the call it hoisted (the callee's own
-        temporary, or its constant), or an operand read before a later call (copied,
-        unless a constant or not a scalar)."""
+        temporary, or its constant), or an operand read before a later call whose type
+        the checker did not keep (copied, unless a constant)."""
         if isinstance(s.value, A.Call):
             v = self.lower_call(s.value, ctx)
             if v is None:
@@ -386,7 +386,7 @@ class StmtMixin:
                                                 f"a value")
         else:
             v = self.eval_value(s.value, ctx)
-            if v.const is None and v.type.is_scalar and not isinstance(v.type, IntT):
+            if v.const is None and not isinstance(v.type, IntT):
                 tmp = self.temporary("tmp", v.type)
                 self.assign(ctx, tmp, v, s.value.loc)
                 v = tmp

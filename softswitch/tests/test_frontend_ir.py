@@ -755,13 +755,14 @@ def ordered(tmp_path, monkeypatch, body, **kw):
     # operands left to right, each call once, its result a temporary
     ("meta.m8 = inc(meta.m8) + dbl(meta.m8);",
      "tmp$0 = inc(meta.m8); tmp$1 = dbl(meta.m8); meta.m8 = tmp$0 + tmp$1"),
-    # an operand read before a later call that may write it is read first
+    # an operand read before a later call that may write it is read first, into a
+    # variable of its type
     ("meta.m8 = meta.m8 + inc(meta.m8);",
-     "tmp$0 = meta.m8; tmp$1 = inc(meta.m8); meta.m8 = tmp$0 + tmp$1"),
+     "bit tmp$0 = meta.m8; tmp$1 = inc(meta.m8); meta.m8 = tmp$0 + tmp$1"),
     # an `in` argument is read before a later argument's call; the call that is the whole
     # value stays the assignment's
     ("meta.m16 = join(meta.m8, inc(meta.m8));",
-     "tmp$0 = meta.m8; tmp$1 = inc(meta.m8); meta.m16 = join(tmp$0, tmp$1)"),
+     "bit tmp$0 = meta.m8; tmp$1 = inc(meta.m8); meta.m16 = join(tmp$0, tmp$1)"),
     # an `out` argument names storage: not read ahead
     ("twice(meta.m8, inc(meta.m8));", "tmp$0 = inc(meta.m8); twice(meta.m8, tmp$0)"),
     # the right operand of && / || runs only when the left does not decide
@@ -810,6 +811,18 @@ def test_a_select_key_call_runs_once_at_the_end_of_the_state(tmp_path, monkeypat
     assert [code(k) for k in seen[0].transition.select] == ["tmp$0", "hdr.ethernet.etherType"]
     ops = j["parsers"][0]["parse_states"][0]["parser_ops"]
     assert [op["op"] for op in ops] == ["extract", "set", "set"]
+
+
+def test_a_stack_read_before_a_call_is_expanded_by_hsindex_as_before(tmp_path):
+    """An operand with a run-time stack index read before a later call is a variable's
+    initializer, which hsindex expands into an if-chain over the indices (as it expanded
+    the whole statement before the pass), not a run-time dereference."""
+    j, _ = compile_source(program(decls="bit<7> inc(inout bit<7> x) { x = x + 1; return x; }",
+                                  apply="""
+        hdr.ipv4.ttl[6:0] = hdr.hops[meta.m16[1:0]].port + inc(hdr.ipv4.ttl[6:0]);"""),
+        tmp_path)
+    assert len(j["pipelines"][0]["conditionals"]) == 4
+    assert "dereference_header_stack" not in json.dumps(j)
 
 
 @pytest.mark.parametrize("where, error", [
