@@ -5,9 +5,9 @@ the right operand of `&&` / `||` and one branch of `?:` only when needed. As p4c
 SideEffectOrdering does, every call with side effects inside an expression (a function's,
 an extern's or an extern method's) becomes a statement of its own before the statement it
 was in, its result the temporary `tmp$N` (an `A.Temp`); an operand read before a later
-call is read into one first (an `in` argument too, not an `out`/`inout` one, which names
-storage); `&&`, `||` and `?:` whose later operand has side effects become `if`
-statements. A call that is the whole statement (`f(x);`, `x = f(y);`, `T x = f(y);`)
+call is read into a variable `tmp$N` of its type first (an `in` argument too, not an
+`out`/`inout` one, which names storage); `&&`, `||` and `?:` whose later operand has side
+effects become `if` statements. A call that is the whole statement (`f(x);`, `x = f(y);`, `T x = f(y);`)
 stays there. Runs after the check and switches, before the condition splitter (which then
 meets table applies only) and inlining (which gives each hoisted call its copy).
 
