@@ -15,9 +15,9 @@ A loop's condition with side effects is evaluated at the top of its body (`if (!
 break;`), its initializers' and updates' calls where they run. What does not move: the
 right operand of `&&` / `||` and the branches of `?:` in a parser state (a state has no
 `if`: the emitter refuses side effects there), a switch's value (each label's test reads
-it: refused), table keys (evaluated by the table), a parser's local initializers, and an
-assignment's target, which the emitter still evaluates where it lowers the assignment
-(after the calls hoisted out of its value).
+it: refused), table keys (evaluated by the table) and a parser's local initializers. A
+target written before a later call (an assignment's, an `out` argument's) has its index
+read first; the storage itself is what the emitter writes.
 """
 from dataclasses import replace
 
@@ -118,7 +118,7 @@ class SideEffectOrdering:
             for case in s.cases:
                 case.body = self.branch(case.body)
         elif isinstance(s, A.Assign):
-            pre, s.lhs = self.target(s.lhs)
+            pre, s.lhs = self.target(s.lhs, s.rhs)
             more, s.rhs = self.value(s.rhs, False)
             pre += more
         elif isinstance(s, A.VarDecl) and s.init is not None and not s.is_const:
@@ -200,7 +200,7 @@ class SideEffectOrdering:
         value read into a temporary."""
         pre, out = [], []
         for i, x in enumerate(exprs):
-            more, v = self.value(x, True) if readable[i] else self.target(x)
+            more, v = self.value(x, True) if readable[i] else self.target(x, exprs[i + 1:])
             pre += more
             if readable[i] and has_side_effects(exprs[i + 1:]) and self.may_change(v):
                 more, v = self.read_first(x, v)
@@ -226,17 +226,21 @@ class SideEffectOrdering:
         hit = self.nodes.get(id(e))
         return hit[1].type if hit is not None and hit[0] is e and hit[1] is not None else None
 
-    def target(self, e):
-        """Storage written (an assignment's target, an `out`/`inout` argument): the calls
-        in its indices move, the storage itself is not read ahead."""
-        if not has_side_effects(e):
+    def target(self, e, later=None):
+        """Storage written (an assignment's target, an `out`/`inout` argument) before
+        `later` is evaluated: the calls in its indices move, and an index is read ahead
+        when `later` has side effects; the storage itself is not read."""
+        if not has_side_effects([e, later]):
             return [], e
         if isinstance(e, (A.Member, A.Slice)):
-            pre, base = self.target(e.expr)
+            pre, base = self.target(e.expr, later)
             return pre, self.rebuilt_from(e, replace(e, expr=base))
         if isinstance(e, A.Index):
-            pre, base = self.target(e.expr)
+            pre, base = self.target(e.expr, [e.index, later])
             more, index = self.value(e.index, True)
+            if has_side_effects(later) and self.may_change(index):
+                read, index = self.read_first(e.index, index)
+                more += read
             return pre + more, self.rebuilt_from(e, replace(e, expr=base, index=index))
         return self.value(e, True)
 

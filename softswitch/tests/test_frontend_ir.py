@@ -735,6 +735,7 @@ bit<8> inc(inout bit<8> x) { x = x + 1; return x; }
 bit<8> dbl(inout bit<8> x) { x = x + x; return x; }
 bit<16> join(in bit<8> a, in bit<8> b) { return a ++ b; }
 void twice(out bit<8> y, in bit<8> v) { y = v + v; }
+void set7(out bit<7> y, in bit<8> v) { y = (bit<7>)v; }
 """
 
 
@@ -781,6 +782,12 @@ def ordered(tmp_path, monkeypatch, body, **kw):
      "tmp$0 = inc(meta.m8); if (tmp$0 == 2) { meta.m16 = 1 }"),
     ("meta.m16 = join(inc(meta.m8), dbl(meta.m8));",
      "tmp$0 = inc(meta.m8); tmp$1 = dbl(meta.m8); meta.m16 = join(tmp$0, tmp$1)"),
+    # a target's index is evaluated before the value, an `out` argument's before the later
+    # arguments
+    ("hdr.hops[meta.m8[1:0]].port = (bit<7>)inc(meta.m8);",
+     "bit tmp$0 = meta.m8[1:0]; tmp$1 = inc(meta.m8); hdr.hops[tmp$0].port = (bit<7>)tmp$1"),
+    ("set7(hdr.hops[meta.m8[1:0]].port, inc(meta.m8));",
+     "bit tmp$0 = meta.m8[1:0]; tmp$1 = inc(meta.m8); set7(hdr.hops[tmp$0].port, tmp$1)"),
 ])
 def test_calls_inside_expressions_become_statements_in_evaluation_order(tmp_path, monkeypatch,
                                                                         body, statements):
