@@ -223,8 +223,8 @@ class BlockChecker:
     def declare_local(self, d):
         if isinstance(d, A.Instance):
             return self.instance(d)
-        if isinstance(d, A.VarDecl):
-            return self.var_decl(d)
+        if isinstance(d, (A.VarDecl, A.Temp)):        # a parser's initializer's: order.py
+            return self.stmt(d)
         if isinstance(d, A.ConstDecl):
             return self.constant(d.name, d.type, d.value, d)
         if isinstance(d, A.ActionDecl):

@@ -15,8 +15,7 @@ A loop's condition with side effects is evaluated at the top of its body (`if (!
 break;`), its initializers' and updates' calls where they run. What does not move: the
 right operand of `&&` / `||` and the branches of `?:` in a parser state (a state has no
 `if`: the emitter refuses side effects there), a switch's value (each label's test reads
-it: refused), table keys (evaluated by the table) and a parser's local initializers. A
-target written before a later call (an assignment's, an `out` argument's) has its index
+it: refused) and table keys (evaluated by the table). A target written before a later call (an assignment's, an `out` argument's) has its index
 read first; the storage itself is what the emitter writes.
 """
 from dataclasses import replace
@@ -66,6 +65,7 @@ def order_side_effects(program, program_nodes):
             ordering.enter([])
         elif isinstance(d, A.ParserDecl) and d.states:
             ordering.in_parser = True
+            ordering.stmts(d.locals)            # its variables' initializers
             for state in d.states:
                 ordering.state(state)
             ordering.in_parser = False

@@ -54,7 +54,7 @@ class ParserMixin:
         for d in decl.locals:
             if isinstance(d, A.ValueSetDecl):
                 self.declare_value_set(d, info)
-            elif isinstance(d, A.VarDecl):
+            elif isinstance(d, (A.VarDecl, A.Temp)):   # a Temp: order.py's, before its use
                 self.lower_stmt(d, ctx)
             elif isinstance(d, A.ConstDecl):
                 t = self.resolve_type(d.type, info.scope)

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from softswitch_p4c import ast as A, check, desugar, exprs, inline, ir
+from softswitch_p4c import ast as A, check, desugar, exprs, inline, ir, validate
 from softswitch_p4c import compiler as compiler_module
 from softswitch_p4c.compiler import Compiler
 from softswitch_p4c.driver import (check_tna_file, check_tna_to_ir, compile_source,
@@ -830,6 +830,23 @@ def test_a_stack_read_before_a_call_is_expanded_by_hsindex_as_before(tmp_path):
         tmp_path)
     assert len(j["pipelines"][0]["conditionals"]) == 4
     assert "dereference_header_stack" not in json.dumps(j)
+
+
+def test_a_parser_variables_initializer_calls_before_it_without_a_jump(tmp_path, monkeypatch):
+    """A parser's variable initialized with a call inside an expression: the call is a
+    statement before it among the parser's locals, its `return` no parser op (a parser
+    state has no jumps: the `_jump` it gave was an op BMv2 refuses)."""
+    path = p4_file(tmp_path, "locals.p4", program(decls=ORDER_DECLS, states="""
+        bit<8> v = meta.m8 + inc(meta.m8);
+        state start { meta.m16 = (bit<16>)v; transition accept; }"""))
+    seen = []
+    before_lowering(monkeypatch, lambda program: seen.extend(
+        next(d for d in program.decls if isinstance(d, A.ParserDecl) and d.name == "P")
+        .locals))
+    j, _ = compile_to_objects(str(path))
+    assert code(seen) == "bit tmp$0 = meta.m8; tmp$1 = inc(meta.m8); bit v = tmp$0 + tmp$1"
+    ops = j["parsers"][0]["parse_states"][0]["parser_ops"]
+    assert {op["op"] for op in ops} == {"set"} and validate.problems(j) == []
 
 
 @pytest.mark.parametrize("where, error", [
