@@ -37,9 +37,13 @@ SEGMENT_BYTES = 1000  # data segments only (ACKs and SYNs are smaller)
 def wire_gaps(lab, tcp):
     """(gaps (s) between the data segments a window-limited sender puts on its
     access link (tcpdump on the sender's interface, after its qdisc), from
-    SETTLED_S into the run to its end; the sender's smoothed RTT (s) and its
-    tcp_info samples). Pacing spaces segments by srtt, which a loaded machine
-    stretches beyond the path's RTT_S, so the spacing is checked against srtt."""
+    SETTLED_S into the run to its end; the sender's smoothed RTT (s) when each
+    gap ended, computed from the same capture as Linux computes srtt; the
+    sender's tcp_info samples). Pacing spaces segments by srtt, which a loaded
+    machine stretches beyond the path's RTT_S and moves during a run, so each gap
+    is checked against the srtt of its moment: the only tcp_info sample is taken
+    when the flow stops, and once read 82 ms where the gaps checked had followed
+    ~62 ms."""
     scenario = parse_experiment({
         "name": "pacing", "topology": LINKS, "aqm": {"mode": "droptail"},
         "workload": [{"kind": "bulk", "tcp": {"window_clamp": WINDOW, **tcp}}]}).scenarios[0]
@@ -47,19 +51,45 @@ def wire_gaps(lab, tcp):
     server = network.servers[0]
     pcap = lab.workdir / f"sender-{len(list(lab.workdir.glob('sender-*')))}.pcap"
     dump = lab.popen(server.host, ["tcpdump", "-i", server.host.defaultIntf().name, "-s", "96",
-                                   "-U", "-w", str(pcap),
-                                   f"tcp and src host {server.ip} and greater {SEGMENT_BYTES}"],
+                                   "-U", "-w", str(pcap), f"tcp and host {server.ip}"],
                      "tcpdump.log")
     job = Run(lab, network.pairs, RUN_S, seed=1)
     job.wait()
     lab.stop_process(dump)
-    times = [float(p.time) for p in rdpcap(str(pcap)) if TCP in p and IP in p
-             and job.epoch + SETTLED_S <= float(p.time) <= job.epoch + RUN_S]
-    assert len(times) > 50, f"only {len(times)} segments captured"
+    sends = sender_segments(rdpcap(str(pcap)), server.ip)
+    settled = [(t, srtt) for t, srtt in sends
+               if job.epoch + SETTLED_S <= t <= job.epoch + RUN_S and srtt is not None]
+    assert len(settled) > 50, f"only {len(settled)} segments captured"
+    assert min(srtt for _, srtt in settled) >= RTT_S
     infos = [r for r in job.records() if r["kind"] == "tcp_info"]
-    srtt = [info["rtt_us"] / 1e6 for info in infos]
-    assert srtt and min(srtt) >= RTT_S, srtt
-    return [b - a for a, b in zip(times, times[1:])], statistics.fmean(srtt), infos
+    gaps = [b - a for (a, _), (b, _) in zip(settled, settled[1:])]
+    return gaps, [srtt for _, srtt in settled[1:]], infos
+
+
+def sender_segments(packets, sender):
+    """(send time, the sender's srtt then) of each data segment it sent: srtt
+    from the capture's RTT samples as Linux takes them (tcp_clean_rtx_queue:
+    per cumulative ACK, the time since the oldest segment it newly acknowledges
+    was sent; none from a segment sent twice, Karn) and smooths them (gain 1/8,
+    tcp_rtt_estimator); None before the first sample."""
+    sends, outstanding, seen, srtt = [], [], set(), None
+    for packet in packets:
+        if TCP not in packet or IP not in packet:
+            continue
+        t, segment = float(packet.time), packet[TCP]
+        payload = packet[IP].len - 4 * packet[IP].ihl - 4 * segment.dataofs  # snaplen cuts it
+        if packet[IP].src == sender and payload >= SEGMENT_BYTES:
+            end = (segment.seq + payload) % 2**32
+            outstanding.append((end, t, end in seen))
+            seen.add(end)
+            sends.append((t, srtt))
+        elif packet[IP].dst == sender and "A" in segment.flags:
+            acked = [s for s in outstanding if (segment.ack - s[0]) % 2**32 < 2**31]
+            outstanding = [s for s in outstanding if s not in acked]
+            if acked and not acked[0][2]:
+                sample = t - acked[0][1]
+                srtt = sample if srtt is None else srtt + (sample - srtt) / 8
+    return sends
 
 
 def kernel_pacing_ratios(infos):
@@ -71,16 +101,17 @@ def kernel_pacing_ratios(infos):
 
 
 def test_thesis_pacing_sends_one_segment_every_rtt_over_cwnd(lab):
-    gaps, srtt, infos = wire_gaps(lab, THESIS_PACING)
+    gaps, srtts, infos = wire_gaps(lab, THESIS_PACING)
     assert kernel_pacing_ratios(infos) == pytest.approx([1.0] * len(infos), rel=0.01)
     # srtt: the 60 ms path plus the queueing of a 4 Mb/s flow on 100 Mb/s links (< 1 ms),
     # plus whatever a loaded machine adds
-    assert statistics.median(gaps) == pytest.approx(srtt / WINDOW, rel=0.2)
+    in_srtts = [gap / srtt for gap, srtt in zip(gaps, srtts)]
+    assert statistics.median(in_srtts) == pytest.approx(1 / WINDOW, rel=0.2)
 
 
 def test_default_pacing_is_twice_as_fast_in_slow_start(lab):
     # A clamped window never reaches ssthresh / 2, so Linux keeps its 200 % slow-start ratio.
-    gaps, srtt, infos = wire_gaps(lab, {"pacing": True})
+    gaps, srtts, infos = wire_gaps(lab, {"pacing": True})
     assert kernel_pacing_ratios(infos) == pytest.approx([2.0] * len(infos), rel=0.01)
     # On the wire: paced at twice cwnd / srtt, a window leaves in half an RTT, then
     # the sender waits for ACKs (gaps of a quarter RTT and more end a window). Once
@@ -92,8 +123,8 @@ def test_default_pacing_is_twice_as_fast_in_slow_start(lab):
     # the gaps sits there (measured 0.77-0.78 ms, idle and beside two busy loops);
     # thesis pacing's would be twice that or more. Nothing leaves faster (5 % allowed
     # for capture timestamps taken late).
-    in_window = [gap for gap in gaps if gap < srtt / 4]
-    half_interval = srtt / WINDOW / 4
+    in_window = [gap / srtt for gap, srtt in zip(gaps, srtts) if gap < srtt / 4]   # in srtts
+    half_interval = 1 / WINDOW / 4
     low, *_, lower_quartile = statistics.quantiles(in_window, n=20)[:5]
     assert 0.8 * half_interval <= low <= lower_quartile <= 1.2 * half_interval
 
