@@ -193,6 +193,19 @@ def jobs_option(extra):
     return int(extra[at + 1]), extra[:at] + extra[at + 2:]
 
 
+def filesystem_now(folder):
+    """The time a file written now in `folder` gets as its mtime. The kernel
+    stamps files with its coarse clock, up to a tick (4 ms) behind time.time(),
+    so a marker written just after time.time() can look older than it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = folder / ".now"
+    stamp.write_text("")
+    try:
+        return stamp.stat().st_mtime
+    finally:
+        stamp.unlink()
+
+
 def run_part(root, part, source, extra):
     """`aqmlab run` of one file into root/part (resumed); its wall time, the
     runs it completed, their traffic seconds and the slot-seconds they used
@@ -205,7 +218,7 @@ def run_part(root, part, source, extra):
                "--resume"] + extra
     duration = tomllib.loads(Path(source).read_text())["duration"]
     jobs, _ = jobs_option(extra)
-    since = time.time()      # runs completed from now on (redone ones too) are this call's
+    since = filesystem_now(Path(root))   # runs completed from now on (redone ones too) are this call's
     started = time.monotonic()
     code = call_run(command)
     seconds = time.monotonic() - started
