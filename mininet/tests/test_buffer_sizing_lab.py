@@ -62,6 +62,7 @@ def wire_gaps(lab, tcp):
     assert len(settled) > 50, f"only {len(settled)} segments captured"
     assert min(srtt for _, srtt in settled) >= RTT_S
     infos = [r for r in job.records() if r["kind"] == "tcp_info"]
+    assert infos and min(info["rtt_us"] for info in infos) / 1e6 >= RTT_S, infos
     gaps = [b - a for (a, _), (b, _) in zip(settled, settled[1:])]
     return gaps, [srtt for _, srtt in settled[1:]], infos
 
