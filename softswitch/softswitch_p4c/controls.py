@@ -480,10 +480,10 @@ class ControlMixin:
         return None
 
     def g_value_switch(self, s, ctx):
-        """A switch on a value (its type: check.py), as desugar.switches_as_ifs wrote it:
-        the value is evaluated here without primitives, so that a call, which each label's
-        test would repeat, is refused; then its if-chain (a block when only `default` has
-        a body)."""
+        """A switch on a value (its type: check.py), as desugar.switches_as_ifs wrote it
+        and order.py left it (a value with side effects read once before): the value is
+        evaluated here without primitives, as each label's test reads it again; then its
+        if-chain (a block when only `default` has a body)."""
         self.eval_value(s.expr, Ctx(ctx.scope, None, "control", ctx.control))
         return self.g_stmt(s.chain, ctx)
 

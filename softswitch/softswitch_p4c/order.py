@@ -12,11 +12,14 @@ stays there. Runs after the check and switches, before the condition splitter (w
 meets table applies only) and inlining (which gives each hoisted call its copy).
 
 A loop's condition with side effects is evaluated at the top of its body (`if (!c)
-break;`), its initializers' and updates' calls where they run. What does not move: the
-right operand of `&&` / `||` and the branches of `?:` in a parser state (a state has no
-`if`: the emitter refuses side effects there), a switch's value (each label's test reads
-it: refused) and table keys (evaluated by the table). A target written before a later call (an assignment's, an `out` argument's) has its index
-read first; the storage itself is what the emitter writes.
+break;`), its initializers' and updates' calls where they run. A switch's value with side
+effects is evaluated once, before the if-chain of its labels reads it (as p4c dismantles a
+switch's expression). In a parser state the `if`s become states of their own (the
+emitter splits a state at an `if`). What does not move: `&&` / `||` / `?:` in a parser's
+variable initializers (they run before any state: no `if` there; the emitter refuses
+side effects in them) and table keys (evaluated by the table). A target written before a
+later call (an assignment's, an `out` argument's) has its index read first; the storage
+itself is what the emitter writes.
 """
 from dataclasses import replace
 
@@ -64,8 +67,9 @@ def order_side_effects(program, program_nodes):
             ordering.stmts(d.body.stmts)
             ordering.enter([])
         elif isinstance(d, A.ParserDecl) and d.states:
-            ordering.in_parser = True
+            ordering.in_parser = ordering.no_ifs = True
             ordering.stmts(d.locals)            # its variables' initializers
+            ordering.no_ifs = False
             for state in d.states:
                 ordering.state(state)
             ordering.in_parser = False
@@ -78,7 +82,8 @@ class SideEffectOrdering:
         self.top = {d.name: d for d in program.decls
                     if isinstance(d, (A.ActionDecl, A.FunctionDecl))}
         self.callables = self.top
-        self.in_parser = False
+        self.in_parser = False      # loops there are unrolled: their conditions stay
+        self.no_ifs = False         # where no `if` can go: a parser's variable initializers
         self.count = 0
         self.at = None              # the statement being ordered: what it writes is at its place
         self.rebuilt = []           # (expression written, the one it stands for)
@@ -113,6 +118,10 @@ class SideEffectOrdering:
             pre, s.cond = self.value(s.cond, True)
             s.then, s.other = self.branch(s.then), self.branch(s.other)
         elif isinstance(s, A.SwitchChain):
+            if has_side_effects(s.expr):
+                pre, value = self.value(s.expr, True)
+                s.chain = self.switch_tests(s.chain, s.expr, value)
+                s.expr = value
             self.chain(s.chain)
         elif isinstance(s, A.Switch):
             for case in s.cases:
@@ -157,6 +166,20 @@ class SideEffectOrdering:
             self.chain(s.other)
         else:
             self.stmt(s)
+
+    def switch_tests(self, chain, old, new):
+        """The if-chain of a switch's labels (desugar.switch_as_ifs: `old == label`, or-ed)
+        reading `new`, the switch's value evaluated once, in place of `old`."""
+        def test(e):
+            if e is old:
+                return new
+            if isinstance(e, A.Binary) and e.op in ("==", "||"):
+                return self.rebuilt_from(e, replace(e, left=test(e.left), right=test(e.right)))
+            return e
+        if isinstance(chain, A.If):
+            return replace(chain, cond=test(chain.cond),
+                           other=self.switch_tests(chain.other, old, new))
+        return chain
 
     def state(self, state):
         """A parser state's statements, then its select's keys, left to right."""
@@ -296,10 +319,11 @@ class SideEffectOrdering:
 
     def short_circuit(self, e):
         """`a && b` -> `bool t = a; if (t) { t = b; }` (`||`: `if (!t)`), b's side effects
-        inside the `if`. A parser state has no `if`: only `a` is ordered there."""
+        inside the `if`. A parser's variable initializer has no `if`: only `a` is ordered
+        there."""
         loc = e.loc
         pre, left = self.value(e.left, True)
-        if self.in_parser:
+        if self.no_ifs:
             return pre, self.rebuilt_from(e, replace(e, left=left))
         name = self.fresh()
         more, right = self.value(e.right, True)
@@ -310,13 +334,13 @@ class SideEffectOrdering:
 
     def choice(self, e):
         """`c ? a : b` with side effects in a or b -> `T t; if (c) { t = a; } else { t =
-        b; }`, T the checker's type of the choice (unknown, or in a parser state: only c
-        is ordered)."""
+        b; }`, T the checker's type of the choice (unknown, or in a parser's variable
+        initializer: only c is ordered)."""
         loc = e.loc
         pre, cond = self.value(e.cond, True)
         t = self.checked_type(e)
         try:
-            declared = None if self.in_parser or t is None else type_ref(t, loc)
+            declared = None if self.no_ifs or t is None else type_ref(t, loc)
         except CompileError:
             declared = None
         if declared is None:

@@ -8,7 +8,6 @@ from .ast import describe
 from .check import min_args
 from .errors import CompileError, unsupported
 from .copyinout import params_needing_copies, storage_of
-from .desugar import has_side_effects
 from .exprs import Ctx, StackLastRef
 from .order import is_temporary
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope, TypeSym
@@ -222,12 +221,10 @@ class StmtMixin:
 
     def st_SwitchChain(self, s, ctx):
         """`switch (value)` inside an action or function, as desugar.switches_as_ifs wrote
-        it: its if/else-if chain (the value's type: check.py)."""
+        it: its if/else-if chain (the value's type: check.py; a value with side effects
+        order.py read once, before the chain)."""
         if ctx.kind == "parser":              # a function inlined into a parser state
             raise CompileError(s.loc, "'switch' statements are not allowed in a parser")
-        if has_side_effects(s.expr):          # each label's test reads it again
-            raise unsupported(s.expr.loc, "'switch' inside an action on an expression with side "
-                                          "effects")
         self.lower_stmt(s.chain, ctx)
 
     def st_Switch(self, s, ctx):

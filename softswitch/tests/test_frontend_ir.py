@@ -717,6 +717,8 @@ def code(node):
         return f"if ({code(node.cond)}) {{ {code(node.then)} }}{other}"
     if isinstance(node, A.Block):
         return code(node.stmts)
+    if isinstance(node, A.SwitchChain):
+        return code(node.chain)
     if isinstance(node, A.Call):
         return f"{code(node.func)}({', '.join(code(a) for a in node.args)})"
     if isinstance(node, A.Binary):
@@ -788,6 +790,10 @@ def ordered(tmp_path, monkeypatch, body, **kw):
      "bit tmp$0 = meta.m8[1:0]; tmp$1 = inc(meta.m8); hdr.hops[tmp$0].port = (bit<7>)tmp$1"),
     ("set7(hdr.hops[meta.m8[1:0]].port, inc(meta.m8));",
      "bit tmp$0 = meta.m8[1:0]; tmp$1 = inc(meta.m8); set7(hdr.hops[tmp$0].port, tmp$1)"),
+    # a switch's value is evaluated once, before its labels' tests read it
+    ("switch (inc(meta.m8)) { 1: { meta.m16 = 1; } 2: 3: { meta.m16 = 2; } }",
+     "tmp$0 = inc(meta.m8); if (tmp$0 == 1) { meta.m16 = 1 } "
+     "else { if (tmp$0 == 2 || tmp$0 == 3) { meta.m16 = 2 } else {  } }"),
 ])
 def test_calls_inside_expressions_become_statements_in_evaluation_order(tmp_path, monkeypatch,
                                                                         body, statements):
@@ -853,19 +859,19 @@ def test_a_parser_variables_initializer_calls_before_it_without_a_jump(tmp_path,
     (dict(ingress="table k { key = { inc(meta.m8): exact; } actions = { NoAction; } }",
           apply="k.apply();"), "call to 'inc' is not allowed in this expression"),
     (dict(states="""
-        state start {
-            meta.m8 = meta.m16 == 0 && inc(meta.m8) == 1 ? 8w1 : 8w2;
-            transition accept;
-        }"""), "side effects in the right operand of '&&' in a parser state"),
+        bool b = meta.m16 == 0 && inc(meta.m8) == 1;
+        state start { meta.m8 = b ? 8w1 : 8w2; transition accept; }"""),
+     "side effects in the right operand of '&&' in a parser's variable initializer"),
     (dict(states="""
-        state start {
-            meta.m8 = meta.m16 == 0 ? inc(meta.m8) : 8w2;
-            transition accept;
-        }"""), "side effects in a branch of '?:' in a parser state or a generic function"),
+        bit<8> v = meta.m16 == 0 ? inc(meta.m8) : 8w2;
+        state start { meta.m8 = v; transition accept; }"""),
+     "side effects in a branch of '?:' in a parser's variable initializer or a generic "
+     "function"),
 ])
 def test_what_the_ordering_cannot_move_is_refused(tmp_path, where, error):
-    """A table key is evaluated by the table when it is applied, and a parser state has no
-    `if` for && / || / ?: to become: calls there stay refused."""
+    """A table key is evaluated by the table when it is applied, and a parser's variable
+    initializers run before any state, where no `if` for && / || / ?: can go: calls there
+    stay refused."""
     with pytest.raises(CompileError, match=re.escape(error)):
         compile_source(program(decls=ORDER_DECLS, **where), tmp_path)
 

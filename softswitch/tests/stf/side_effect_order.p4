@@ -14,12 +14,18 @@ parser OrderParser(packet_in packet, out headers hdr, inout metadata meta,
                    inout standard_metadata_t standard_metadata) {
     state start {
         packet.extract(hdr.data);
-        transition select(hdr.data.f1) { 6: keyed; default: accept; }
+        transition select(hdr.data.f1) { 6: keyed; 10: logic; default: accept; }
     }
     state keyed {   // a call in a select key runs once, before the select reads it
         transition select(inc(hdr.data.b2)) { 0x10: bumped; default: accept; }
     }
     state bumped { hdr.data.h2 = 0xB0B0; transition accept; }
+    state logic {   // && and ?: in a state: the later operand runs only when needed
+        bool r = hdr.data.b2 == 1 && inc(hdr.data.b1) == 6;
+        hdr.data.h2 = r ? 16w1 : 16w2;
+        hdr.data.h1 = hdr.data.f2 == 0 ? (bit<16>)inc(hdr.data.b2) : (bit<16>)dbl(hdr.data.b2);
+        transition accept;
+    }
 }
 
 control OrderIngress(inout headers hdr, inout metadata meta,
@@ -40,6 +46,13 @@ control OrderIngress(inout headers hdr, inout metadata meta,
         for (bit<8> i = 0; inc(hdr.data.b1) < 5; i = i + 1) { hdr.data.h1 = hdr.data.h1 + 1; }
         for (bit<8> j = 0; j < 3 && inc(hdr.data.b2) < 5; j = j + 1) {
             hdr.data.h2 = hdr.data.h2 + 1;
+        }
+    }
+    action pick() {     // a switch's value is evaluated once, before the labels' tests
+        switch (dbl(hdr.data.b2)) {
+            2: { hdr.data.h1 = 2; }
+            4: { hdr.data.h1 = 4; }
+            default: { hdr.data.h1 = 0xFF; }
         }
     }
     apply {
@@ -71,6 +84,13 @@ control OrderIngress(inout headers hdr, inout metadata meta,
             logic();
         } else if (hdr.data.f1 == 9) {
             loops();
+        } else if (hdr.data.f1 == 11) {
+            switch (inc(hdr.data.b1)) {
+                6: { hdr.data.h2 = 6; }
+                7: { hdr.data.h2 = 7; }
+                default: { hdr.data.h2 = 0xFF; }
+            }
+            pick();
         }
     }
 }
