@@ -138,9 +138,7 @@ class SideEffectOrdering:
             pre, s.value = self.value(s.value, True)
         elif isinstance(s, A.For):
             for d in s.init:                # run once, before the loop
-                if isinstance(d, A.VarDecl) and d.init is not None:
-                    more, d.init = self.value(d.init, False)
-                    pre += more
+                pre += self.stmt(d)[:-1]
             self.stmts(s.updates)
             s.body = self.branch(s.body)
             if has_side_effects(s.cond) and not self.in_parser:

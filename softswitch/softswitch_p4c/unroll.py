@@ -98,8 +98,10 @@ class Unroller:
     def loop_vars(s):
         out = {}
         for st in s.init:
-            if not isinstance(st, A.VarDecl):
-                raise unsupported(st.loc, "a for-loop initializer that is not a declaration")
+            if not isinstance(st, A.VarDecl):   # a variable of the enclosing scope: an
+                # action lowers the loop at run time, where the variable is written
+                raise NotUnrollable(st.loc, "unsupported construct: a for-loop initializer "
+                                            "that is not a declaration")
             out[st.name] = st.type
         return out
 

@@ -876,6 +876,17 @@ def test_what_the_ordering_cannot_move_is_refused(tmp_path, where, error):
         compile_source(program(decls=ORDER_DECLS, **where), tmp_path)
 
 
+def test_a_loop_initialized_by_assignment_runs_only_at_run_time_in_an_action(tmp_path):
+    """`for (x = e; ...)` writes a variable of the enclosing scope: an action lowers the
+    loop at run time, where the variable is written (STF `side_effect_order`); an apply
+    block, which unrolls every loop at compile time, refuses it at the initializer."""
+    loop = "for (meta.m8 = 0; meta.m8 < 3; meta.m8 = meta.m8 + 1) { meta.m16 = meta.m16 + 1; }"
+    compile_source(program(ingress=f"action a() {{ {loop} }} table t {{ actions = {{ a; }} }}",
+                           apply="t.apply();"), tmp_path)
+    with pytest.raises(CompileError, match="a for-loop initializer that is not a declaration"):
+        compile_source(program(apply=loop), tmp_path)
+
+
 def test_sub_controls_are_inlined_once_before_lowering_a_copy_per_application(tmp_path,
                                                                               monkeypatch):
     """inline.inline_program runs once over the program after the check: the emitter

@@ -47,6 +47,10 @@ control OrderIngress(inout headers hdr, inout metadata meta,
         for (bit<8> j = 0; j < 3 && inc(hdr.data.b2) < 5; j = j + 1) {
             hdr.data.h2 = hdr.data.h2 + 1;
         }
+        // an initializer that is an assignment: its call runs once, before the loop
+        for (hdr.data.b2 = inc(hdr.data.b1) + 1; hdr.data.b2 < 10; hdr.data.b2 = hdr.data.b2 + 2) {
+            hdr.data.h1 = hdr.data.h1 + 1;
+        }
     }
     action pick() {     // a switch's value is evaluated once, before the labels' tests
         switch (dbl(hdr.data.b2)) {
