@@ -29,7 +29,7 @@ def describe(e):
     if isinstance(e, IntLit):
         return f"{e.width}{'s' if e.signed else 'w'}{e.value}" if e.width else str(e.value)
     if isinstance(e, Call):
-        return f"{describe(e.func)}()"
+        return f"{describe(e.func)}({', '.join(describe(a) for a in e.args)})"
     if isinstance(e, Slice):
         return f"{describe(e.expr)}[{describe(e.hi)}:{describe(e.lo)}]"
     if isinstance(e, BoolLit):
@@ -432,6 +432,10 @@ class KeyElement:
     expr: Expr
     match_kind: str
     match_loc: Any
+    # written by order.py for a key with side effects (p4c's KeySideEffect): the
+    # statements its table's apply runs first, and the key's name as it was written
+    prep: list = field(default_factory=list)
+    written: Optional[str] = None
 
 
 @dataclass

@@ -540,12 +540,11 @@ class ControlMixin:
         if tsym.name in info.applied:
             raise unsupported(at.loc, f"applying table '{tsym.decl.name}' more than once")
         info.applied.add(tsym.name)
-        key_temps = []
-        table = self.lower_table(tsym, key_temps)
+        key_temps, prims = [], []
+        table = self.lower_table(tsym, key_temps, prims)
         info.tables.append(table)
-        if not key_temps:
+        if not key_temps and not prims:
             return table["name"], table
-        prims = []
         ctx = Ctx(tsym.scope, prims, "control", info)
         for tmp, value, loc in key_temps:
             self.assign(ctx, tmp, value, loc)
@@ -553,13 +552,16 @@ class ControlMixin:
         _patch(exits, table["name"])
         return entry, table
 
-    def lower_table(self, tsym, key_temps):
+    def lower_table(self, tsym, key_temps, prims):
+        """The table's JSON; the keys computed before it is applied go to `key_temps`
+        (temporary, value, loc), the primitives of their side effects to `prims`."""
         d = tsym.decl
         props = self.table_properties(d)
         if "actions" not in props:
             raise CompileError(d.loc, f"table '{d.name}' has no actions property")
         selector_inputs = []
-        keys, p4keys = self.table_keys(tsym, props.get("key"), key_temps, selector_inputs)
+        keys, p4keys = self.table_keys(tsym, props.get("key"), key_temps, prims,
+                                       selector_inputs)
         actions, refs = self.table_actions(tsym, props["actions"])
         match_type = self.table_match_type(d, keys, props.get("key"))
         size = self.table_size(tsym, props.get("size"))
@@ -588,13 +590,17 @@ class ControlMixin:
             raise unsupported(k.loc, "a selector key that is not a field")
         return v.ref.json()
 
-    def table_keys(self, tsym, prop, key_temps, selector_inputs):
+    def table_keys(self, tsym, prop, key_temps, prims, selector_inputs):
         keys, p4 = [], []
         ctx = Ctx(tsym.scope, None, "control", tsym.control)
         for k in prop.value if prop else []:      # match kinds: check.py
             if k.match_kind == "selector":          # hashed by the action selector
                 selector_inputs.append(self.selector_input(k, ctx))
                 continue
+            if k.prep:                              # its side effects (order.py), run first
+                ctx = Ctx(Scope(ctx.scope), prims, "control", tsym.control)
+                for s in k.prep:
+                    self.lower_stmt(s, ctx)
             v = self.eval_value(k.expr, ctx)
             if not v.type.is_scalar or isinstance(v.type, IntT):
                 raise CompileError(k.loc, f"table key must be a fixed-width scalar, not {v.type}")
@@ -610,6 +616,8 @@ class ControlMixin:
         a = A.find_annotation(k.annos, "name")
         if a and a.args and isinstance(a.args[0], A.StrLit):
             return a.args[0].value
+        if k.written is not None:                   # order.py moved its side effects
+            return k.written
         if isinstance(k.expr, A.Call) and isinstance(k.expr.func, A.Member) and \
                 k.expr.func.name == "isValid":
             return f"{describe(k.expr.func.expr)}.$valid$"

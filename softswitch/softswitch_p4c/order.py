@@ -17,9 +17,10 @@ effects is evaluated once, before the if-chain of its labels reads it (as p4c di
 switch's expression). In a parser state the `if`s become states of their own (the
 emitter splits a state at an `if`). What does not move: `&&` / `||` / `?:` in a parser's
 variable initializers (they run before any state: no `if` there; the emitter refuses
-side effects in them) and table keys (evaluated by the table). A target written before a
-later call (an assignment's, an `out` argument's) has its index read first; the storage
-itself is what the emitter writes.
+side effects in them). A table key with side effects is evaluated by statements the
+table's apply runs first (p4c's KeySideEffect). A target written before a later call (an
+assignment's, an `out` argument's) has its index read first; the storage itself is what
+the emitter writes.
 """
 from dataclasses import replace
 
@@ -61,6 +62,8 @@ def order_side_effects(program, program_nodes):
             for local in d.locals:
                 if isinstance(local, (A.ActionDecl, A.FunctionDecl)):
                     ordering.stmts(local.body.stmts)
+                elif isinstance(local, A.TableDecl):
+                    ordering.table_keys(local)
             d.inits = [A.Assign(x.loc, A.Name(x.loc, x.name), x.init) for x in d.locals
                        if isinstance(x, A.VarDecl) and x.init is not None]
             ordering.stmts(d.inits)
@@ -164,6 +167,19 @@ class SideEffectOrdering:
             self.chain(s.other)
         else:
             self.stmt(s)
+
+    def table_keys(self, table):
+        """A key with side effects (p4c's KeySideEffect): its calls become statements
+        the table's apply runs first, left to right over the keys (`KeyElement.prep`),
+        the key the value they leave; it keeps the name it was written with."""
+        for prop in table.properties:
+            if prop.name != "key":
+                continue
+            for k in prop.value:
+                if k.match_kind != "selector" and has_side_effects(k.expr):
+                    self.at = k.loc
+                    k.written = A.describe(k.expr)
+                    k.prep, k.expr = self.value(k.expr, True)
 
     def switch_tests(self, chain, old, new):
         """The if-chain of a switch's labels (desugar.switch_as_ifs: `old == label`, or-ed)

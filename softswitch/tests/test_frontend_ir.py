@@ -855,9 +855,22 @@ def test_a_parser_variables_initializer_calls_before_it_without_a_jump(tmp_path,
     assert {op["op"] for op in ops} == {"set"} and validate.problems(j) == []
 
 
+def test_a_key_with_side_effects_is_computed_before_its_table_keeping_its_name(tmp_path):
+    """p4c's KeySideEffect: a key that calls a function is evaluated by statements the
+    table's apply runs first (STF `side_effect_order` checks the packets); the table
+    matches on the value they leave, and the P4Info names the key as it was written."""
+    j, p4info = compile_source(program(
+        decls=ORDER_DECLS, ingress="table k { key = { inc(meta.m8): exact; meta.m8: exact; } "
+                                   "actions = { NoAction; } }", apply="k.apply();"), tmp_path)
+    table, = [t for t in p4info.tables if t.preamble.name.endswith(".k")]
+    assert [m.name for m in table.match_fields] == ["inc(meta.m8)", "meta.m8"]
+    assert [m.bitwidth for m in table.match_fields] == [8, 8]
+    keys = next(t for p in j["pipelines"] for t in p["tables"] if t["name"].endswith(".k"))["key"]
+    assert keys[0]["target"][1].startswith("inc_retval") and keys[1]["target"] == ["scalars", "metadata.m8"]
+    assert validate.problems(j) == []
+
+
 @pytest.mark.parametrize("where, error", [
-    (dict(ingress="table k { key = { inc(meta.m8): exact; } actions = { NoAction; } }",
-          apply="k.apply();"), "call to 'inc' is not allowed in this expression"),
     (dict(states="""
         bool b = meta.m16 == 0 && inc(meta.m8) == 1;
         state start { meta.m8 = b ? 8w1 : 8w2; transition accept; }"""),
@@ -869,9 +882,8 @@ def test_a_parser_variables_initializer_calls_before_it_without_a_jump(tmp_path,
      "function"),
 ])
 def test_what_the_ordering_cannot_move_is_refused(tmp_path, where, error):
-    """A table key is evaluated by the table when it is applied, and a parser's variable
-    initializers run before any state, where no `if` for && / || / ?: can go: calls there
-    stay refused."""
+    """A parser's variable initializers run before any state, where no `if` for && / || /
+    ?: can go: calls there stay refused."""
     with pytest.raises(CompileError, match=re.escape(error)):
         compile_source(program(decls=ORDER_DECLS, **where), tmp_path)
 

@@ -52,6 +52,20 @@ control OrderIngress(inout headers hdr, inout metadata meta,
             hdr.data.h1 = hdr.data.h1 + 1;
         }
     }
+    action set_h1(bit<16> v) { hdr.data.h1 = v; }
+    table keyed {   // a key with side effects: its call runs once, when the table is applied
+        key = {
+            inc(hdr.data.b1): exact @name("bumped");
+            hdr.data.b1: exact @name("after");   // read by the table: after the call
+        }
+        actions = { set_h1; NoAction; }
+        default_action = NoAction();
+    }
+    table keyed_and {   // && in a key: its right operand runs only when needed
+        key = { hdr.data.b2 == 1 && inc(hdr.data.b1) == 6: exact @name("both"); }
+        actions = { NoAction; }
+        default_action = NoAction();
+    }
     action pick() {     // a switch's value is evaluated once, before the labels' tests
         switch (dbl(hdr.data.b2)) {
             2: { hdr.data.h1 = 2; }
@@ -95,6 +109,14 @@ control OrderIngress(inout headers hdr, inout metadata meta,
                 default: { hdr.data.h2 = 0xFF; }
             }
             pick();
+        } else if (hdr.data.f1 == 12) {
+            if (keyed.apply().hit) {
+                hdr.data.h2 = 0x1111;
+            }
+        } else if (hdr.data.f1 == 13) {
+            if (keyed_and.apply().hit) {
+                hdr.data.h2 = 0x2222;
+            }
         }
     }
 }
