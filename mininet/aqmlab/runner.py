@@ -337,7 +337,10 @@ def run_workers(source_path, out_dir, runs, quick, build_dir, show_progress, job
     progress = Progress(duration * len(runs), show_progress)
     pending, running, outcome = list(runs), {}, {}
     INTERRUPTED.clear()
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    # SIGINT too: a study started in the background inherits it ignored, and Python then
+    # installs no handler of its own, so the runs it interrupts would be followed by more
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGINT,
+                                                                       signal.SIGTERM)}
     try:
         while pending or running:
             while pending and len(running) < jobs:
@@ -364,7 +367,8 @@ def run_workers(source_path, out_dir, runs, quick, build_dir, show_progress, job
             proc.wait()
         raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         progress.close()
     return outcome
 

@@ -478,6 +478,24 @@ def test_run_part_counts_each_runs_own_wall_seconds_not_idle_slots(tmp_path, mon
     assert common.overhead_estimate(wall) == (10.0, 6)
 
 
+def test_an_interrupted_part_stops_the_study_after_keeping_its_wall_time(tmp_path, monkeypatch):
+    """A stage's `aqmlab run` that was interrupted (exit 130: a signal to it, or to its
+    process group while the study ignores SIGINT) ends the study instead of starting the
+    next stage; the runs it completed still count."""
+    clock = iter([0.0, 50.0])
+    monkeypatch.setattr(common.time, "monotonic", lambda: next(clock))
+    fake_part_runs(monkeypatch, tmp_path, 1, {"epoch": 1000.0, "window": [1010.0, 1040.0]})
+    write_runs = common.call_run
+
+    def interrupted(command):
+        write_runs(command)             # one run completed before the signal
+        return common.INTERRUPTED_EXIT
+    monkeypatch.setattr(common, "call_run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        common.run_part(tmp_path, "halves", FILES / "halves.toml", ["--jobs", "2"])
+    assert common.read_wall(tmp_path)["halves"]["runs"] == 1
+
+
 def test_makespan_is_the_runners_pool_in_order():
     assert common.makespan([10, 10, 10, 10, 10], 4) == 20
     assert common.makespan([30, 10, 10, 10], 2) == 30

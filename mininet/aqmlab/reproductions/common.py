@@ -237,7 +237,12 @@ def run_part(root, part, source, extra):
                  traffic_seconds=entry["traffic_seconds"] + sum(
                      traffic_seconds_of(folder, duration) for folder in new))
     path.write_text(json.dumps(wall, indent=2))
+    if code == INTERRUPTED_EXIT:      # its runs were stopped by a signal: so is the study
+        raise KeyboardInterrupt(f"aqmlab run of {part} was interrupted")
     return code
+
+
+INTERRUPTED_EXIT = 130                # `aqmlab run`'s exit status when interrupted (cli.py)
 
 
 def call_run(command):
