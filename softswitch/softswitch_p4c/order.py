@@ -187,8 +187,8 @@ class SideEffectOrdering:
         def test(e):
             if e is old:
                 return new
-            if isinstance(e, A.Binary) and e.op in ("==", "||"):
-                return self.rebuilt_from(e, replace(e, left=test(e.left), right=test(e.right)))
+            if isinstance(e, A.Binary) and e.op in ("==", "||"):   # desugar's, no IR node
+                return replace(e, left=test(e.left), right=test(e.right))
             return e
         if isinstance(chain, A.If):
             return replace(chain, cond=test(chain.cond),
