@@ -20,7 +20,8 @@ variable initializers (they run before any state: no `if` there; the emitter ref
 side effects in them). A table key with side effects is evaluated by statements the
 table's apply runs first (p4c's KeySideEffect). A target written before a later call (an
 assignment's, an `out` argument's) has its index read first; the storage itself is what
-the emitter writes.
+the emitter writes. `a op= b` (parsed as `a = a op b`, one `a` in both places) evaluates
+`a`'s calls once.
 """
 from dataclasses import replace
 
@@ -130,7 +131,10 @@ class SideEffectOrdering:
             for case in s.cases:
                 case.body = self.branch(case.body)
         elif isinstance(s, A.Assign):
+            compound = isinstance(s.rhs, A.Binary) and s.rhs.left is s.lhs    # `a op= b`
             pre, s.lhs = self.target(s.lhs, s.rhs)
+            if compound:                    # its target evaluated once (P4-16 1.2.4)
+                s.rhs = self.rebuilt_from(s.rhs, replace(s.rhs, left=s.lhs))
             more, s.rhs = self.value(s.rhs, False)
             pre += more
         elif isinstance(s, A.VarDecl) and s.init is not None and not s.is_const:
