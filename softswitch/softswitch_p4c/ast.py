@@ -255,6 +255,7 @@ class Inlined:
     def __init__(self, decl, instance=None):
         self.decl = decl
         self.instance = instance        # a sub-block's: the A.Instance applied
+        self.copies = None              # the parameters given a temporary (copies.py)
 
 
 @dataclass
@@ -444,6 +445,8 @@ class ActionRef:
     annos: list
     name: Expr                      # Name
     args: Optional[List[Expr]]
+    # the directional parameters bound here that need a temporary (copies.py)
+    copies: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass

@@ -270,7 +270,7 @@ class BlockChecker:
             value = prop.value
             if prop.name == "key":
                 self.check_match_kinds(t, value)
-                table.keys += [self.expr(k.expr) for k in value]
+                table.keys += [self.key(k) for k in value]
             elif prop.name == "actions":
                 table.actions += [self.action_call(r.name, r.args or [], r.loc) for r in value]
             elif prop.name == "entries":
@@ -293,6 +293,17 @@ class BlockChecker:
                 raise CompileError(e.action.loc, f"action '{e.action.func.name}' is not in the "
                                                  f"actions list of table '{t.name}'")
         return table
+
+    def key(self, k):
+        """A table key; after order.py, with the statements that compute it first
+        (`KeyElement.prep`, declaring the temporaries it reads)."""
+        if not k.prep:
+            return self.expr(k.expr)
+        self.scopes.append({})
+        self.stmts(k.prep)
+        node = self.expr(k.expr)
+        self.scopes.pop()
+        return node
 
     def check_match_kinds(self, t, keys):
         """Every key's match kind is declared; at most one is lpm."""

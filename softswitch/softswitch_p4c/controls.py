@@ -11,7 +11,6 @@ from typing import Any
 
 from . import ast as A
 from .ast import describe
-from .copyinout import params_needing_copies
 from .desugar import contains_apply
 from .errors import CompileError, unsupported
 from .exprs import Ctx
@@ -346,11 +345,8 @@ class ControlMixin:
         scope = Scope(self.globals)
         for p in d.ctor_params or []:
             scope.declare(p.name, sub.ctor_args[p.name], p.loc)
-        # a control reaches the caller's storage only through its parameters: copies are
-        # needed when two arguments overlap (copy-in/copy-out, P4-16 6.8)
-        copies = params_needing_copies(d.params, bound, [], scope, set())
         copy_in = []
-        copy_out = self.bind_callee_params(d.params, bound, copies, scope,
+        copy_out = self.bind_callee_params(d.params, bound, s.inlined.copies, scope,
                                     lambda *pair: copy_in.append(pair))
         name = f"{sub.owner_name}.{sub.name}" + (f"_{sub.applied - 1}" if sub.applied else "")
         sub.applied += 1
@@ -969,19 +965,19 @@ class ControlMixin:
         return (len(self.json["pipelines"]), 1, sym.decl.loc.line, sym.decl.loc.col)
 
     def bind_directional(self, d, binding, scope, prims, sym):
-        """Parameters bound in an actions list: evaluated where the table is declared and
-        always copied (in for in/inout, out for out/inout)."""
-        args, table_scope = binding
+        """Parameters bound in an actions list (`binding`: the arguments, the table's scope,
+        the A.ActionRef): evaluated where the table is declared and always copied (in for
+        in/inout, out for out/inout), but standard_metadata."""
+        args, table_scope, ref = binding
         outer = Ctx(table_scope, prims, "action", sym.control)
         directional = [p for p in d.params if p.direction]
         call = A.Call(d.loc, A.Name(d.loc, d.name), [], args)
         bound = self.bind_args(call, directional, d.name, outer)
         # standard_metadata is one BMv2 instance that externs (mark_to_drop) name: it is
-        # bound itself unless the body could also reach it under another name
-        needed = params_needing_copies(directional, bound, d.body, sym.scope,
-                                       self.possible_writes(d.body.stmts, Scope(sym.scope)))
+        # bound itself unless the body could also reach it under another name (copies.py)
+        needed = ref.copies
         copies = {p.name for p in directional
-                  if p.name in needed or not _is_standard_metadata(bound[p.name])}
+                  if needed is None or p.name in needed or not _is_standard_metadata(bound[p.name])}
         return self.bind_callee_params(directional, bound, copies, scope,
                                 lambda tmp, arg, loc: self.assign(outer, tmp, arg, loc))
 
@@ -995,7 +991,7 @@ class ControlMixin:
                                         f"{len(directional)} directional arguments")
         key = (id(d), sym.control.name if sym.control else None)
         # the table's default action, entries and switch labels (lowered next) use it
-        self.action_bindings[key] = (ref.args, tsym.scope)
+        self.action_bindings[key] = (ref.args, tsym.scope, ref)
 
     def action_json(self, sym):
         """The BMv2 action for `sym` (one per binding of its directional parameters in an

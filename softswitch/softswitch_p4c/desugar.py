@@ -373,8 +373,8 @@ def dontcare_args(program, program_nodes):
     """Once over the program, right after the check: each `_` passed for an `out`
     parameter (the checker typed it as the parameter, `BlockChecker.compatible_arg`)
     becomes a fresh temporary of that type, as p4c's DontcareArgs does: declared among
-    the enclosing parser's or control's locals, or first in the enclosing action's or
-    function's body. `pkt.extract<T>(_)` so extracts into a scratch header of type T
+    the enclosing parser's or control's locals (before the local that passes it: a
+    table's actions list), or first in the enclosing action's or function's body. `pkt.extract<T>(_)` so extracts into a scratch header of type T
     (the packet advances past it), and an action's unwanted `out` result lands in a
     variable nobody reads (`actions = { a(_); }` too: a control's local, as p4c).
     The names (`arg$N`) cannot clash with a P4 identifier."""
@@ -386,8 +386,12 @@ def dontcare_args(program, program_nodes):
             for local in d.locals:
                 if isinstance(local, (A.ActionDecl, A.FunctionDecl)):
                     temporaries.in_body(local.body)
-            others = [x for x in d.locals if not isinstance(x, (A.ActionDecl, A.FunctionDecl))]
-            d.locals += temporaries.replace([others, d.body])
+            locals_ = []                # a local's temporaries declared before it
+            for local in d.locals:
+                if not isinstance(local, (A.ActionDecl, A.FunctionDecl)):
+                    locals_ += temporaries.replace([local])
+                locals_.append(local)
+            d.locals = locals_ + temporaries.replace([d.body])
         elif isinstance(d, A.ParserDecl) and d.states:
             d.locals += temporaries.replace([d.locals, d.states])
 

@@ -12,7 +12,6 @@ from . import ast as A
 from . import ir
 from .ast import describe
 from .controls import ControlInfo
-from .copyinout import params_needing_copies
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .stmts import source_info
@@ -189,13 +188,13 @@ class ParserMixin:
                 "transition_key": [], "transitions": [
                     {"type": "default", "value": None, "mask": None,
                      "next_state": renamed["start"]}]}
-        sub_states, copy_out = self.inline_subparser(sub, d, call, ctx, renamed, states)
+        sub_states, copy_out = self.inline_subparser(sub, d, call, ctx, renamed, states, st.stmts[i].inlined)
         rest = A.ParserState(st.loc, [], cont, st.stmts[i + 1:], st.transition)
         rest_ctx = Ctx(ctx.scope, [], "parser", ctx.control)
         self.copy_out(rest_ctx, copy_out)
         return [head] + sub_states + self.lower_state(rest, rest_ctx, states)
 
-    def inline_subparser(self, sub, d, call, ctx, renamed, states):
+    def inline_subparser(self, sub, d, call, ctx, renamed, states, inlined):
         """The states of `d`, the application's copy of the sub-parser, renamed, with its
         parameters bound (copied in at the end of the calling state when arguments
         overlap); returns them and the copy-out pairs."""
@@ -203,8 +202,7 @@ class ParserMixin:
         scope = Scope(self.globals)
         for p in d.ctor_params or []:
             scope.declare(p.name, sub.ctor_args[p.name], p.loc)
-        copies = params_needing_copies(d.params, bound, [], scope, set())
-        copy_out = self.bind_callee_params(d.params, bound, copies, scope,
+        copy_out = self.bind_callee_params(d.params, bound, inlined.copies, scope,
                                            lambda tmp, arg, loc: self.assign(ctx, tmp, arg, loc))
         info = ControlInfo(f"{ctx.control.name}.{sub.name}", d, scope, parent=ctx.control)
         init_ops = self.parser_locals(d, info)

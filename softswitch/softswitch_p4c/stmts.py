@@ -7,7 +7,7 @@ from . import ast as A
 from .ast import describe
 from .check import min_args
 from .errors import CompileError, unsupported
-from .copyinout import params_needing_copies, storage_of
+
 from .exprs import Ctx, StackLastRef
 from .order import is_temporary
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope, TypeSym
@@ -15,7 +15,7 @@ from .unroll import NotUnrollable
 from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
                     TypeVar, VarbitT, VoidT, storage_width)
 from .values import (DynHeaderRef, DynUnionRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
-                     as_bool, as_data, bool_expr, expr, field_val, hexstr, param)
+                     as_bool, as_data, bool_expr, expr, field_val, hexstr, param, storage_of)
 
 _V1_EXTERN_TYPES = {"register", "counter", "direct_counter", "meter", "direct_meter",
                     "packet_in", "packet_out"}
@@ -435,32 +435,31 @@ class StmtMixin:
         d, body = sym.decl, call.inlined.decl.body
         bound = self.lists_as_struct_values(self.bind_args(call, d.params, d.name, ctx),
                                             d.params, ctx, call.loc)
-        scope, copy_out = self.callee_scope(sym.scope, d, body, bound, ctx)
+        scope, copy_out = self.callee_scope(sym.scope, d, bound, ctx, call.inlined.copies)
         self.inline_body(body, ctx, scope, None)
         self.copy_out(ctx, copy_out)
         return None
 
-    def callee_scope(self, parent, d, body, bound, ctx):
-        """The callee's scope with its parameters bound, copying in the arguments that
-        need it (copyinout, over `body`, the call's copy); returns it and the (argument,
-        temporary) pairs to copy out."""
+    def callee_scope(self, parent, d, bound, ctx, copies):
+        """The callee's scope with its parameters bound, copying in those given a
+        temporary (`copies`: the call's A.Inlined.copies, copies.py's decision); returns
+        it and the (argument, temporary) pairs to copy out."""
         scope = Scope(parent)
-        writes = self.possible_writes(body.stmts, Scope(parent))
-        copies = params_needing_copies(d.params, bound, body, parent, writes)
         copy_out = self.bind_callee_params(d.params, bound, copies, scope,
                                     lambda tmp, arg, loc: self.assign(ctx, tmp, arg, loc))
         return scope, copy_out
 
     def bind_callee_params(self, params, bound, copies, scope, copy_in):
         """Copy-in/copy-out (P4-16 6.8), the one place it is done for every kind of
-        inlined call: a parameter named in `copies` gets a temporary (`copy_in(tmp, arg,
-        loc)` is called for in/inout/directionless ones), the others are bound to the
-        argument itself; in and directionless parameters are read-only. Returns the
+        inlined call: a parameter named in `copies` (copies.py's decision; None: none was
+        made, every parameter) gets a temporary (`copy_in(tmp, arg, loc)` is called for
+        in/inout/directionless ones), the others are bound to the argument itself; a
+        constant needs none. In and directionless parameters are read-only. Returns the
         (argument, temporary, loc) triples to copy back after the body."""
         copy_out = []
         for p in params:
             v = bound[p.name]
-            if p.name in copies:
+            if (copies is None or p.name in copies) and v.const is None:
                 tmp = self.temporary(p.name, v.type)
                 if p.direction != "out":
                     copy_in(tmp, v, p.loc)
@@ -478,63 +477,6 @@ class StmtMixin:
     def copy_out(self, ctx, pairs):
         for arg, tmp, loc in pairs:
             self.assign(ctx, arg, tmp, loc)
-
-    def possible_writes(self, stmts, scope):
-        """(header, field) pairs (field None: whole header) a body may write, or "ALL"."""
-        writes = set()
-        for s in stmts:
-            if isinstance(s, A.Block):
-                more = self.possible_writes(s.stmts, scope)
-            elif isinstance(s, A.If):
-                more = self.possible_writes([s.then] + ([s.other] if s.other else []), scope)
-            elif isinstance(s, A.SwitchChain):
-                more = self.possible_writes([s.chain], scope)
-            elif isinstance(s, (A.For, A.ForIn)):
-                more = self.possible_writes([s.body], scope)
-            elif isinstance(s, A.Assign):
-                more = self.written_by(s.lhs, scope)
-            elif isinstance(s, A.CallStmt):
-                more = self.call_writes(s.call, scope)
-            elif isinstance(s, A.Temp) and isinstance(s.value, A.Call):
-                more = self.call_writes(s.value, scope)
-            else:
-                more = set()
-            if more == "ALL":
-                return "ALL"
-            writes |= more
-        return writes
-
-    def call_writes(self, call, scope):
-        f = call.func
-        if isinstance(f, A.Name) and isinstance(scope.lookup(f.name), (ActionSym, FuncSym)):
-            return "ALL"
-        out = set()
-        targets = list(call.args)
-        if isinstance(f, A.Member) and f.name in ("setValid", "setInvalid", "push_front",
-                                                  "pop_front"):
-            targets.append(f.expr)
-        for e in targets:
-            more = self.written_by(e, scope)
-            if more == "ALL":
-                return "ALL"
-            out |= more
-        return out
-
-    def written_by(self, e, scope):
-        try:
-            v = self.eval_expr(e, Ctx(scope))
-        except CompileError:
-            return set()            # names local to the callee cannot alias an argument
-        if "slice" in v.extra:
-            v = v.extra["slice"][0]
-        ref = v.ref
-        if isinstance(ref, FieldRef):
-            return {(ref.header, ref.field)}
-        if isinstance(ref, HeaderRef):
-            return {(ref.name, None)}
-        if ref is None:
-            return set()
-        return "ALL"
 
     def inline_body(self, body, ctx, scope, return_target):
         """Inline `body`; returns the values its `return` statements gave."""
@@ -562,7 +504,7 @@ class StmtMixin:
         bound = self.bind_args(call, d.params, d.name, ctx, env)
         parent = self.generic_scope(d, env, bound, sym.scope, call) if env else sym.scope
         bound = self.lists_as_struct_values(bound, d.params, ctx, call.loc, parent)
-        scope, copy_out = self.callee_scope(parent, d, body, bound, ctx)
+        scope, copy_out = self.callee_scope(parent, d, bound, ctx, call.inlined.copies)
         ret_t = self.resolve_type(d.ret, parent)
         target = None
         if not isinstance(ret_t, VoidT):

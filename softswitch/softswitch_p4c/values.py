@@ -218,3 +218,38 @@ def bool_expr(json):
 
 def data_expr(t, json):
     return Val(t, json=json)
+
+
+def storage_of(v):
+    """The (header instance, field) pairs a value names or reads (field None: the whole
+    header): `x = {..}` copies the items that read its destination first."""
+    if "slice" in v.extra:
+        v = v.extra["slice"][0]
+    ref = v.ref
+    if ref is None:
+        return _fields_in(v.json)
+    if isinstance(ref, FieldRef):
+        return {(ref.header, ref.field)}
+    if isinstance(ref, HeaderRef):
+        return {(ref.name, None)}
+    if isinstance(ref, StackRef):
+        return {(h.name, None) for h in ref.elems}
+    if isinstance(ref, DynHeaderRef):
+        return {(h.name, None) for h in ref.candidates}
+    if isinstance(ref, DynUnionRef):
+        return {(h.name, None) for u in ref.stack.elems for h in u.members.values()}
+    if isinstance(ref, UnionRef):
+        return {(h.name, None) for h in ref.members.values()}
+    if isinstance(ref, StructRef):
+        return set().union(*(storage_of(m) for m in ref.members.values()
+                             if isinstance(m, Val)))
+    return set()
+
+
+def _fields_in(j):
+    if isinstance(j, dict):
+        found = {tuple(j["value"])} if j.get("type") == "field" else set()
+        return found.union(*(_fields_in(x) for x in j.values()))
+    if isinstance(j, list):
+        return set().union(*(_fields_in(x) for x in j))
+    return set()

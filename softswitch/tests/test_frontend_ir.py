@@ -9,8 +9,7 @@ import re
 
 import pytest
 
-from softswitch_p4c import ast as A, check, desugar, exprs, inline, ir, validate
-from softswitch_p4c import compiler as compiler_module
+from softswitch_p4c import ast as A, bind, check, desugar, exprs, inline, ir, validate
 from softswitch_p4c.compiler import Compiler
 from softswitch_p4c.driver import (check_tna_file, check_tna_to_ir, compile_source,
                                    compile_tna_to_objects, compile_to_objects)
@@ -321,8 +320,9 @@ def before_lowering(monkeypatch, look):
     monkeypatch.setattr(Compiler, "lower_main", look_then_lower)
 
 
-# What to patch out for the emitter to unroll the loops itself, as before the pass
-BIND_OFF = (compiler_module, "bind_program", lambda comp, program: None)
+# What to patch out for the emitter to unroll the loops itself, as before the pass (bind.py
+# still makes copies.py's decisions)
+BIND_OFF = (bind.Binder, "unroll", lambda self, decl, unrolled: False)
 CHECKER_UNROLL_OFF = (check.BlockChecker, "unroll", lambda self, s: None)
 
 
@@ -544,6 +544,69 @@ control Outer(inout headers hdr, inout metadata meta)(bit<8> k) {
         assert isinstance(action.body.stmts[1], A.For)      # the local n: run time
     assert_the_emitters_own_unrolling_gives(bound, monkeypatch, BIND_OFF,
                                             lambda: compile_to_objects(str(path)))
+
+
+COPY_DECISIONS = """
+bit<8> set_one(out bit<8> d) { d = 1; return 8w2; }
+void twice(inout bit<8> x, inout bit<8> y) { x = 1; y = x + 2; }
+void twice7(inout bit<7> x, inout bit<7> y) { x = 1; y = x + 2; }
+control Sub(inout bit<8> a, in bit<8> b) { apply { a = b; } }
+"""
+
+
+def test_copy_in_copy_out_is_decided_by_a_pass_over_the_ir(tmp_path, monkeypatch):
+    """copies.py, inside bind.py's walk, decides which parameters of each call, sub-control
+    application and table-bound action get a temporary (A.Inlined.copies,
+    A.ActionRef.copies): only where the callee could reach the argument's storage under
+    another name. Storage is compared by declaration, not by name (the caller's local
+    `port` is not the callee's parameter `port`), a stack element with a run-time index
+    may be any, and a call of a local action reaches what that action's body writes."""
+    path = p4_file(tmp_path, "copies.p4", program(controls=COPY_DECISIONS, ingress="""
+    Sub() sub;
+    action bump() { hdr.ipv4.ttl = hdr.ipv4.ttl + 1; }
+    action keep(in bit<8> before) { bump(); hdr.ipv4.protocol = before; }
+    action reads(bit<8> port) { meta.m8 = port; }
+    action top_only(inout bit<8> c) { c = set_one(c); }
+    action bound(inout bit<8> v) { v = v + 1; hdr.ipv4.ttl = 0; }
+    table t { actions = { bound(hdr.ipv4.ttl); } default_action = bound(hdr.ipv4.ttl); }
+    bit<8> port = 3;""", apply="""
+    reads(port);
+    keep(hdr.ipv4.ttl);
+    keep(meta.m8);
+    twice(hdr.ipv4.ttl, hdr.ipv4.ttl);
+    twice(hdr.ipv4.ttl, hdr.ipv4.protocol);
+    twice7(hdr.hops[meta.m8].port, hdr.hops[0].port);
+    twice7(hdr.hops[1].port, hdr.hops[0].port);
+    top_only(hdr.ipv4.ttl);
+    sub.apply(meta.m8, meta.m8);
+    sub.apply(meta.m8, hdr.ipv4.ttl);
+    t.apply();"""))
+    decided = []
+
+    def look(program):
+        ingress = decl_named(program, "I")
+        for s in ingress.body.stmts:
+            decided.append(s.inlined.copies if isinstance(s, A.InlinedBlock)
+                           else s.call.inlined.copies if s.call.inlined else None)
+        table = next(d for d in ingress.locals if isinstance(d, A.TableDecl))
+        decided.append(next(p.value for p in table.properties if p.name == "actions")[0].copies)
+
+    before_lowering(monkeypatch, look)
+    compile_to_objects(str(path))
+    assert decided == [
+        set(),                  # reads(port): the callee only reads; its `port` is its own
+        {"before"},             # keep(ttl): bump() writes ttl before `before` is read
+        set(),                  # keep(m8): bump() writes ttl, keep protocol
+        {"x", "y"},             # twice(ttl, ttl): one storage, each written back
+        set(),                  # twice(ttl, protocol)
+        {"x", "y"},             # hops[m8] may be hops[0]
+        set(),                  # hops[1] is not
+        set(),                  # top_only(ttl): a top-level function reaches its arguments only
+        {"a", "b"},             # sub.apply(m8, m8): two arguments, one storage
+        set(),                  # sub.apply(m8, ttl)
+        None,                   # t.apply(): a table, nothing to decide
+        {"v"},                  # bound(ttl): its body also writes ttl by name
+    ]
 
 
 def test_a_call_copy_has_the_loops_its_constant_arguments_decide_unrolled(tmp_path,

@@ -23,6 +23,9 @@ void read_after_write(inout bit<8> x, in bit<8> original) {
 control DataIngress(inout headers hdr, inout metadata meta,
                     inout standard_metadata_t standard_metadata) {
     action set_out(out bit<16> dst, bit<16> v) { dst = v; }
+    action bump_b1() { hdr.data.b1 = hdr.data.b1 + 1; }
+    // `before` is b1 as it was at the call, whatever the action it calls writes
+    action keep_b1(in bit<8> before) { bump_b1(); hdr.data.b2 = before; }
     apply {
         if (hdr.data.f1 == 1) {
             twice(hdr.data.b1, hdr.data.b1);            // written back x then y: 3
@@ -30,6 +33,8 @@ control DataIngress(inout headers hdr, inout metadata meta,
             swap_halves(hdr.data.h1, hdr.data.b2, hdr.data.b1);
         } else if (hdr.data.f1 == 3) {
             read_after_write(hdr.data.b1, hdr.data.b1);
+        } else if (hdr.data.f1 == 5) {
+            keep_b1(hdr.data.b1);
         } else {
             set_out(hdr.data.h2, 0xBEEF);
         }

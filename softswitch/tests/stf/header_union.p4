@@ -1,6 +1,8 @@
 // A header union holds at most one valid member: the parser extracts one of
 // them by a tag; ingress converts a short member into a long one (setValid on
 // a member invalidates the other), and the deparser emits whichever is valid.
+// Passed to an action, two members are copies (P4-16 6.8): making the copy of one
+// valid leaves the copy of the other as it was at the call.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -15,7 +17,7 @@ parser UParser(packet_in packet, out headers hdr, inout metadata meta,
                inout standard_metadata_t standard_metadata) {
     state start {
         packet.extract(hdr.tag);
-        transition select(hdr.tag.kind) { 1: parse_short; 2: parse_long; default: accept; }
+        transition select(hdr.tag.kind) { 1: parse_short; 2: parse_long; 4: parse_short; default: accept; }
     }
     state parse_short { packet.extract(hdr.u.s); transition accept; }
     state parse_long { packet.extract(hdr.u.l); transition accept; }
@@ -28,8 +30,15 @@ control NoEgress(inout headers hdr, inout metadata meta,
 
 control UIngress(inout headers hdr, inout metadata meta,
                  inout standard_metadata_t standard_metadata) {
+    action widen(inout long_t l, in short_t s) {
+        l.setValid();
+        l.v = s.isValid() ? 16w0x5500 | (bit<16>) s.v : 16w0xDEAD;
+    }
     apply {
-        if (hdr.u.s.isValid()) {
+        if (hdr.tag.kind == 4) {
+            widen(hdr.u.l, hdr.u.s);
+            hdr.tag.kind = 2;
+        } else if (hdr.u.s.isValid()) {
             bit<8> v = hdr.u.s.v;
             hdr.u.l.setValid();              // invalidates u.s
             hdr.u.l.v = 0xAB00 | (bit<16>) v;
