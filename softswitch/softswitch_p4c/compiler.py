@@ -7,8 +7,8 @@ V1Switch blocks (mixins in exprs/stmts/controls/parsers) into BMv2 JSON.
 from . import ast as A
 from .check import BlockChecker, check_v1model, convert
 from .controls import ControlMixin
-from .desugar import (dontcare_args, instantiate_direct_calls, split_conditions,
-                      switches_as_ifs)
+from .desugar import (dontcare_args, instantiate_direct_calls, parser_initializers_in_start,
+                      split_conditions, switches_as_ifs)
 from .errors import CompileError, unsupported
 from .exprs import Ctx
 from .exprs import ExprMixin
@@ -81,6 +81,7 @@ class Compiler(ExprMixin, StmtMixin, ControlMixin, ParserMixin):
         dontcare_args(self.program, self.program_nodes)
         instantiate_direct_calls(self.program, self.globals)
         switches_as_ifs(self.program)
+        parser_initializers_in_start(self.program)
         self.keep_nodes(order_side_effects(self.program, self.program_nodes))
         self.keep_nodes(split_conditions(self.program))
         self.keep_nodes(separate_iterations(self.unrolled_loops))

@@ -369,6 +369,54 @@ def _instantiate_in(decl, globals_scope):
     rewrite(decl.body.stmts)
 
 
+def parser_initializers_in_start(program):
+    """Once over the program, before order.py: a parser's variable initializers become
+    assignments at the head of its `start` state, in declaration order (p4c's
+    MoveInitializers), so that evaluation order, short-circuiting and `?:` treat them as
+    any state's statements (a state splits at an `if`; before any state there was no place
+    for one). When a transition re-enters `start`, they go in an entry state of their own
+    that continues in it, so that they still run once."""
+    for d in program.decls:
+        if not (isinstance(d, A.ParserDecl) and d.states):
+            continue
+        inits = []
+        for x in d.locals:
+            if isinstance(x, A.VarDecl) and x.init is not None and not x.is_const:
+                inits.append(A.Assign(x.loc, A.Name(x.loc, x.name), x.init))
+                x.init = None
+        start = next((st for st in d.states if st.name == "start"), None)
+        if not inits or start is None:
+            continue
+        if "start" in _transition_targets(d.states):
+            names = {st.name for st in d.states}
+            body = next(f"start_{i}" for i in range(len(names) + 1) if f"start_{i}" not in names)
+            _rename_state(d.states, "start", body)
+            d.states.insert(0, A.ParserState(start.loc, [], "start", inits,
+                                             A.Transition(start.loc, body)))
+        else:
+            start.stmts[:0] = inits
+
+
+def _transition_targets(states):
+    out = set()
+    for st in states:
+        t = st.transition
+        if t is not None:
+            out |= {t.next} if t.cases is None else {c[2] for c in t.cases}
+    return out
+
+
+def _rename_state(states, old, new):
+    for st in states:
+        st.name = new if st.name == old else st.name
+        t = st.transition
+        if t is not None and t.cases is None:
+            t.next = new if t.next == old else t.next
+        elif t is not None:
+            t.cases = [case[:2] + (new if case[2] == old else case[2],) + case[3:]
+                       for case in t.cases]
+
+
 def dontcare_args(program, program_nodes):
     """Once over the program, right after the check: each `_` passed for an `out`
     parameter (the checker typed it as the parameter, `BlockChecker.compatible_arg`)

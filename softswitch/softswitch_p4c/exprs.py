@@ -335,11 +335,8 @@ class ExprMixin:
 
     def logical(self, e, ctx):
         """`a && b`, `a || b` without side effects in `b`: order.py made the others `if`
-        statements, but for a parser's variable initializers (no `if` can go there)."""
+        statements."""
         left = self.eval_value(e.left, ctx)
-        if ctx.prims is not None and has_side_effects(e.right):
-            raise unsupported(e.right.loc, f"side effects in the right operand of '{e.op}' in "
-                                           f"a parser's variable initializer")
         right = self.eval_value(e.right, ctx)
         if left.const is not None and right.const is not None:
             return Val(BoolT(), const=fold_binary(e.op, left.const, right.const, BoolT()))
@@ -448,8 +445,7 @@ class ExprMixin:
     def ev_Ternary(self, e, ctx, expected):
         t = self.node_type(e, ctx)
         if ctx.prims is not None and has_side_effects([e.then, e.other]):    # order.py's rule
-            raise unsupported(e.loc, "side effects in a branch of '?:' in a parser's variable "
-                                    "initializer or a generic function")
+            raise unsupported(e.loc, "side effects in a branch of '?:' in a generic function")
         cond = self.eval_value(e.cond, ctx)
         then = self.eval_value(e.then, ctx, expected)
         other = self.eval_value(e.other, ctx, then.type)

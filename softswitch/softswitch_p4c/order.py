@@ -15,9 +15,8 @@ A loop's condition with side effects is evaluated at the top of its body (`if (!
 break;`), its initializers' and updates' calls where they run. A switch's value with side
 effects is evaluated once, before the if-chain of its labels reads it (as p4c dismantles a
 switch's expression). In a parser state the `if`s become states of their own (the
-emitter splits a state at an `if`). What does not move: `&&` / `||` / `?:` in a parser's
-variable initializers (they run before any state: no `if` there; the emitter refuses
-side effects in them). A table key with side effects is evaluated by statements the
+emitter splits a state at an `if`); a parser's variable initializers are statements of
+its `start` state by then (desugar.parser_initializers_in_start). A table key with side effects is evaluated by statements the
 table's apply runs first (p4c's KeySideEffect). A target written before a later call (an
 assignment's, an `out` argument's) has its index read first; the storage itself is what
 the emitter writes. `a op= b` (parsed as `a = a op b`, one `a` in both places) evaluates
@@ -71,9 +70,7 @@ def order_side_effects(program, program_nodes):
             ordering.stmts(d.body.stmts)
             ordering.enter([])
         elif isinstance(d, A.ParserDecl) and d.states:
-            ordering.in_parser = ordering.no_ifs = True
-            ordering.stmts(d.locals)            # its variables' initializers
-            ordering.no_ifs = False
+            ordering.in_parser = True
             for state in d.states:
                 ordering.state(state)
             ordering.in_parser = False
@@ -87,7 +84,6 @@ class SideEffectOrdering:
                     if isinstance(d, (A.ActionDecl, A.FunctionDecl))}
         self.callables = self.top
         self.in_parser = False      # loops there are unrolled: their conditions stay
-        self.no_ifs = False         # where no `if` can go: a parser's variable initializers
         self.count = 0
         self.at = None              # the statement being ordered: what it writes is at its place
         self.rebuilt = []           # (expression written, the one it stands for)
@@ -337,12 +333,9 @@ class SideEffectOrdering:
 
     def short_circuit(self, e):
         """`a && b` -> `bool t = a; if (t) { t = b; }` (`||`: `if (!t)`), b's side effects
-        inside the `if`. A parser's variable initializer has no `if`: only `a` is ordered
-        there."""
+        inside the `if`."""
         loc = e.loc
         pre, left = self.value(e.left, True)
-        if self.no_ifs:
-            return pre, self.rebuilt_from(e, replace(e, left=left))
         name = self.fresh()
         more, right = self.value(e.right, True)
         test = A.Name(loc, name) if e.op == "&&" else A.Unary(loc, "!", A.Name(loc, name))
@@ -352,13 +345,12 @@ class SideEffectOrdering:
 
     def choice(self, e):
         """`c ? a : b` with side effects in a or b -> `T t; if (c) { t = a; } else { t =
-        b; }`, T the checker's type of the choice (unknown, or in a parser's variable
-        initializer: only c is ordered)."""
+        b; }`, T the checker's type of the choice (unknown: only c is ordered)."""
         loc = e.loc
         pre, cond = self.value(e.cond, True)
         t = self.checked_type(e)
         try:
-            declared = None if self.no_ifs or t is None else type_ref(t, loc)
+            declared = None if t is None else type_ref(t, loc)
         except CompileError:
             declared = None
         if declared is None:

@@ -902,18 +902,20 @@ def test_a_stack_read_before_a_call_is_expanded_by_hsindex_as_before(tmp_path):
 
 
 def test_a_parser_variables_initializer_calls_before_it_without_a_jump(tmp_path, monkeypatch):
-    """A parser's variable initialized with a call inside an expression: the call is a
-    statement before it among the parser's locals, its `return` no parser op (a parser
-    state has no jumps: the `_jump` it gave was an op BMv2 refuses)."""
+    """A parser's variable initialized with a call inside an expression: its initializer
+    is an assignment at the head of `start`, the call a statement before it, its
+    `return` no parser op (a parser state has no jumps: the `_jump` it gave was an op
+    BMv2 refuses)."""
     path = p4_file(tmp_path, "locals.p4", program(decls=ORDER_DECLS, states="""
         bit<8> v = meta.m8 + inc(meta.m8);
         state start { meta.m16 = (bit<16>)v; transition accept; }"""))
     seen = []
-    before_lowering(monkeypatch, lambda program: seen.extend(
-        next(d for d in program.decls if isinstance(d, A.ParserDecl) and d.name == "P")
-        .locals))
+    before_lowering(monkeypatch, lambda program: seen.append(decl_named(program, "P")))
     j, _ = compile_to_objects(str(path))
-    assert code(seen) == "bit tmp$0 = meta.m8; tmp$1 = inc(meta.m8); bit v = tmp$0 + tmp$1"
+    parser, = seen
+    assert code(parser.locals) == "bit v"
+    assert code(parser.states[0].stmts[:3]) == \
+        "bit tmp$0 = meta.m8; tmp$1 = inc(meta.m8); v = tmp$0 + tmp$1"
     ops = j["parsers"][0]["parse_states"][0]["parser_ops"]
     assert {op["op"] for op in ops} == {"set"} and validate.problems(j) == []
 
@@ -933,22 +935,40 @@ def test_a_key_with_side_effects_is_computed_before_its_table_keeping_its_name(t
     assert validate.problems(j) == []
 
 
-@pytest.mark.parametrize("where, error", [
-    (dict(states="""
-        bool b = meta.m16 == 0 && inc(meta.m8) == 1;
-        state start { meta.m8 = b ? 8w1 : 8w2; transition accept; }"""),
-     "side effects in the right operand of '&&' in a parser's variable initializer"),
-    (dict(states="""
-        bit<8> v = meta.m16 == 0 ? inc(meta.m8) : 8w2;
-        state start { meta.m8 = v; transition accept; }"""),
-     "side effects in a branch of '?:' in a parser's variable initializer or a generic "
-     "function"),
+@pytest.mark.parametrize("states", [
+    """bool b = meta.m16 == 0 && inc(meta.m8) == 1;
+       state start { meta.m8 = b ? 8w1 : 8w2; transition accept; }""",
+    """bit<8> v = meta.m16 == 0 ? inc(meta.m8) : 8w2;
+       state start { meta.m8 = v; transition accept; }""",
 ])
-def test_what_the_ordering_cannot_move_is_refused(tmp_path, where, error):
-    """A parser's variable initializers run before any state, where no `if` for && / || /
-    ?: can go: calls there stay refused."""
-    with pytest.raises(CompileError, match=re.escape(error)):
-        compile_source(program(decls=ORDER_DECLS, **where), tmp_path)
+def test_calls_in_a_parsers_initializers_are_ordered_in_start(tmp_path, states):
+    """A parser's variable initializers are statements at the head of `start`
+    (desugar.parser_initializers_in_start), so && / || / ?: with calls in them become
+    `if`s there, splitting the state, as in any state (they were refused: nothing could
+    go before `start`; STF side_effect_order, f1 == 14)."""
+    j, _ = compile_source(program(decls=ORDER_DECLS, states=states), tmp_path)
+    assert validate.problems(j) == []
+    names = [s["name"] for s in j["parsers"][0]["parse_states"]]
+    assert names[0] == "start" and len(names) > 1
+
+
+def test_initializers_run_once_when_a_transition_reenters_start(tmp_path, monkeypatch):
+    """When a transition goes back to `start`, the initializers get an entry state of
+    their own (named `start`, BMv2's init_state) that continues in the old `start`,
+    renamed, so they do not run again on each return."""
+    states = """bit<8> seen = 7;
+        state start {
+            pkt.extract(hdr.ethernet);
+            transition select(hdr.ethernet.etherType) { 0x8100: start; default: accept; }
+        }"""
+    met = []
+    before_lowering(monkeypatch, lambda program: met.extend(decl_named(program, "P").states))
+    j, _ = compile_source(program(states=states), tmp_path)
+    entry, body = met
+    assert (entry.name, entry.transition.next, body.name) == ("start", "start_0", "start_0")
+    assert isinstance(entry.stmts[0], A.Assign) and entry.stmts[0].lhs.name == "seen"
+    assert [c[2] for c in body.transition.cases] == ["start_0", "accept"]
+    assert j["parsers"][0]["init_state"] == "start" and validate.problems(j) == []
 
 
 def test_a_loop_initialized_by_assignment_runs_only_at_run_time_in_an_action(tmp_path):

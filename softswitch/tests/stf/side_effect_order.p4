@@ -12,9 +12,20 @@ bit<16> join(in bit<8> a, in bit<8> b) { return a ++ b; }
 
 parser OrderParser(packet_in packet, out headers hdr, inout metadata meta,
                    inout standard_metadata_t standard_metadata) {
+    // variables' initializers run once, in order, before `start` (calls in && and ?: too)
+    bit<8> count = 1;
+    bool first = count == 1 && inc(count) == 2;     // runs inc: count 2
+    bool second = count == 1 && inc(count) == 3;    // count is 2: no inc
+    bit<8> chosen = count == 2 ? dbl(count) : inc(count);     // dbl only: count 4
     state start {
         packet.extract(hdr.data);
-        transition select(hdr.data.f1) { 6: keyed; 10: logic; default: accept; }
+        transition select(hdr.data.f1) { 6: keyed; 10: logic; 14: initialized; default: accept; }
+    }
+    state initialized {
+        hdr.data.b1 = count;
+        hdr.data.b2 = chosen;
+        hdr.data.h2 = (first ? 16w0x10 : 16w0) | (second ? 16w1 : 16w0);
+        transition accept;
     }
     state keyed {   // a call in a select key runs once, before the select reads it
         transition select(inc(hdr.data.b2)) { 0x10: bumped; default: accept; }
