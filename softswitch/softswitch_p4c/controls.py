@@ -580,24 +580,29 @@ class ControlMixin:
         """name -> property (each named once: check.py)."""
         return {p.name: p for p in d.properties}
 
-    def selector_input(self, k, ctx):
-        v = self.eval_value(k.expr, ctx)
-        if not isinstance(v.ref, FieldRef):
-            raise unsupported(k.loc, "a selector key that is not a field")
-        return v.ref.json()
+    def selector_input(self, v, k, key_temps):
+        """The field the action selector hashes for key `k` of value `v`: the field
+        itself, or a scalar computed before the apply (as key_target: p4c's SimplifyKey)."""
+        if not v.type.is_scalar or isinstance(v.type, IntT):
+            raise CompileError(k.loc, f"table key must be a fixed-width scalar, not {v.type}")
+        if isinstance(v.ref, FieldRef):
+            return v.ref.json()
+        tmp = self.new_scalar(self.unique_name("key"), v.type)
+        key_temps.append((tmp, v, k.loc))
+        return tmp.ref.json()
 
     def table_keys(self, tsym, prop, key_temps, prims, selector_inputs):
         keys, p4 = [], []
         ctx = Ctx(tsym.scope, None, "control", tsym.control)
         for k in prop.value if prop else []:      # match kinds: check.py
-            if k.match_kind == "selector":          # hashed by the action selector
-                selector_inputs.append(self.selector_input(k, ctx))
-                continue
             if k.prep:                              # its side effects (order.py), run first
                 ctx = Ctx(Scope(ctx.scope), prims, "control", tsym.control)
                 for s in k.prep:
                     self.lower_stmt(s, ctx)
             v = self.eval_value(k.expr, ctx)
+            if k.match_kind == "selector":          # hashed by the action selector
+                selector_inputs.append(self.selector_input(v, k, key_temps))
+                continue
             if not v.type.is_scalar or isinstance(v.type, IntT):
                 raise CompileError(k.loc, f"table key must be a fixed-width scalar, not {v.type}")
             target, mask, width = self.key_target(v, k, key_temps, ctx)

@@ -176,7 +176,7 @@ class SideEffectOrdering:
             if prop.name != "key":
                 continue
             for k in prop.value:
-                if k.match_kind != "selector" and has_side_effects(k.expr):
+                if has_side_effects(k.expr):
                     self.at = k.loc
                     k.written = A.describe(k.expr)
                     k.prep, k.expr = self.value(k.expr, True)
