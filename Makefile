@@ -80,6 +80,7 @@ bench:
 	$(PY) -m softswitch_p4c.bench
 	$(PY) -m softswitch_server.bench
 	$(PY) softswitch/bench/run.py
+	$(PY) softswitch/bench/lean.py
 	$(PY) mininet/bench/run.py
 
 clean:

@@ -484,14 +484,15 @@ class StmtMixin:
         inner.return_jumps, inner.return_target, inner.return_values = [], return_target, []
         for st in body.stmts:
             self.lower_stmt(st, inner)
-        for j in reversed(inner.return_jumps):
-            if ctx.kind != "parser":
-                self.patch_jump(j, len(ctx.prims))
-            elif j is ctx.prims[-1]:        # a parser state has no jumps: the last is none
-                ctx.prims.pop()
-            else:
+        jumps = inner.return_jumps
+        if jumps and jumps[-1] is ctx.prims[-1] and isinstance(body.stmts[-1], A.Return):
+            ctx.prims.pop()                 # the body's last statement: it falls through
+            jumps = jumps[:-1]
+        for j in jumps:
+            if ctx.kind == "parser":        # a parser state has no jumps
                 raise unsupported(body.loc, "'return' before the end of a function called in "
                                             "a parser state")
+            self.patch_jump(j, len(ctx.prims))
         return inner.return_values
 
     def inline_function(self, sym, call, ctx, dest):

@@ -2,7 +2,7 @@
 //! thread, no I/O, on the compiled pipeline and on the interpreter. For p4src's
 //! RED program it installs a route, a sampling period and RED parameters first
 //! so the full RED path runs; for a program with `MyIngress.ipv4_lpm` (the
-//! bench's minimal router) the route.
+//! bench's minimal router) or `FxIngress.route` (p4c_reference's f01_l3) the route.
 //!   cargo run --release -p p4core --example p4bench -- build/red_ecn.json [MORE.json...]
 //! P4BENCH_PACKETS=N sets the packets per frame size (default 500000); a small
 //! N suits `valgrind --tool=callgrind`, which counts instructions exactly.
@@ -31,10 +31,16 @@ fn udp_frame(len: usize) -> Vec<u8> {
 
 /// Installs the route, and for the RED program the sampling and RED entries.
 fn configure(st: &State) {
+    let b = |v: u64, n: usize| v.to_be_bytes()[8 - n..].to_vec();
+    if st.program().table_index("FxIngress.route").is_some() {
+        // p4c_reference/f01_l3 (p4c's JSON or softswitch-p4c's): the same route
+        st.table_add("FxIngress.route", &[MatchKey::Lpm(vec![10, 0, 0, 0], 8)], "FxIngress.forward", &[b(2, 6), b(1, 2)], 0)
+            .unwrap();
+        return;
+    }
     if st.program().table_index("MyIngress.ipv4_lpm").is_none() {
         return;
     }
-    let b = |v: u64, n: usize| v.to_be_bytes()[8 - n..].to_vec();
     st.table_add("MyIngress.ipv4_lpm", &[MatchKey::Lpm(vec![10, 0, 0, 0], 8)], "MyIngress.ipv4_forward", &[b(2, 6), b(1, 6), b(1, 2)], 0)
         .unwrap();
     if st.program().table_index("MyEgress.red_config").is_none() {
