@@ -981,8 +981,8 @@ class ControlMixin:
         # standard_metadata is one BMv2 instance that externs (mark_to_drop) name: it is
         # bound itself unless the body could also reach it under another name (copies.py)
         needed = ref.copies
-        copies = {p.name for p in directional
-                  if needed is None or p.name in needed or not _is_standard_metadata(bound[p.name])}
+        copies = {p.name for p in directional if needed is None or p.name in needed
+                  or not _is_standard_metadata(bound[p.name])}
         return self.bind_callee_params(directional, bound, copies, scope,
                                 lambda tmp, arg, loc: self.assign(outer, tmp, arg, loc))
 

@@ -377,15 +377,16 @@ def parser_initializers_in_start(program):
     for one). When a transition re-enters `start`, they go in an entry state of their own
     that continues in it, so that they still run once."""
     for d in program.decls:
-        if not (isinstance(d, A.ParserDecl) and d.states):
+        start = next((st for st in d.states if st.name == "start"), None) \
+            if isinstance(d, A.ParserDecl) else None
+        if start is None:               # no start state: the emitter reports it
             continue
         inits = []
         for x in d.locals:
             if isinstance(x, A.VarDecl) and x.init is not None and not x.is_const:
                 inits.append(A.Assign(x.loc, A.Name(x.loc, x.name), x.init))
                 x.init = None
-        start = next((st for st in d.states if st.name == "start"), None)
-        if not inits or start is None:
+        if not inits:
             continue
         if "start" in _transition_targets(d.states):
             names = {st.name for st in d.states}
@@ -422,8 +423,9 @@ def dontcare_args(program, program_nodes):
     parameter (the checker typed it as the parameter, `BlockChecker.compatible_arg`)
     becomes a fresh temporary of that type, as p4c's DontcareArgs does: declared among
     the enclosing parser's or control's locals (before the local that passes it: a
-    table's actions list), or first in the enclosing action's or function's body. `pkt.extract<T>(_)` so extracts into a scratch header of type T
-    (the packet advances past it), and an action's unwanted `out` result lands in a
+    table's actions list), or first in the enclosing action's or function's body.
+    `pkt.extract<T>(_)` so extracts into a scratch header of type T (the packet
+    advances past it), and an action's unwanted `out` result lands in a
     variable nobody reads (`actions = { a(_); }` too: a control's local, as p4c).
     The names (`arg$N`) cannot clash with a P4 identifier."""
     temporaries = DontcareTemporaries(program_nodes)

@@ -8,7 +8,8 @@ a sub-control or sub-parser instance becomes an `A.InlinedBlock` holding a copy 
 instance's control or parser (declarations, initializers, body or states) made for
 that application, whose own applications are inlined in turn (through a constructor
 parameter of a block type too: `C2(c1) c2;`). The emitter lowers the copy it is given
-where it reaches the application; binding the arguments (as copies.py decided) and naming the copy and its states (in the order it reaches them) stay with it.
+where it reaches the application; binding the arguments (as copies.py decided) and
+naming the copy and its states (in the order it reaches them) stay with it.
 
 Then each call of an action or function, wherever the emitter may lower it (every
 control, parser and top-level action of the program, every copy), gets the callee's

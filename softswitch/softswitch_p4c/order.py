@@ -16,8 +16,8 @@ break;`), its initializers' and updates' calls where they run. A switch's value 
 effects is evaluated once, before the if-chain of its labels reads it (as p4c dismantles a
 switch's expression). In a parser state the `if`s become states of their own (the
 emitter splits a state at an `if`); a parser's variable initializers are statements of
-its `start` state by then (desugar.parser_initializers_in_start). A table key with side effects is evaluated by statements the
-table's apply runs first (p4c's KeySideEffect). A target written before a later call (an
+its `start` state by then (desugar.parser_initializers_in_start). A table key with side
+effects is evaluated by statements the table's apply runs first (p4c's KeySideEffect). A target written before a later call (an
 assignment's, an `out` argument's) has its index read first; the storage itself is what
 the emitter writes. `a op= b` (parsed as `a = a op b`, one `a` in both places) evaluates
 `a`'s calls once.

@@ -188,7 +188,8 @@ class ParserMixin:
                 "transition_key": [], "transitions": [
                     {"type": "default", "value": None, "mask": None,
                      "next_state": renamed["start"]}]}
-        sub_states, copy_out = self.inline_subparser(sub, d, call, ctx, renamed, states, st.stmts[i].inlined)
+        sub_states, copy_out = self.inline_subparser(sub, d, call, ctx, renamed, states,
+                                                     st.stmts[i].inlined)
         rest = A.ParserState(st.loc, [], cont, st.stmts[i + 1:], st.transition)
         rest_ctx = Ctx(ctx.scope, [], "parser", ctx.control)
         self.copy_out(rest_ctx, copy_out)
