@@ -1,7 +1,8 @@
 """copies.py leaves out only copies that cannot matter: a differential fuzz test.
 
-Random programs (fixed seed) call functions and actions whose parameters are bound to
-a handful of fields that alias each other often; each is compiled twice, as the
+Random programs (fixed seed) call functions, actions and a sub-control, and apply a
+table whose actions list binds an action's parameters, all bound to a handful of fields
+that alias each other often; each is compiled twice, as the
 front-end does and with every parameter given a temporary (P4-16 6.8 taken literally:
 copy in, copy out), and the same packets through both must give the same bytes."""
 import json
@@ -72,12 +73,19 @@ class Generator:
             actions.append(f"action a{i}({', '.join(f'{d} bit<8> {p}' for d, p in params)}) "
                            f"{{ {self.body(params, STORAGE, callees)} }}")
             callees.append((f"a{i}", params))
+        params = self.params(self.rng.randrange(1, 4))     # a sub-control: its parameters only
+        sub = (f"control Sub({', '.join(f'{d} bit<8> {p}' for d, p in params)}) "
+               f"{{ apply {{ {self.body(params, [], functions)} }} }}")
+        callees.append(("sub.apply", params))
+        name, params = self.rng.choice(callees[2:5])       # an action a table binds
+        bound = self.call(name, params, STORAGE, STORAGE)[:-1]
+        table = f"table t {{ actions = {{ {bound}; }} default_action = {bound}; }}"
         calls = [self.call(name, params, STORAGE, STORAGE)
                  for name, params in (self.rng.choice(callees) for _ in range(5))]
         apply = ("sm.egress_spec = 1; l = hdr.ipv4.ttl ^ 8w0x5a; " + " ".join(calls) +
-                 " hdr.ipv4.identification = meta.m8 ++ l;")
-        return program(decls="\n".join(decls), ingress="bit<8> l;\n" + "\n".join(actions),
-                       apply=apply)
+                 " t.apply(); hdr.ipv4.identification = meta.m8 ++ l;")
+        return program(decls="\n".join(decls), controls=sub, apply=apply,
+                       ingress="bit<8> l;\nSub() sub;\n" + "\n".join(actions) + "\n" + table)
 
 
 def run(source, tmp_path, packets):
