@@ -8,7 +8,7 @@ from p4.config.v1 import p4info_pb2 as P
 
 from . import ast as A
 from .errors import CompileError
-from .types import EnumT, ErrorT
+from .types import BoolT, EnumT, ErrorT
 
 PREFIX = {"action": P.P4Ids.ACTION, "table": P.P4Ids.TABLE, "value_set": P.P4Ids.VALUE_SET,
           "controller_header": P.P4Ids.CONTROLLER_HEADER, "counter": P.P4Ids.COUNTER,
@@ -228,7 +228,7 @@ class P4InfoBuilder:
             m = self.info.registers.add()
             self.preamble(m, "register", inst.name, inst.annos, inst.loc)
             m.size = inst.info["size"]
-            m.type_spec.bitstring.bit.bitwidth = inst.info["value_type"].width
+            _scalar_spec(m.type_spec, inst.info["value_type"])
         elif kind in ("counter", "direct_counter"):
             if kind == "direct_counter" and "table" not in inst.info:
                 return
@@ -330,3 +330,13 @@ _TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.con
 def to_text(info):
     """Text format as p4c writes it (with the proto-file/proto-message header)."""
     return _TEXT_HEADER + text_format.MessageToString(info)
+
+
+def _scalar_spec(spec, t):
+    """A P4DataTypeSpec for a bit<W>, int<W> or bool value (a register's element)."""
+    if isinstance(t, BoolT):
+        spec.bool.SetInParent()
+    elif t.signed:
+        spec.bitstring.int.bitwidth = t.width
+    else:
+        spec.bitstring.bit.bitwidth = t.width

@@ -139,9 +139,11 @@ class Registers:
         if not entry.HasField("index"):
             raise invalid(f"register '{info.name}': writes need an index")
         [index] = _indices(info, entry, "register")
-        if entry.data.WhichOneof("data") != "bitstring":
-            raise invalid(f"register '{info.name}': data must be a bitstring")
-        value = decode(entry.data.bitstring, info.bitwidth, f"register '{info.name}'")
+        kind = "bool" if info.boolean else "bitstring"
+        if entry.data.WhichOneof("data") != kind:
+            raise invalid(f"register '{info.name}': data must be a {kind}")
+        value = int(entry.data.bool) if info.boolean else \
+            decode(entry.data.bitstring, info.bitwidth, f"register '{info.name}'")
         ec.call(self.sw.register_write, info.name, index, value)
 
     def read(self, request: p4runtime_pb2.RegisterEntry, add):
@@ -154,7 +156,10 @@ class Registers:
                 value = ec.as_int(ec.call(self.sw.register_read, info.name, i))
                 e = add()
                 e.register_id, e.index.index = info.id, i
-                e.data.bitstring = canonical(value)
+                if info.boolean:
+                    e.data.bool = bool(value)
+                else:
+                    e.data.bitstring = canonical(value)
                 yield
 
 

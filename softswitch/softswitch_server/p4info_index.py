@@ -79,12 +79,14 @@ class ProfileInfo:
 
 @dataclass
 class ArrayInfo:
-    """An indexed extern (counter, meter, register): name, size, width."""
+    """An indexed extern (counter, meter, register): name, size, width; `boolean`: a
+    register of bool cells (its data is P4Data's bool, not a bitstring)."""
     id: int
     name: str
     size: int
     bitwidth: int = 0
     unit: int = 0
+    boolean: bool = False
 
 
 @dataclass
@@ -211,8 +213,13 @@ class P4InfoIndex:
         return ArrayInfo(obj.preamble.id, obj.preamble.name, size, bitwidth, unit)
 
     def _register(self, r):
+        if r.type_spec.HasField("bool"):
+            info = self._array(r, r.size, bitwidth=1)
+            info.boolean = True
+            return info
         if not r.type_spec.HasField("bitstring"):
-            raise invalid(f"P4Info: register '{r.preamble.name}' is not a bitstring register")
+            raise invalid(f"P4Info: register '{r.preamble.name}' is neither a bitstring nor "
+                          f"a bool register")
         bitstring = r.type_spec.bitstring
         width = bitstring.bit.bitwidth or bitstring.int.bitwidth
         return self._array(r, r.size, bitwidth=width)

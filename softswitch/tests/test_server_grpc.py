@@ -1,5 +1,7 @@
 """The P4Runtime server over real gRPC with the real engine: every entity kind,
 pipeline actions, arbitration, and that entries reach the data plane."""
+import json
+
 import grpc
 import pytest
 from google.rpc import code_pb2
@@ -8,7 +10,10 @@ from p4.v1 import p4runtime_pb2
 from server_support import (A_DROP, A_NOACTION, A_SET_NHOP, C_PORT, D_LEARN,
                             M_PORT, R_FLOW, SetAction, T_ACL, T_LPM, P4RTClient,
                             acl_entry, lpm_entry, mini_json, mini_p4info, snapshot,
-                            wait_for_no_clients)
+                            wait_for_no_clients, write_error_codes)
+
+from softswitch_p4c.driver import compile_source
+from test_frontend_lowering import program
 
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest.ResponseType
 
@@ -161,6 +166,35 @@ def test_registers(client):
     cells = client.read(register_entry=p4runtime_pb2.RegisterEntry(register_id=R_FLOW))
     assert len(cells) == 16 and cells[15].data.bitstring == b"\x12\x34"
     assert cells[0].data.bitstring == b"\x00"
+
+
+def test_bool_and_signed_registers_as_p4runtime_types_them(client, tmp_path):
+    # register<bool>: P4Info type_spec bool, cells read and written as P4Data bool (the
+    # front-end used to crash writing its P4Info); register<int<8>>: a two's-complement
+    # bitstring, type_spec int
+    source = program(ingress="register<bool>(4) flags; register<int<8>>(2) deltas;",
+                     apply="bool f; flags.read(f, 0); flags.write(1, !f); "
+                           "int<8> d; deltas.read(d, 0); deltas.write(1, d - 1);")
+    j, info = compile_source(source, tmp_path)
+    flags, deltas = sorted(info.registers, key=lambda r: r.preamble.name)[::-1]
+    assert flags.type_spec.HasField("bool") and deltas.type_spec.bitstring.int.bitwidth == 8
+    client.set_pipeline(info, json.dumps(j).encode())
+    r = p4runtime_pb2.RegisterEntry(register_id=flags.preamble.id)
+    r.index.index = 2
+    r.data.bool = True
+    client.modify(register_entry=r)
+    cells = client.read(register_entry=p4runtime_pb2.RegisterEntry(register_id=flags.preamble.id))
+    assert [c.data.bool for c in cells] == [False, False, True, False]
+    assert all(c.data.WhichOneof("data") == "bool" for c in cells)
+    r.data.bitstring = b"\x01"
+    with pytest.raises(grpc.RpcError) as e:
+        client.modify(register_entry=r)
+    assert write_error_codes(e.value) == ["INVALID_ARGUMENT"]
+    d = p4runtime_pb2.RegisterEntry(register_id=deltas.preamble.id)
+    d.index.index = 0
+    d.data.bitstring = b"\xff"         # -1
+    client.modify(register_entry=d)
+    assert client.read(register_entry=d)[0].data.bitstring == b"\xff"
 
 
 def test_multicast_groups_and_clone_sessions(client):
