@@ -748,6 +748,9 @@ class BlockChecker:
             raise CompileError(e.loc, f"table apply result has no member '{e.name}'")
         if isinstance(t, (Bits, BoolT, IntT, VarbitT, TupleT, EnumT, ErrorT)):
             raise CompileError(name_loc(e), f"{t} has no member '{e.name}'")
+        if isinstance(base, ir.Ref) and isinstance(base.decl, (ExternFuncSym, ActionSym, FuncSym,
+                                                               ir.Action, ir.Function)):
+            raise CompileError(name_loc(e), f"'{base.name}' has no member '{e.name}'")
         return ir.Member(e.loc, UNKNOWN, base, e.name)
 
     def type_member(self, t, e):
