@@ -739,8 +739,12 @@ class BlockChecker:
                 raise CompileError(name_loc(e), f"header stack has no member '{e.name}'")
             return ir.Member(e.loc, STACK_MEMBERS[e.name], base, e.name)
         if isinstance(t, ExternT):
+            if not any(m.name == e.name for m in t.decl.methods):
+                raise CompileError(name_loc(e), f"extern {t.name} has no method '{e.name}'")
             return ir.Member(e.loc, UNKNOWN, base, e.name, e.name)
-        if isinstance(getattr(base, "decl", None), ir.Table) and e.name == "apply":
+        if isinstance(getattr(base, "decl", None), ir.Table):
+            if e.name != "apply":
+                raise CompileError(name_loc(e), f"table '{base.name}' has no member '{e.name}'")
             return ir.Member(e.loc, UNKNOWN, base, e.name, e.name)
         if _applies_table(base) and e.name in ("hit", "miss"):
             return ir.Member(e.loc, BoolT(), base, e.name)
@@ -749,8 +753,9 @@ class BlockChecker:
         if isinstance(t, (Bits, BoolT, IntT, VarbitT, TupleT, EnumT, ErrorT)):
             raise CompileError(name_loc(e), f"{t} has no member '{e.name}'")
         if isinstance(base, ir.Ref) and isinstance(base.decl, (ExternFuncSym, ActionSym, FuncSym,
-                                                               ir.Action, ir.Function)):
-            raise CompileError(name_loc(e), f"'{base.name}' has no member '{e.name}'")
+                                                               ir.Action, ir.Function)) or \
+                isinstance(base, ir.Member) and base.method is not None:    # `pkt.extract.x`
+            raise CompileError(name_loc(e), f"'{describe(e.expr)}' has no member '{e.name}'")
         return ir.Member(e.loc, UNKNOWN, base, e.name)
 
     def type_member(self, t, e):
