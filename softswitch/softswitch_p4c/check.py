@@ -283,7 +283,12 @@ class BlockChecker:
                                                         all_args=True)
             else:
                 table.properties.append(ir.Property(prop.loc, prop.name, self.expr(value)))
+        if "actions" not in seen:
+            raise CompileError(t.loc, f"table '{t.name}' has no actions property")
         listed = [a.callee for a in table.actions]
+        for i, a in enumerate(table.actions):
+            if any(a.callee is b for b in listed[:i]):
+                raise CompileError(a.loc, f"action '{a.func.name}' listed twice")
         if table.default_action is not None and table.default_action.callee not in listed:
             func = table.default_action.func
             raise CompileError(func.loc, f"default action '{func.name}' is not in the actions "

@@ -552,9 +552,7 @@ class ControlMixin:
         """The table's JSON; the keys computed before it is applied go to `key_temps`
         (temporary, value, loc), the primitives of their side effects to `prims`."""
         d = tsym.decl
-        props = self.table_properties(d)
-        if "actions" not in props:
-            raise CompileError(d.loc, f"table '{d.name}' has no actions property")
+        props = self.table_properties(d)       # an actions property: check.py
         selector_inputs = []
         keys, p4keys = self.table_keys(tsym, props.get("key"), key_temps, prims,
                                        selector_inputs)
@@ -678,9 +676,7 @@ class ControlMixin:
             sym = self.resolve_action_ref(tsym, ref)
             if ref.args:
                 self.bind_table_action(sym, ref, tsym)
-            action = self.action_json(sym)
-            if action["name"] in [a["name"] for a in actions]:
-                raise CompileError(ref.loc, f"action '{ref.name.name}' listed twice")
+            action = self.action_json(sym)       # each listed once: check.py
             actions.append(action)
             scope = "DEFAULT_ONLY" if A.find_annotation(ref.annos, "defaultonly") else \
                 "TABLE_ONLY" if A.find_annotation(ref.annos, "tableonly") else "TABLE_AND_DEFAULT"

@@ -3,9 +3,12 @@
 Unsupported-but-valid constructs fail loudly with their name and location, and
 no input (including random corruptions of a valid program) produces a traceback.
 """
+import random
 import re
 import subprocess
 import sys
+import traceback
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,6 +16,7 @@ from hypothesis import strategies as st
 
 from softswitch_p4c.cli import main
 from softswitch_p4c.driver import compile_to_objects
+from softswitch_p4c.errors import CompileError
 from test_frontend_lowering import program
 
 ERROR_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.+)$")
@@ -83,6 +87,12 @@ CASES = [
     ("select on a header", dict(states="state start { pkt.extract(hdr.ethernet); "
                                         "transition select(hdr.ethernet) { default: accept; } }"),
      "hdr.ethernet) {", "cannot select"),
+    ("table without actions", dict(ingress="table t { key = { meta.m8: exact; } }",
+                                   apply="t.apply();"), "t { key", "no actions property"),
+    ("action listed twice", dict(ingress="action a() { } table t { actions = { a; a; } }",
+                                 apply="t.apply();"), "a; }", "listed twice"),
+    ("member of an action", dict(ingress="action a() { }", apply="a.apply();"), "apply();",
+     "has no member"),
     ("undeclared match kind", dict(ingress="""
         action a() { }
         table t { key = { meta.m8: fuzzy; } actions = { a; } }""", apply="t.apply();"),
@@ -223,3 +233,45 @@ def test_corrupted_programs_never_crash(start, length, insert, tmp_path, capsys)
     assert rc in (0, 1), err
     if rc:
         assert len(err.strip().splitlines()) == 1 and ERROR_LINE.match(err.strip()), err
+
+
+MUTATION_SEED = 29
+MUTATIONS = 400
+TESTS = Path(__file__).resolve().parent
+CORPUS = sorted(TESTS.glob("stf/*.p4")) + sorted(TESTS.glob("corpus/positive/*.p4"))
+TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+w\d+|\d+|[{}()\[\];,.<>=+\-*&|^!~?:]")
+
+
+def mutate(text, rng):
+    """`text` with one token (outside comments and preprocessor lines) deleted, repeated
+    or replaced by another of the program's tokens."""
+    def in_code(m):
+        line = text[:m.start()].rsplit("\n", 1)[-1].lstrip()
+        return not line.startswith(("#", "//"))
+    tokens = [m for m in TOKEN.finditer(text) if in_code(m)]
+    t, other = rng.choice(tokens), rng.choice(tokens).group()
+    return rng.choice([text[:t.start()] + text[t.end():],
+                       text[:t.end()] + " " + t.group() + text[t.end():],
+                       text[:t.start()] + other + text[t.end():]])
+
+
+def test_mutated_programs_fail_with_an_error_not_a_crash(tmp_path):
+    """One token of a program of the STF and acceptance corpora deleted, repeated or
+    replaced (fixed seed): the program compiles or fails with CompileError (the
+    command's one error line), never another exception (an internal compiler error)."""
+    rng = random.Random(MUTATION_SEED)
+    crashes = []
+    for i in range(MUTATIONS):
+        source = rng.choice(CORPUS)
+        mutant = tmp_path / f"mutant{i}.p4"
+        mutant.write_text(mutate(source.read_text(), rng))
+        try:
+            compile_to_objects(str(mutant), include_dirs=[str(source.parent)])
+        except CompileError:
+            pass
+        except Exception as e:          # noqa: BLE001 -- the crash is what is looked for
+            crashes.append(f"{source.name} -> {mutant.name}: "
+                           f"{traceback.format_exception_only(e)[-1].strip()}")
+            continue
+        mutant.unlink()
+    assert crashes == []
