@@ -522,7 +522,8 @@ class BlockChecker:
 
     def check_writable(self, node, e):
         """What is written (an assignment's target, an `out`/`inout` argument, a header made
-        valid or invalid) is not a constant (constructor parameters included), nor inside a
+        valid or invalid) is storage (a name, its fields, elements and slices; `_` for an
+        `out` argument), not a constant (constructor parameters included), nor inside a
         read-only parameter (`in`; an action's or function's directionless one, which the
         control plane or the caller gives)."""
         root = node
@@ -533,6 +534,9 @@ class BlockChecker:
         if node.value is not None or isinstance(d, Val) and d.extra.get("is_const") or \
                 isinstance(d, ir.Variable) and d.kind in ("const", "ctor"):
             raise CompileError(e.loc, f"cannot assign to constant '{describe(e)}'")
+        if not isinstance(root, ir.Ref) and \
+                not (isinstance(root, ir.Untyped) and root.form == "DefaultExpr"):
+            raise CompileError(e.loc, f"'{describe(e)}' is not assignable")
         if isinstance(d, ir.Variable) and d.read_only:
             raise CompileError(e.loc, f"cannot assign to '{describe(e)}': it is a read-only "
                                       f"(in) parameter")

@@ -91,6 +91,9 @@ CASES = [
                                    apply="t.apply();"), "t { key", "no actions property"),
     ("action listed twice", dict(ingress="action a() { } table t { actions = { a; a; } }",
                                  apply="t.apply();"), "a; }", "listed twice"),
+    ("inout argument that is not storage", dict(decls="void f(inout bit<8> x) { x = 1; }",
+                                                apply="f(hdr.ipv4.ttl + 1);"),
+     "hdr.ipv4.ttl + 1", "not assignable"),
     ("member of an action", dict(ingress="action a() { }", apply="a.apply();"), "apply();",
      "has no member"),
     ("undeclared match kind", dict(ingress="""
