@@ -7,12 +7,11 @@ from . import ast as A
 from .ast import describe
 from .check import min_args
 from .errors import CompileError, unsupported
-
 from .exprs import Ctx, StackLastRef
 from .order import is_temporary
 from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope, TypeSym
 from .unroll import NotUnrollable
-from .types import (Bits, BoolT, EnumT, ExternT, IntT, StackT, StructT, TupleT,
+from .types import (Bits, BoolT, EnumT, ExternT, IntT, StructT, TupleT,
                     TypeVar, VarbitT, VoidT, storage_width)
 from .values import (DynHeaderRef, DynUnionRef, FieldRef, HeaderRef, StackRef, StructRef, UnionRef, Val,
                      as_bool, as_data, bool_expr, expr, field_val, hexstr, param, storage_of)
