@@ -526,10 +526,7 @@ class BlockChecker:
         `out` argument), not a constant (constructor parameters included), nor inside a
         read-only parameter (`in`; an action's or function's directionless one, which the
         control plane or the caller gives)."""
-        root = node
-        while isinstance(root, (ir.Member, ir.Slice)) or \
-                isinstance(root, ir.Untyped) and root.form == "Index":
-            root = root.parts[0] if isinstance(root, ir.Untyped) else root.base
+        root = ir.storage_root(node)
         d = root.decl if isinstance(root, ir.Ref) else None
         if node.value is not None or isinstance(d, Val) and d.extra.get("is_const") or \
                 isinstance(d, ir.Variable) and d.kind in ("const", "ctor"):

@@ -121,15 +121,10 @@ def body_effects(fn, frame, calling=()):
 def _written(node, own, frame):
     """What writing lvalue `node` writes of storage not `own` (a callee's own names reach
     the caller only through their parameters, compared with each other)."""
-    root = node
-    while not isinstance(root, ir.Ref):
-        if isinstance(root, (ir.Member, ir.Slice)):
-            root = root.base
-        elif isinstance(root, ir.Untyped) and root.form == "Index":
-            root = root.parts[0]
-        else:
-            return NOTHING
-    return NOTHING if id(root.decl) in own else paths(node, frame)
+    root = ir.storage_root(node)
+    if not isinstance(root, ir.Ref) or id(root.decl) in own:
+        return NOTHING
+    return paths(node, frame)
 
 
 def bound_paths(params, arg_asts, args, frame):

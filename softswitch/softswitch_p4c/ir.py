@@ -299,6 +299,14 @@ def walk(node):
         yield from walk(c)
 
 
+def storage_root(node):
+    """The expression an lvalue's fields, elements and slices are taken from (`a` of
+    `a.b[i][3:0]`): a Ref when `node` names storage."""
+    while isinstance(node, (Member, Slice)) or isinstance(node, Untyped) and node.form == "Index":
+        node = node.parts[0] if isinstance(node, Untyped) else node.base
+    return node
+
+
 def settled(node):
     """Every expression inside IR node `node` has a value the checker knew, so checked in
     any scope it has the same values and raises nothing the checker did not: a value read
