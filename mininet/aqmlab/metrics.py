@@ -205,7 +205,7 @@ def utilisation(bytes_sent, rate_bps, seconds):
     return 8 * bytes_sent / (rate_bps * seconds)
 
 
-def queue_summary(samples, rate_bps, period_packets=1):
+def queue_summary(samples, rate_bps, period_packets=1, red=None):
     """The bottleneck queue from its telemetry samples (dicts with time_us,
     qdepth, avg), one per `period_packets` packets leaving the port.
 
@@ -213,7 +213,9 @@ def queue_summary(samples, rate_bps, period_packets=1):
     saw (`qdepth_mean`), and their delay percentiles are those of packets:
     queueing delay = depth x MTU serialisation time (the data direction's
     packets are full-size). `qdepth_time_avg` weights each sample by the time
-    to the next one (time_average)."""
+    to the next one (time_average). With `red` = (minth, maxth), `red_region`
+    is the time the average spent below, in and above the RED region
+    (red_region_fractions), kept so a run's folder needs no queue.csv for it."""
     if not samples:
         return {"samples": 0}
     depths = [s["qdepth"] for s in samples]
@@ -225,7 +227,23 @@ def queue_summary(samples, rate_bps, period_packets=1):
                "delay_ms_mean": statistics.fmean(delays_ms)}
     for q in PERCENTILES:
         summary[f"delay_ms_p{q}"] = percentile(delays_ms, q)
+    if red is not None:
+        summary["red_region"] = red_region_fractions(
+            [(s["time_us"] / 1e6, s["avg"]) for s in samples], *red)
     return summary
+
+
+def red_region_fractions(samples, minth, maxth):
+    """Fractions of the samples' span the RED average spent below minth, in
+    [minth, maxth] and above maxth, from (time, average) pairs; each average
+    holds until the next sample (it changes only when a packet arrives).
+    None without two samples."""
+    spent = {"below": 0.0, "region": 0.0, "above": 0.0}
+    for (t0, avg), (t1, _) in zip(samples, samples[1:]):
+        zone = "below" if avg < minth else "above" if avg > maxth else "region"
+        spent[zone] += t1 - t0
+    total = sum(spent.values())
+    return {zone: value / total for zone, value in spent.items()} if total > 0 else None
 
 
 def time_average(samples, mtu_s, period_packets):

@@ -214,7 +214,8 @@ def run_scenario(experiment, scenario, seed, workdir, progress, build_dir, clock
         "flow_stats": {f"{w}/{f}": s for (w, f), s in metrics.flow_tcp_stats(records).items()},
         "bottleneck": bottleneck,
         "queue": metrics.queue_summary(
-            [s for s in collector.samples if experiment.warmup <= s["t"]], rate, period),
+            [s for s in collector.samples if experiment.warmup <= s["t"]], rate, period,
+            red=(scenario.aqm.minth, scenario.aqm.maxth) if scenario.aqm.mode == "red" else None),
         "records": records, "samples": collector.samples,
         "drops": drop_rows,
     }

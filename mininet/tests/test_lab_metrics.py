@@ -68,6 +68,18 @@ def test_queue_summary_delays_are_depth_times_mtu_time():
     assert metrics.queue_summary([], 12_000_000) == {"samples": 0}
 
 
+def test_red_region_weights_each_average_by_the_time_it_held():
+    samples = [(10.0, 2.0), (11.0, 8.0), (14.0, 20.0), (15.0, 9.0), (16.0, 9.0), (20.0, 1.0)]
+    got = metrics.red_region_fractions(samples, 5, 15)
+    assert got == pytest.approx({"below": 0.1, "region": 0.8, "above": 0.1})
+    assert metrics.red_region_fractions([(1.0, 3.0)], 5, 15) is None
+    summary = metrics.queue_summary([{"time_us": 1e6 * t, "qdepth": 1, "avg": a}
+                                     for t, a in samples], 12_000_000, red=(5, 15))
+    assert summary["red_region"] == pytest.approx(got)
+    assert "red_region" not in metrics.queue_summary(
+        [{"time_us": 0, "qdepth": 1, "avg": 1.0}], 12_000_000)
+
+
 def test_time_average_weights_by_time_and_counts_idle_gaps_as_empty():
     # 5 packets for 1 s, then 1 packet for 3 s: packet mean 3, time average 2
     samples = [{"time_us": t, "qdepth": q} for t, q in ((0, 5), (1e6, 1), (4e6, 1))]

@@ -99,6 +99,9 @@ def test_red_keeps_the_average_queue_between_the_thresholds(red_results):
     queue = red_results[1]["ecn"]["queue"]
     assert queue["samples"] > 100
     assert 2 < queue["avg_mean"] < 20
+    # the run keeps its time in the region itself; a drop-tail run has no region
+    assert sum(queue["red_region"].values()) == pytest.approx(1.0)
+    assert "red_region" not in red_results[1]["droptail"]["queue"]
 
 
 def test_senders_tcp_info_attributes_marks_and_losses_to_flows(red_results):

@@ -112,13 +112,6 @@ def test_recovery_and_tlp_are_namespace_sysctls():
 
 # ---------------------------------------------------------------- RED region and calibration
 
-def test_region_fractions_weight_each_average_by_the_time_it_held():
-    samples = [(10.0, 2.0), (11.0, 8.0), (14.0, 20.0), (15.0, 9.0), (16.0, 9.0), (99.0, 1.0)]
-    got = rfc2884.region_fractions(samples, 5, 15, (10, 20))
-    assert got == pytest.approx({"below": 1 / 6, "region": 4 / 6, "above": 1 / 6})
-    assert rfc2884.region_fractions([(1.0, 3.0)], 5, 15, (0, 10)) is None
-
-
 def write_study(folder, toml_text, result_of, queue_of=None, transfers_of=None, only=None):
     """A study folder of complete runs (`only`: those run ids): result_of(run)
     -> result.json, and optional queue.csv / transfers.csv rows per run."""
@@ -169,6 +162,30 @@ def test_calibration_picks_per_level_the_candidate_longest_in_the_region(tmp_pat
     for queue_csv in folder.glob("*/queue.csv"):
         queue_csv.unlink()
     assert rfc2884.choose_red(rfc2884.load_study(folder)) == choice
+
+
+def test_a_runs_region_comes_from_its_result_before_its_queue_telemetry(tmp_path):
+    """Runs since the lab kept the fractions in result.json need no queue.csv;
+    older runs whose queue.csv went first are flagged with what result.json says."""
+    text = (FILES / "calibration.toml").read_text()
+    kept = {"below": 0.25, "region": 0.75, "above": 0.0}
+
+    def result_of(run):
+        queue = {"samples": 10, "avg_mean": 40.0}
+        if run.run_id.endswith("r0"):
+            queue["red_region"] = kept
+        return {**result(), "queue": queue}
+    folder = write_study(tmp_path / "cal", text, result_of)
+    loaded = rfc2884.load_study(folder)
+    runs = {r.run_id: r for r in loaded.runs}
+    first = next(r for r in runs if r.endswith("r0"))
+    assert rfc2884.run_region(loaded, runs[first]) == kept
+    other = next(r for r in runs if r.endswith("r1"))
+    assert rfc2884.run_region(loaded, runs[other]) is None
+    aqm = runs[other].scenario.aqm
+    assert rfc2884.untimed_region(loaded, other) == (
+        "its queue.csv was not kept, so no time fractions; its packet-sampled mean RED "
+        f"average, 40.0 packets, lies outside [{aqm.minth}, {aqm.maxth}]")
 
 
 def test_materialise_writes_each_levels_values_into_the_zipped_sweep():

@@ -63,32 +63,23 @@ def read_queue(folder):
         return [(float(row["t"]), float(row["avg"])) for row in csv.DictReader(handle)]
 
 
-def region_fractions(samples, minth, maxth, window):
-    """Fractions of the window's time the RED average spent below minth, in
-    [minth, maxth] and above maxth; each sample holds until the next (the
-    average changes only when a packet arrives). None without two samples."""
-    start, end = window
-    inside = [(t, avg) for t, avg in samples if start <= t <= end]
-    if len(inside) < 2:
-        return None
-    spent = {"below": 0.0, "region": 0.0, "above": 0.0}
-    for (t0, avg), (t1, _) in zip(inside, inside[1:]):
-        zone = "below" if avg < minth else "above" if avg > maxth else "region"
-        spent[zone] += t1 - t0
-    total = sum(spent.values())
-    return {zone: value / total for zone, value in spent.items()} if total > 0 else None
-
-
 def run_region(loaded, run):
-    """The RED-region fractions of one complete run over its measurement window,
-    kept in the run's REGION_FILE so that a committed study needs no queue.csv
-    (about 1 MB a run)."""
+    """The RED-region fractions of one complete run over its measurement window:
+    from its result.json (runs since the lab kept them there), else from the
+    REGION_FILE an earlier report kept, else from queue.csv (about 1 MB a run)
+    into REGION_FILE, so that a committed study needs no queue.csv."""
+    kept = loaded.results[run.run_id].get("queue", {}).get("red_region")
+    if kept is not None:
+        return kept
     cached = loaded.folder / run.run_id / REGION_FILE
     if cached.exists():
         return json.loads(cached.read_text())
     experiment = loaded.experiment
-    found = region_fractions(read_queue(loaded.folder / run.run_id), run.scenario.aqm.minth,
-                             run.scenario.aqm.maxth, (experiment.warmup, experiment.duration))
+    window = (experiment.warmup, experiment.duration)
+    samples = [(t, avg) for t, avg in read_queue(loaded.folder / run.run_id)
+               if window[0] <= t <= window[1]]
+    found = metrics.red_region_fractions(samples, run.scenario.aqm.minth,
+                                         run.scenario.aqm.maxth)
     if found is not None:
         cached.write_text(json.dumps(found))
     return found
@@ -463,12 +454,11 @@ def plan_lines(root, overhead):
            + " (mean of its complete runs); elsewhere " if measured else "")
         + "estimated at a fair share of 1.5 Mb/s among all its flows:", "", *table, "",
         "Run (and resume: rerun the same command; complete runs are kept) on this machine, "
-        "then commit the study folder without its bulky per-run files (the first report keeps "
-        f"each run's RED-region fractions in {REGION_FILE}, so queue.csv can stay behind) and "
+        "then commit the study folder without its bulky per-run files (each run keeps its "
+        "RED-region fractions in its result.json, so queue.csv can stay behind) and "
         "rebuild this report:", "",
         "```",
         f"aqmlab study rfc2884 --out results/rfc2884 --jobs {jobs}",
-        "aqmlab study rfc2884 --out results/rfc2884 --report-only",
         "tar -C results/rfc2884 --exclude lab --exclude '*.png' --exclude report.md \\",
         "    --exclude queue.csv --exclude 'drops*.csv' -cf - . |",
         "    tar -C docs/reproductions/rfc2884/study -xf -",
@@ -576,6 +566,19 @@ def retransmission_lines(parts):
     return lines if len(lines) > 2 else ["Not run (`bulk`, `bulk_modern`)."]
 
 
+def untimed_region(loaded, run_id):
+    """Why a run has no region fractions, and what its result.json still says:
+    the packet-sampled mean RED average against the run's [minth, maxth]."""
+    run = next(r for r in loaded.runs if r.run_id == run_id)
+    mean = loaded.results[run_id].get("queue", {}).get("avg_mean")
+    if mean is None:
+        return "no queue telemetry"
+    aqm = run.scenario.aqm
+    where = "inside" if aqm.minth <= mean <= aqm.maxth else "outside"
+    return (f"its queue.csv was not kept, so no time fractions; its packet-sampled mean "
+            f"RED average, {mean:.1f} packets, lies {where} [{aqm.minth}, {aqm.maxth}]")
+
+
 def region_lines(parts):
     lines = ["| part | runs | mean time in the RED region | runs below "
              f"{REGION_MIN:.0%} (flagged) |", "|---|---|---|---|"]
@@ -588,7 +591,7 @@ def region_lines(parts):
                 fractions[run.run_id] = found["region"] if found else math.nan
         bad = sorted(r for r, f in fractions.items() if not f >= REGION_MIN)
         flagged += [f"{name}/{r} ({fractions[r]:.0%} in region)" if fractions[r] >= 0 else
-                    f"{name}/{r} (no queue telemetry)" for r in bad]
+                    f"{name}/{r} ({untimed_region(part.loaded, r)})" for r in bad]
         lines.append(f"| {name} | {len(fractions)} | {fmt(stats.estimate(fractions.values()))} "
                      f"| {len(bad)} |")
     if flagged:
