@@ -62,7 +62,10 @@ class P4InfoIndex:
     def from_file(cls, path: str) -> "P4InfoIndex":
         p4info = p4info_pb2.P4Info()
         with open(path, encoding="utf-8") as f:
-            text_format.Merge(f.read(), p4info, allow_unknown_field=True)
+            try:
+                text_format.Merge(f.read(), p4info, allow_unknown_field=True)
+            except text_format.ParseError as error:
+                raise P4RuntimeError(f"{path}: not a P4Info in text format ({error})") from None
         return cls(p4info)
 
     @staticmethod

@@ -8,7 +8,7 @@ from p4.v1 import p4runtime_pb2
 
 import softswitch_engine as se
 from redctl import names
-from redctl.p4rt import SHOWN_UPDATE_ERRORS, P4RuntimeError, Session
+from redctl.p4rt import SHOWN_UPDATE_ERRORS, P4InfoIndex, P4RuntimeError, Session
 from softswitch_server.server import SoftswitchServer
 
 
@@ -43,3 +43,11 @@ def test_a_failed_batch_of_1000_updates_lists_the_switch_errors(session):
     assert message.startswith("Write: UNKNOWN: 1000 of 1000 updates failed (1000 NOT_FOUND)")
     assert "update 0: NOT_FOUND" in message and f"update {SHOWN_UPDATE_ERRORS}:" not in message
     assert "RESOURCE_EXHAUSTED" not in message
+
+
+def test_a_broken_p4info_file_is_named_in_one_line(tmp_path):
+    broken = tmp_path / "prog.p4info.txtpb"
+    broken.write_text("tables {\n  preamble { id: 1\n")
+    with pytest.raises(P4RuntimeError, match=f"^{broken}: not a P4Info in text format") as error:
+        P4InfoIndex.from_file(str(broken))
+    assert "\n" not in str(error.value)

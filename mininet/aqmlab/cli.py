@@ -86,6 +86,10 @@ def cmd_run(args):
                                                                   runs=runs)
     if warning:
         print(f"aqmlab run: warning: {warning}", file=sys.stderr)
+    if not args.only:       # refuse before making a folder; a study's --only runs fail one by one
+        from aqmlab.topology import check_build
+
+        check_build(args.build_dir)
     if os.geteuid() != 0:
         raise SystemExit("aqmlab run: error: needs root (network namespaces)")
     clean_stale_labs()

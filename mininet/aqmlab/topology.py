@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aqmlab.config import ConfigError
 from aqmlab.p4switch import SWITCH_CLASSES, PortQueue
 from aqmlab.shells import run_commands
 from aqmlab.tuning import sysctl_commands
@@ -233,12 +234,23 @@ class Dumbbell:
 
 
 def pipeline_files(build_dir):
+    """(p4info, pipeline JSON) of red_ecn in build_dir (default: the repo's build/)."""
+    fix = ("run `make build` first" if build_dir is None else
+           f"build it with `python -m redctl.compiler p4src/red_ecn.p4 -o {build_dir}`")
     build_dir = Path(build_dir or REPO / "build")
     p4info, pipeline = build_dir / "red_ecn.p4info.txtpb", build_dir / "red_ecn.json"
     for path in (p4info, pipeline):
         if not path.exists():
-            raise RuntimeError(f"{path} is missing: run `make build` first")
+            raise RuntimeError(f"{path} is missing: {fix}")
     return p4info, pipeline
+
+
+def check_build(build_dir):
+    """pipeline_files as a one-line error (ConfigError) for a command's input."""
+    try:
+        pipeline_files(build_dir)
+    except RuntimeError as error:
+        raise ConfigError(str(error)) from None
 
 
 def host_commands(endpoint, access_rate_bps):

@@ -89,16 +89,30 @@ def test_bad_file_is_rejected_naming_the_field(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-def test_failure_during_setup_removes_the_lab(tmp_path):
+def test_a_missing_compiled_program_is_refused_before_any_folder(tmp_path):
+    missing = tmp_path / "nothing-built"
     proc = aqmlab(["run", str(DEFAULT), "--quick", "--results", str(tmp_path / "r"),
-                   "--build-dir", str(tmp_path / "nothing-built"), "--no-progress"],
-                  tmp_path / "state")
+                   "--build-dir", str(missing), "--no-progress"], tmp_path / "state")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert f"{missing}/red_ecn.p4info.txtpb is missing: build it with" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_failure_during_setup_removes_the_lab(tmp_path):
+    broken = tmp_path / "broken-build"      # present, but no switch can load it
+    broken.mkdir()
+    (broken / "red_ecn.p4info.txtpb").write_text("not a p4info\n")
+    (broken / "red_ecn.json").write_text("{}\n")
+    proc = aqmlab(["run", str(DEFAULT), "--quick", "--results", str(tmp_path / "r"),
+                   "--build-dir", str(broken), "--no-progress"], tmp_path / "state")
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1 and "make build" in err
+    assert proc.returncode == 1
     folders = sorted((tmp_path / "r/default").glob("*/p0*"))
     assert [f.name for f in folders] == ["p00-r0", "p00-r1", "p01-r0", "p01-r1"], \
         "a failed run does not stop the study"
-    assert all("make build" in (f / "failed").read_text() for f in folders)
+    assert all("red_ecn.p4info.txtpb: not a P4Info in text format" in (f / "failed").read_text()
+               for f in folders)
     assert "4 of 4 run(s) failed" in err
     tags = lab_tags(tmp_path / "r")
     assert len(tags) == 4

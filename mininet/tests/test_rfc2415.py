@@ -496,6 +496,27 @@ def test_an_interrupted_part_stops_the_study_after_keeping_its_wall_time(tmp_pat
     assert common.read_wall(tmp_path)["halves"]["runs"] == 1
 
 
+def test_a_part_whose_runs_all_failed_adds_no_wall_time(tmp_path, monkeypatch):
+    """Seconds that completed no run would inflate the per-run overhead."""
+    clock = iter([0.0, 35.0])
+    monkeypatch.setattr(common.time, "monotonic", lambda: next(clock))
+    fake_part_runs(monkeypatch, tmp_path, 0, {})
+    assert common.run_part(tmp_path, "halves", FILES / "halves.toml", ["--jobs", "2"]) == 0
+    assert common.read_wall(tmp_path) == {}
+
+
+def test_a_study_without_the_compiled_program_refuses_before_any_folder(tmp_path, capsys):
+    missing = tmp_path / "nothing-built"
+    code = rfc2415.main(["--out", str(tmp_path / "s"), "--quick", "--build-dir", str(missing)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert err.endswith(f"{missing}/red_ecn.p4info.txtpb is missing: build it with "
+                        f"`python -m redctl.compiler p4src/red_ecn.p4 -o {missing}`")
+    assert not (tmp_path / "s").exists()
+    assert common.option_value(["--jobs", "2", f"--build-dir={missing}"], "--build-dir") == \
+        str(missing)
+
+
 def test_makespan_is_the_runners_pool_in_order():
     assert common.makespan([10, 10, 10, 10, 10], 4) == 20
     assert common.makespan([30, 10, 10, 10], 2) == 30

@@ -193,6 +193,16 @@ def jobs_option(extra):
     return int(extra[at + 1]), extra[:at] + extra[at + 2:]
 
 
+def option_value(extra, name):
+    """The value of `name V` or `name=V` among `aqmlab run` options, or None."""
+    for at, item in enumerate(extra):
+        if item == name and at + 1 < len(extra):
+            return extra[at + 1]
+        if item.startswith(f"{name}="):
+            return item.split("=", 1)[1]
+    return None
+
+
 def filesystem_now(folder):
     """The time a file written now in `folder` gets as its mtime. The kernel
     stamps files with its coarse clock, up to a tick (4 ms) behind time.time(),
@@ -223,7 +233,16 @@ def run_part(root, part, source, extra):
     code = call_run(command)
     seconds = time.monotonic() - started
     new = [p.parent for p in out_dir.glob(f"*/{study.COMPLETE}") if p.stat().st_mtime >= since]
-    path = Path(root) / WALL_TIMES
+    if new:             # time that completed no run (all failed) measures nothing
+        add_wall_time(Path(root) / WALL_TIMES, part, seconds, new, duration, jobs)
+    if code == INTERRUPTED_EXIT:      # its runs were stopped by a signal: so is the study
+        raise KeyboardInterrupt(f"aqmlab run of {part} was interrupted")
+    return code
+
+
+def add_wall_time(path, part, seconds, new, duration, jobs):
+    """Adds one `aqmlab run` of `part` (its wall seconds, the run folders it
+    completed) to the study's wall_times.json (run_part)."""
     wall = json.loads(path.read_text()) if path.exists() else {}
     entry = wall.setdefault(part, {"seconds": 0.0, "runs": 0, "slot_seconds": 0.0,
                                    "traffic_seconds": 0.0})
@@ -231,15 +250,12 @@ def run_part(root, part, source, extra):
         entry.update(slot_seconds=entry["seconds"],
                      traffic_seconds=entry["runs"] * entry.get("duration", duration))
     own = [run_wall_seconds(folder) for folder in new]
-    slots = sum(own) if new and None not in own else seconds * max(1, min(jobs, len(new)))
+    slots = sum(own) if None not in own else seconds * max(1, min(jobs, len(new)))
     entry.update(seconds=entry["seconds"] + seconds, runs=entry["runs"] + len(new),
                  duration=duration, slot_seconds=entry["slot_seconds"] + slots,
                  traffic_seconds=entry["traffic_seconds"] + sum(
                      traffic_seconds_of(folder, duration) for folder in new))
     path.write_text(json.dumps(wall, indent=2))
-    if code == INTERRUPTED_EXIT:      # its runs were stopped by a signal: so is the study
-        raise KeyboardInterrupt(f"aqmlab run of {part} was interrupted")
-    return code
 
 
 INTERRUPTED_EXIT = 130                # `aqmlab run`'s exit status when interrupted (cli.py)
@@ -431,6 +447,9 @@ def run_study(reproduction, argv):
         whole = extra + ["--jobs", str(args.jobs)] if reproduction.stages else extra
         failed = []
         if not args.report_only:
+            from aqmlab.topology import check_build   # mininet's modules: only to run
+
+            check_build(option_value(extra, "--build-dir"))
             root.mkdir(parents=True, exist_ok=True)
             sources = reproduction.prepare(root, parts, args, whole)
             plan = plan_lines(reproduction.name, sources, reproduction.seconds_of)
