@@ -329,6 +329,26 @@ def test_bulk_statements_use_size_over_completion_time(tmp_path):
         assert rfc2884.evaluate(s, parts)["verdict"] == "holds", s.text
     text = rfc2884.write_report(root, tmp_path / "r.md")
     assert "Every measured 20 MB transfer completed." in text
+    assert "of the drops were forced" not in text      # result() counts no drops
+
+
+def test_a_point_where_most_drops_are_forced_says_so(tmp_path):
+    """At maxp 0.02 and high congestion RED's average sits above maxth, where
+    it drops ECN-capable packets too: the statement's row gives the share."""
+    def counted(run):
+        found = result()
+        low_maxp = run.scenario.aqm.maxp == 0.02
+        found["bottleneck"].update(early_drops=100, forced_drops=500 if low_maxp else 0,
+                                   overflow_drops=20 if low_maxp else 0)
+        return found
+    root = tmp_path / "study"
+    root.mkdir()
+    write_study(root / "bulk", (FILES / "bulk.toml").read_text(), counted)
+    parts = rfc2884.load_parts(root)
+    reno = next(s for s in rfc2884.STATEMENTS if s.section == "5.2 (2)")
+    assert rfc2884.forced_note(reno, parts["bulk"]).startswith(
+        "At the first point (high congestion, maxp 0.02) 83.9 % [83.9, 83.9]")   # 520 / 620
+    assert "second point" not in rfc2884.forced_note(reno, parts["bulk"])
 
 
 def test_fairness_is_jain_over_all_four_flows_per_maxp(tmp_path):

@@ -296,6 +296,36 @@ FAIRNESS_PUBLISHED = {0.02: (0.996888, 0.991946), 0.05: (0.995987, 0.988286),
                       0.1: (0.985403, 0.989726), 0.2: (0.979368, 0.983342)}
 
 
+FORCED_NOTE = 50              # % of drops forced above which a point's row says so
+
+
+def forced_share(part, key):
+    """% of the bottleneck's drops that were forced (the average above maxth,
+    or a full buffer) per seed -> Estimate. RED drops those packets whether
+    or not they are ECN-capable, so ECN can only change the early rest."""
+    def share(folder, result):
+        b = result["bottleneck"]
+        forced = b.get("forced_drops", 0) + b.get("overflow_drops", 0)
+        drops = forced + b.get("early_drops", 0)
+        return 100 * forced / drops if drops else math.nan
+    values = [v for v in part.by_seed(key, share).values() if math.isfinite(v)]
+    return stats.estimate(values)
+
+
+def forced_note(statement, part):
+    """A sentence on each of the statement's points where most drops were
+    forced, from the runs' counters (empty if none)."""
+    notes = []
+    for name, (level, maxp, size) in (("first", statement.a), ("second", statement.b)):
+        found = forced_share(part, (statement.variant, level, maxp, size))
+        if found.n and found.mean >= FORCED_NOTE:
+            notes.append(f"At the {name} point ({LEVELS[level]} congestion, maxp {maxp}) "
+                         f"{fmt(found, unit=' %')} of the drops were forced (the average above "
+                         "maxth or a full buffer), which ECN-capable packets take as drops "
+                         "too, so ECN can change only the rest.")
+    return " ".join(notes)
+
+
 def trend_verdict(first, second, difference, expect_rise):
     """Does the sign (ECN ahead at both points) and the ordering hold?"""
     if first.n == 0 or second.n == 0:
@@ -499,7 +529,7 @@ def statement_rows(parts):
         lines.append(f"| {s.section} | {s.text} | {published} | {fmt(found['first'], unit=' %')} "
                      f"| {fmt(found['second'], unit=' %')} | "
                      f"{fmt(found['difference'], unit=' pts')} | {found['verdict']}{partial} | "
-                     f"{s.why} |")
+                     f"{' '.join(filter(None, (forced_note(s, parts[s.part]), s.why)))} |")
     return lines
 
 
