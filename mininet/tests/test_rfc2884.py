@@ -340,6 +340,9 @@ def test_a_point_where_most_drops_are_forced_says_so(tmp_path):
         low_maxp = run.scenario.aqm.maxp == 0.02
         found["bottleneck"].update(early_drops=100, forced_drops=500 if low_maxp else 0,
                                    overflow_drops=20 if low_maxp else 0)
+        found["flow_stats"] = {
+            "ecn-on/e.0": {"retransmits": 400 if low_maxp else 0, "data_segments": 14000},
+            "ecn-off/o.0": {"retransmits": 500 + run.seed, "data_segments": 14500}}
         return found
     root = tmp_path / "study"
     root.mkdir()
@@ -349,6 +352,12 @@ def test_a_point_where_most_drops_are_forced_says_so(tmp_path):
     assert rfc2884.forced_note(reno, parts["bulk"]).startswith(
         "At the first point (high congestion, maxp 0.02) 83.9 % [83.9, 83.9]")   # 520 / 620
     assert "second point" not in rfc2884.forced_note(reno, parts["bulk"])
+    # "ECN flows had almost no retransmissions": true where RED's early drops rule
+    rows = "\n".join(rfc2884.retransmission_lines(parts))
+    assert "| bulk | reno | early drops dominate: low 0.05, low 0.1, " in rows
+    assert ("| bulk | reno | most drops forced (>= 50 %): low 0.02, moderate 0.02, high 0.02 | "
+            "400 [400, 400] (n = 15) | 503 [502, 504] (n = 15) |") in rows
+    assert "| 0 [0, 0] (n = 75) | 503 [503, 503] (n = 75) |" in rows
 
 
 def test_fairness_is_jain_over_all_four_flows_per_maxp(tmp_path):

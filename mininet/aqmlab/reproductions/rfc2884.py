@@ -573,27 +573,41 @@ def fairness_lines(parts):
 
 
 def retransmission_lines(parts):
-    lines = ["| part | TCP | ECN flow retransmits per 20 MB | non-ECN | difference (paired) | "
-             "trend |", "|---|---|---|---|---|---|"]
+    """Retransmitted segments of the ECN and the non-ECN 20 MB transfer, per
+    part and TCP, apart for the points where RED's early drops dominate and
+    those where most drops were forced (forced_share): RED drops ECN-capable
+    packets there too, which is not the RED the RFC's claim is about."""
+    lines = ["| part | TCP | points | ECN flow retransmits per 20 MB | non-ECN | "
+             "difference (paired) | trend |", "|---|---|---|---|---|---|---|"]
     for name in ("bulk", "bulk_modern"):
         part = parts.get(name)
         if not part:
             continue
         for tcp in sorted({k[0] for k in part.points}):
-            ecn, non = {}, {}
-            for key in (k for k in part.points if k[0] == tcp):
-                for run in part.runs(key):
-                    result = part.loaded.results[run.run_id]
-                    ecn[(key, run.seed)] = retransmits(result, "ecn-on")[0]
-                    non[(key, run.seed)] = retransmits(result, "ecn-off")[0]
-            if not ecn:
-                continue
-            difference = stats.paired_difference(ecn, non)
-            holds = difference.excludes_zero() and difference.mean < 0
-            lines.append(f"| {name} | {tcp} | {fmt(stats.estimate(ecn.values()))} | "
-                         f"{fmt(stats.estimate(non.values()))} | {fmt(difference)} | "
-                         f"{'holds: ECN fewer' if holds else stats.verdict(difference)} |")
+            regimes = defaultdict(list)
+            for key in (k for k in part.points if k[0] == tcp and part.runs(k)):
+                forced = forced_share(part, key)
+                regimes[bool(forced.n) and forced.mean >= FORCED_NOTE].append(key)
+            for mostly_forced, keys in sorted(regimes.items()):
+                lines.append(retransmission_row(part, tcp, keys, mostly_forced))
     return lines if len(lines) > 2 else ["Not run (`bulk`, `bulk_modern`)."]
+
+
+def retransmission_row(part, tcp, keys, mostly_forced):
+    ecn, non = {}, {}
+    for key in keys:
+        for run in part.runs(key):
+            result = part.loaded.results[run.run_id]
+            ecn[(key, run.seed)] = retransmits(result, "ecn-on")[0]
+            non[(key, run.seed)] = retransmits(result, "ecn-off")[0]
+    difference = stats.paired_difference(ecn, non)
+    holds = difference.excludes_zero() and difference.mean < 0
+    points = ", ".join(f"{LEVELS[level]} {maxp}" for _, level, maxp, _ in sorted(keys))
+    regime = (f"most drops forced (>= {FORCED_NOTE} %): {points}" if mostly_forced else
+              f"early drops dominate: {points}")
+    return (f"| {part.name} | {tcp} | {regime} | {fmt(stats.estimate(ecn.values()))} | "
+            f"{fmt(stats.estimate(non.values()))} | {fmt(difference)} | "
+            f"{'holds: ECN fewer' if holds else stats.verdict(difference)} |")
 
 
 def untimed_region(loaded, run_id):
