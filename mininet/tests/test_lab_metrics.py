@@ -252,3 +252,13 @@ def test_a_runs_per_size_drop_rates_are_study_metrics():
     assert ("web", "drop_rate_lt_10kb") not in values       # no transfer of that size
     unit, what, per_run = report.metric_info("web", "drop_rate_10_100kb")
     assert "10-100 KB" in what and per_run == "total"
+
+
+def test_a_red_runs_time_in_the_region_is_a_study_metric():
+    from aqmlab import report
+    result = {"workloads": {}, "goodputs": {}, "bottleneck": {"utilisation": 0.9,
+              "drop_rate": 0.01, "mark_rate": 0.0},
+              "queue": {"red_region": {"below": 0.1, "region": 0.85, "above": 0.05}}}
+    assert report.run_metrics(result)[(report.ALL, "red_region_time")] == 0.85
+    result["queue"] = {"samples": 0}                     # drop-tail, or no telemetry
+    assert (report.ALL, "red_region_time") not in report.run_metrics(result)
