@@ -340,6 +340,7 @@ def test_a_point_where_most_drops_are_forced_says_so(tmp_path):
         low_maxp = run.scenario.aqm.maxp == 0.02
         found["bottleneck"].update(early_drops=100, forced_drops=500 if low_maxp else 0,
                                    overflow_drops=20 if low_maxp else 0)
+        found["queue"] = {"red_region": {"below": 0.0, "region": 0.75, "above": 0.25}}
         found["flow_stats"] = {
             "ecn-on/e.0": {"retransmits": 400 if low_maxp else 0, "data_segments": 14000},
             "ecn-off/o.0": {"retransmits": 500 + run.seed, "data_segments": 14500}}
@@ -358,6 +359,10 @@ def test_a_point_where_most_drops_are_forced_says_so(tmp_path):
     assert ("| bulk | reno | most drops forced (>= 50 %): low 0.02, moderate 0.02, high 0.02 | "
             "400 [400, 400] (n = 15) | 503 [502, 504] (n = 15) |") in rows
     assert "| 0 [0, 0] (n = 75) | 503 [503, 503] (n = 75) |" in rows
+    # such runs are flagged beside those that left the region
+    region = "\n".join(rfc2884.region_lines(parts))
+    assert "| bulk | 180 | 0.75 [0.75, 0.75] (n = 180) | 0 | 30 |" in region
+    assert region.count("(75% in region; 84 % of its drops forced)") == 30
 
 
 def test_fairness_is_jain_over_all_four_flows_per_maxp(tmp_path):

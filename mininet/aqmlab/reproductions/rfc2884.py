@@ -299,17 +299,20 @@ FAIRNESS_PUBLISHED = {0.02: (0.996888, 0.991946), 0.05: (0.995987, 0.988286),
 FORCED_NOTE = 50              # % of drops forced above which a point's row says so
 
 
+def run_forced_share(result):
+    """% of a run's bottleneck drops that were forced (the average above
+    maxth, or a full buffer), NaN without drops. RED drops those packets
+    whether or not they are ECN-capable, so ECN can only change the rest."""
+    b = result["bottleneck"]
+    forced = b.get("forced_drops", 0) + b.get("overflow_drops", 0)
+    drops = forced + b.get("early_drops", 0)
+    return 100 * forced / drops if drops else math.nan
+
+
 def forced_share(part, key):
-    """% of the bottleneck's drops that were forced (the average above maxth,
-    or a full buffer) per seed -> Estimate. RED drops those packets whether
-    or not they are ECN-capable, so ECN can only change the early rest."""
-    def share(folder, result):
-        b = result["bottleneck"]
-        forced = b.get("forced_drops", 0) + b.get("overflow_drops", 0)
-        drops = forced + b.get("early_drops", 0)
-        return 100 * forced / drops if drops else math.nan
-    values = [v for v in part.by_seed(key, share).values() if math.isfinite(v)]
-    return stats.estimate(values)
+    """run_forced_share per seed of a point -> Estimate."""
+    values = part.by_seed(key, lambda folder, result: run_forced_share(result)).values()
+    return stats.estimate(values)              # NaN (no drops) left out
 
 
 def forced_note(statement, part):
@@ -624,20 +627,30 @@ def untimed_region(loaded, run_id):
 
 
 def region_lines(parts):
-    lines = ["| part | runs | mean time in the RED region | runs below "
-             f"{REGION_MIN:.0%} (flagged) |", "|---|---|---|---|"]
+    """Each part's time in the RED region; runs flagged for less than
+    REGION_MIN of it, or for most of their drops forced (run_forced_share):
+    either way RED was not the early-dropping queue the RFC operated."""
+    lines = [f"| part | runs | mean time in the RED region | runs below {REGION_MIN:.0%} in "
+             f"the region | runs with most drops forced (>= {FORCED_NOTE} %) |",
+             "|---|---|---|---|---|"]
     flagged = []
     for name, part in parts.items():
-        fractions = {}
+        fractions, forced = {}, {}
         for run in part.loaded.runs:
             if run.run_id in part.loaded.results:
                 found = run_region(part.loaded, run)
                 fractions[run.run_id] = found["region"] if found else math.nan
-        bad = sorted(r for r, f in fractions.items() if not f >= REGION_MIN)
-        flagged += [f"{name}/{r} ({fractions[r]:.0%} in region)" if fractions[r] >= 0 else
-                    f"{name}/{r} ({untimed_region(part.loaded, r)})" for r in bad]
+                forced[run.run_id] = run_forced_share(part.loaded.results[run.run_id])
+        outside = {r for r, f in fractions.items() if not f >= REGION_MIN}
+        mostly_forced = {r for r, f in forced.items() if f >= FORCED_NOTE}
+        for r in sorted(outside | mostly_forced):
+            why = [f"{fractions[r]:.0%} in region" if fractions[r] >= 0 else
+                   untimed_region(part.loaded, r)]
+            if r in mostly_forced:
+                why.append(f"{forced[r]:.0f} % of its drops forced")
+            flagged.append(f"{name}/{r} ({'; '.join(why)})")
         lines.append(f"| {name} | {len(fractions)} | {fmt(stats.estimate(fractions.values()))} "
-                     f"| {len(bad)} |")
+                     f"| {len(outside)} | {len(mostly_forced)} |")
     if flagged:
         lines += ["", "Flagged runs (not left out of the figures above; read them with this in "
                   "mind): " + ", ".join(flagged) + "."]
