@@ -895,7 +895,14 @@ def calibration_lines(root):
         return ["No calibration in this study folder: the runs used the files' RED values "
                 "(minth 5, maxth 15, wq 2^-9); the RED region of each run is measured below."]
     choice = json.loads(path.read_text())
-    lines = ["| congestion | chosen minth / maxth / wq | time in region (mean, runs) | "
+    ran = Path(root) / CALIBRATION / "experiment.toml"      # the file as the study ran it
+    source = ran if ran.exists() else EXPERIMENTS / f"{CALIBRATION}.toml"
+    maxp = load_experiment(source).scenarios[0].aqm.maxp
+    lines = [f"Candidates run at maxp {maxp} (`{CALIBRATION}.toml`); ties go to the smaller "
+             "maxth, then the smaller wq. At another maxp the same values can hold the average "
+             "less well (a weaker maxp lets it climb above maxth): the runs' own time in the "
+             "region and share of forced drops follow the table.", "",
+             "| congestion | chosen minth / maxth / wq | time in region (mean, runs) | "
              "candidates (minth/maxth/wq_log: fraction) |", "|---|---|---|---|"]
     for level, c in sorted(choice.items(), key=lambda item: int(item[0])):
         others = "; ".join(f"{k['minth']}/{k['maxth']}/{k['wq_log']}: {k['region']:.2f}"
