@@ -11,8 +11,15 @@
  *                                        sends COUNT copies of a frame, one every
  *                                        GAP_NS, numbered 0.. in the 4 bytes at
  *                                        SEQ_OFFSET (the link-timing frames)
+ *   afp_tool deadlines COUNT PERIOD_NS SPIN_NS
+ *                                        meets COUNT deadlines PERIOD_NS apart:
+ *                                        sleeps (timerfd) to SPIN_NS before each,
+ *                                        spins the rest, and prints how late the
+ *                                        first clock read at or past it came, one
+ *                                        value (ns) per line: the machine's floor
+ *                                        for a thread that sends on a deadline
  *
- * All print how many frames they moved. Same socket set-up as the engine:
+ * The others print how many frames they moved. Same socket set-up as the engine:
  * bound per interface, PACKET_IGNORE_OUTGOING, non-blocking, batches of 64. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -28,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -205,6 +213,37 @@ static long train(const char *ifname, long count, long gap_ns, const char *hex) 
     return sent;
 }
 
+static uint64_t monotonic_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+/* What a switch thread pinned to this CPU can achieve at best: it sleeps as
+ * softswitch does (absolute timerfd, 1 ns slack) until SPIN_NS before each
+ * deadline, then spins. With SPIN_NS = 0 the lateness is the timer wake-up's
+ * (cyclictest's measure); with SPIN_NS = PERIOD_NS the thread never sleeps and
+ * only preemption (other tasks, interrupts, the hypervisor) makes it late. */
+static void deadlines(long count, long period_ns, long spin_ns) {
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    uint64_t *late = malloc(count * sizeof *late);
+    uint64_t due = monotonic_ns() + (uint64_t)period_ns;
+    if (fd < 0 || !late) { perror("deadlines"); exit(1); }
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    for (long i = 0; i < count; i++, due += (uint64_t)period_ns) {
+        uint64_t wake = due - (uint64_t)spin_ns, now = monotonic_ns(), ticks;
+        if (spin_ns < period_ns && wake > now) {
+            struct itimerspec at = {{0, 0}, {(time_t)(wake / 1000000000ULL), (long)(wake % 1000000000ULL)}};
+            timerfd_settime(fd, TFD_TIMER_ABSTIME, &at, NULL);
+            if (read(fd, &ticks, sizeof ticks) < 0) { perror("timerfd read"); exit(1); }
+        }
+        while ((now = monotonic_ns()) < due) {}
+        late[i] = now - due;
+    }
+    for (long i = 0; i < count; i++) printf("%llu\n", (unsigned long long)late[i]);
+    free(late);
+}
+
 int main(int argc, char **argv) {
     if (argc == 5 && !strcmp(argv[1], "forward")) {
         printf("%ld\n", forward(argv[2], argv[3], atof(argv[4])));
@@ -214,9 +253,11 @@ int main(int argc, char **argv) {
         printf("%ld\n", blast(argv[2], atof(argv[3]), argv[4]));
     } else if (argc == 6 && !strcmp(argv[1], "train")) {
         printf("%ld\n", train(argv[2], atol(argv[3]), atol(argv[4]), argv[5]));
+    } else if (argc == 5 && !strcmp(argv[1], "deadlines")) {
+        deadlines(atol(argv[2]), atol(argv[3]), atol(argv[4]));
     } else {
         fprintf(stderr, "usage: afp_tool forward|forward-ring IF_A IF_B SECONDS | blast IF SECONDS HEXFRAME"
-                        " | train IF COUNT GAP_NS HEXFRAME\n");
+                        " | train IF COUNT GAP_NS HEXFRAME | deadlines COUNT PERIOD_NS SPIN_NS\n");
         return 2;
     }
     return 0;

@@ -6,7 +6,9 @@ Speed: packets/s for 64- and 1500-byte frames through a P4 program (p4src's
 RED program from build/red_ecn.json when `make build` has made it, else the
 hand-written forwarding fixture), the packet thread pinned to one CPU, next
 to a minimal C AF_PACKET forwarder (afp_tool.c) on the same CPU, same veths,
-same generator, same run; and ping RTTs at low load through both.
+same generator, same run. Latency at low load through both: one traversal
+time-stamped on the wire, and ping RTTs. The machine's floor: how late a
+pinned thread meets a deadline, sleeping or spinning (afp_tool deadlines).
 Fidelity: a TCP flow (iperf3) through a port set to 1.5, 10 and 100 Mb/s,
 rate measured from the bytes the receiving host's interface counted;
 configured delay against the median ping RTT. Link timing: each frame's
@@ -163,6 +165,36 @@ def measure_latency(kind: str, tool: Path, program: str, count: int) -> dict:
         rtts = ping_ms(lab, count, 0.01)
     return {"forwarder": kind, "pings": len(rtts), "rtt_median_ms": statistics.median(rtts),
             "rtt_p99_ms": percentile(rtts, 0.99)}
+
+
+TRAVERSAL_FRAME_BYTES = 98      # a ping's frame
+TRAVERSAL_GAP_NS = 1_000_000    # low load: every frame finds the forwarder idle
+TRAVERSAL_UDP_PORT = 7700
+
+
+def measure_traversal(kind: str, tool: Path, program: str, count: int) -> dict:
+    """One switch traversal at low load, on the wire: each frame's kernel
+    receive stamp on B's veth minus the one where it entered the forwarder
+    (port 0's veth). No host's scheduling is in it, unlike a ping's RTT.
+    Unshaped port; both forwarders pinned to SWITCH_CPU, the sender to GENERATOR_CPU."""
+    seconds = count * TRAVERSAL_GAP_NS / 1e9 + 10
+    with iolab.VethLab() as lab, Forwarder(kind, lab, tool, program, seconds, sink=True):
+        frame_hex = udp_frame(lab, TRAVERSAL_FRAME_BYTES, dport=TRAVERSAL_UDP_PORT).hex()
+        captures = [iolab.start_capture(lab.hosts["a"].switch_if, TRAVERSAL_UDP_PORT),
+                    iolab.start_capture(lab.hosts["b"].ifname, TRAVERSAL_UDP_PORT, ns=lab.hosts["b"].ns)]
+        sent = send_train(lab, tool, frame_hex, count, TRAVERSAL_GAP_NS)
+        time.sleep(0.5)
+        ingress, egress = (iolab.finish_capture(c) for c in captures)
+    arrived = {seq: t for seq, t, _ in ingress["frames"]}
+    took = [(t - arrived[seq]) / 1000 for seq, t, _ in egress["frames"] if seq in arrived]
+    return {"forwarder": kind, "sent": sent, "delivered": len(took),
+            "us": {name: round(percentile(took, q), 2) for name, q in TIMING_QUANTILES} if took else {}}
+
+
+def added_traversal_us(traversal: list[dict]) -> dict:
+    """Per traversal, softswitch minus the C forwarder at each quantile (us)."""
+    by = {r["forwarder"]: r["us"] for r in traversal}
+    return {name: round(by["softswitch"][name] - by["c"][name], 2) for name, _ in TIMING_QUANTILES}
 
 
 def tx_bytes(ifname: str) -> int:
@@ -367,19 +399,55 @@ def instructions_section(results: dict) -> list[str]:
 
 
 def latency_section(results: dict) -> list[str]:
-    lines = ["## Latency at low load: ping RTT host A -> B -> A (two switch traversals)", "",
-             "| forwarder | median ms | p99 ms |", "|---|---|---|"]
+    lines = ["## Latency at low load", "",
+             f"One traversal on the wire: {TRAVERSAL_FRAME_BYTES}-byte UDP frames from A, one every "
+             f"{TRAVERSAL_GAP_NS // 1000} us, unshaped port, forwarder pinned to CPU {SWITCH_CPU}; each frame's kernel",
+             "receive stamp on B's veth minus its stamp entering the forwarder (port 0's veth), us. The C",
+             "forwarder's figures are this machine's floor: its kernel path and the wake-up of a sleeping thread.", "",
+             "| forwarder | frames | " + " | ".join(f"{name} us" for name, _ in TIMING_QUANTILES) + " |",
+             "|---|---|" + "---|" * len(TIMING_QUANTILES)]
+    for r in results["traversal"]:
+        lines.append(f"| {r['forwarder']} | {r['delivered']} of {r['sent']} | "
+                     + " | ".join(str(r["us"].get(name, "-")) for name, _ in TIMING_QUANTILES) + " |")
+    added = results["traversal_added_us"]
+    lines += ["", "Added latency per traversal, softswitch minus the C forwarder: "
+              + ", ".join(f"{name} {added[name]:g} us" for name, _ in TIMING_QUANTILES) + ".", "",
+              "Ping RTT host A -> B -> A (two traversals, plus both hosts' scheduling):", "",
+              "| forwarder | median ms | p99 ms |", "|---|---|---|"]
     for r in results["latency"]:
         lines.append(f"| {r['forwarder']} | {r['rtt_median_ms']:.3f} | {r['rtt_p99_ms']:.3f} |")
-    added = results["latency_added_us"]
-    return lines + ["", f"Added latency per traversal, softswitch against the C forwarder (half the difference of the "
-                        f"RTT quantiles): median {added['median']:.0f} us, p99 {added['p99']:.0f} us."]
+    return lines
 
 
-def added_latency_us(latency: list[dict]) -> dict:
-    """Per traversal (half an RTT), softswitch minus the C forwarder, at the median and at p99."""
-    lat = {r["forwarder"]: r for r in latency}
-    return {q: round((lat["softswitch"][f"rtt_{q}_ms"] - lat["c"][f"rtt_{q}_ms"]) / 2 * 1000, 1) for q in ("median", "p99")}
+def floor_section(results: dict) -> list[str]:
+    lines = ["## The machine's floor: how late a thread pinned to a CPU meets a deadline", "",
+             f"`afp_tool deadlines` on CPU {SWITCH_CPU}, the packet thread's: deadlines {FLOOR_PERIOD_NS // 1000} us apart "
+             "(a paced 100 Mb/s train's frame spacing),",
+             "slept to on a timerfd (1 ns slack) until the spin margin before each, then spun; lateness = the first",
+             "clock read at or past the deadline. Margin 0 is a timer wake-up alone; a margin of the whole period",
+             "never sleeps, so only preemption (other tasks, interrupts, the hypervisor) makes it late. No",
+             "forwarder can send on time more often than this.", "",
+             "| spin margin us | deadlines | " + " | ".join(f"{name} us" for name, _ in TIMING_QUANTILES) + " |",
+             "|---|---|" + "---|" * len(TIMING_QUANTILES)]
+    for r in results["floor"]:
+        lines.append(f"| {r['spin_us']:g} | {r['deadlines']} | "
+                     + " | ".join(str(r["late_us"][name]) for name, _ in TIMING_QUANTILES) + " |")
+    return lines
+
+
+FLOOR_PERIOD_NS = 240_000
+FLOOR_SPINS_NS = (0, 20_000, 60_000, FLOOR_PERIOD_NS)
+
+
+def measure_floor(tool: Path, count: int) -> list[dict]:
+    results = []
+    for spin in FLOOR_SPINS_NS:
+        out = subprocess.run(["taskset", "-c", str(SWITCH_CPU), str(tool), "deadlines", str(count),
+                              str(FLOOR_PERIOD_NS), str(spin)], check=True, capture_output=True, text=True).stdout
+        late = [int(v) / 1000 for v in out.split()]
+        results.append({"spin_us": spin / 1000, "deadlines": len(late),
+                        "late_us": {name: round(percentile(late, q), 2) for name, q in TIMING_QUANTILES}})
+    return results
 
 
 def rate_section(results: dict) -> list[str]:
@@ -427,7 +495,7 @@ def timing_section(results: dict) -> list[str]:
 
 #: part name -> (results key, section writer), in the order they run and are written
 PARTS = {"pps": ("pps", pps_section), "instructions": ("instructions", instructions_section),
-         "latency": ("latency", latency_section), "rate": ("rate", rate_section), "delay": ("delay", delay_section),
+         "latency": ("latency", latency_section), "floor": ("floor", floor_section), "rate": ("rate", rate_section), "delay": ("delay", delay_section),
          "timing": ("timing", timing_section)}
 
 
@@ -465,8 +533,12 @@ def run_parts(parts: list[str], quick: bool, tool: Path, workdir: Path, program:
     if "latency" in parts:
         pings = 100 if quick else 500
         results["latency"] = [measure_latency(k, tool, program, pings) for k in ("c", "softswitch")]
-        results["latency_added_us"] = added_latency_us(results["latency"])
-        print("latency", results["latency"], results["latency_added_us"], flush=True)
+        results["traversal"] = [measure_traversal(k, tool, program, 10 * pings) for k in ("c", "softswitch")]
+        results["traversal_added_us"] = added_traversal_us(results["traversal"])
+        print("latency", results["latency"], results["traversal"], results["traversal_added_us"], flush=True)
+    if "floor" in parts:
+        results["floor"] = measure_floor(tool, 2000 if quick else 20000)
+        print("floor", results["floor"], flush=True)
     if "rate" in parts:
         flow_secs = 5.0 if quick else 15.0
         results["rate"] = [measure_link_rate(rate, tool, program, flow_secs) for rate in (1_500_000, 10_000_000, 100_000_000)]

@@ -45,7 +45,11 @@ def test_quick_benchmark_measures_everything(tmp_path):
     assert [r["rate_mbps"] for r in raw["rate"]] == [1.5, 10.0, 100.0]
     assert all(r["wire_mbps"] > 0 for r in raw["rate"])
     assert len(raw["latency"]) == 2 and len(raw["delay"]) == 2
-    assert raw["latency_added_us"].keys() == {"median", "p99"}
+    assert [r["forwarder"] for r in raw["traversal"]] == ["c", "softswitch"]
+    assert all(r["delivered"] > 0 and {"p50", "p99", "max"} <= r["us"].keys() for r in raw["traversal"])
+    assert raw["traversal_added_us"].keys() == {"p50", "p90", "p99", "p99.9", "max"}
+    assert [r["spin_us"] for r in raw["floor"]] == [0, 20, 60, 240]
+    assert all(r["deadlines"] == 2000 and r["late_us"]["p50"] >= 0 for r in raw["floor"])
     trains = [(r["rate_mbps"], r["pattern"], r["delay_us"] > 0) for r in raw["timing"]]
     assert trains == [(rate, pattern, delayed) for rate in (10.0, 100.0, 1000.0)
                       for pattern, delayed in (("saturating", False), ("paced", False), ("paced", True))]
