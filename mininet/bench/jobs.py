@@ -40,10 +40,19 @@ def run_study(study_file, jobs, folder):
     subprocess.run([sys.executable, "-m", "aqmlab", "run", str(study_file), "--out", str(folder),
                     "--jobs", str(jobs), "--no-progress"], check=True, stdout=subprocess.DEVNULL)
     loaded = load_study(folder)
-    loads = [loaded.results[r.run_id]["load_average_at_end"][0] for r in loaded.runs
-             if r.run_id in loaded.results]
+    results = [loaded.results[r.run_id] for r in loaded.runs if r.run_id in loaded.results]
     return loaded, {"jobs": jobs, "wall_s": time.time() - started, "uptime_before": uptime,
-                    "load_average_per_run": loads}
+                    "load_average_per_run": [r["load_average_at_end"][0] for r in results],
+                    "late_over_1ms_pct_per_run": [late_share(r) for r in results]}
+
+
+def late_share(result):
+    """% of the bottleneck switch's frames sent over 1 ms late in one run
+    (aqmlab/fidelity.py's RTT-scale measure), None when not recorded."""
+    timing = result.get("bottleneck", {}).get("switch_timing") or {}
+    if not timing.get("frames"):
+        return None
+    return round(100 * timing["late_over_1ms"] / timing["frames"], 2)
 
 
 def compare(one, other):
@@ -72,8 +81,10 @@ def measurement_lines(m):
     for run in m["runs"]:
         loads = ", ".join(f"{x:.2f}" for x in run["load_average_per_run"])
         before = f"; before: `{run['uptime_before']}`" if run.get("uptime_before") else ""
+        late = ", ".join("-" if x is None else f"{x:g}" for x in run.get("late_over_1ms_pct_per_run", []))
+        late = f"; % of the switch's frames over 1 ms late per run: {late}" if late else ""
         lines.append(f"- --jobs {run['jobs']}: wall time {run['wall_s']:.0f} s; 1-min load "
-                     f"average at the end of each run: {loads}{before}")
+                     f"average at the end of each run: {loads}{before}{late}")
     lines += ["", f"Difference = jobs {n} - jobs 1 per seed, mean ± 95 % half-width "
               "(Student t).", "",
               f"| point | workload | metric | --jobs 1 | --jobs {n} | difference "
