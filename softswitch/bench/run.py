@@ -188,7 +188,7 @@ def measure_traversal(kind: str, tool: Path, program: str, count: int) -> dict:
     arrived = {seq: t for seq, t, _ in ingress["frames"]}
     took = [(t - arrived[seq]) / 1000 for seq, t, _ in egress["frames"] if seq in arrived]
     return {"forwarder": kind, "sent": sent, "delivered": len(took),
-            "us": {name: round(percentile(took, q), 2) for name, q in TIMING_QUANTILES} if took else {}}
+            "us": quantiles_us(took)}
 
 
 def added_traversal_us(traversal: list[dict]) -> dict:
@@ -242,6 +242,22 @@ TRAIN_UDP_PORT = 7777  # the first train's; each train the next one
 #: (pattern, offered load as a multiple of the rate, propagation delay us)
 TRAINS = (("saturating", 2.0, 0), ("paced", 0.5, 0), ("paced", 0.5, LINK_DELAY_US))
 TIMING_QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999), ("max", 1.0))
+
+
+def quantiles_us(values: list[float]) -> dict:
+    """TIMING_QUANTILES of `values` (us), rounded; {} for none."""
+    return {name: round(percentile(values, q), 2) for name, q in TIMING_QUANTILES} if values else {}
+
+
+def quantile_header(first: str) -> list[str]:
+    """A markdown table's header for `first` columns then TIMING_QUANTILES in us."""
+    names = first.split(" | ")
+    return ["| " + first + " | " + " | ".join(f"{name} us" for name, _ in TIMING_QUANTILES) + " |",
+            "|" + "---|" * (len(names) + len(TIMING_QUANTILES))]
+
+
+def quantile_cells(values: dict) -> str:
+    return " | ".join(str(values.get(name, "-")) for name, _ in TIMING_QUANTILES)
 
 
 def ideal_deliveries_ns(arrivals: list[tuple[int, int]], rate_bps: int, delay_ns: int) -> list[int]:
@@ -308,7 +324,7 @@ def measure_train(fwd: Forwarder, tool: Path, frame_hex: str, udp_port: int, rat
             "capture_drops": ingress["kernel_drops"] + egress["kernel_drops"],
             # the switch's own count: how late its sends were against its due times (no kernel path)
             "switch_late_us_mean": round((after["tx_late_us_total"] - before["tx_late_us_total"]) / transmitted, 2),
-            "error_us": {name: round(percentile(errors, q), 2) for name, q in TIMING_QUANTILES} if errors else {},
+            "error_us": quantiles_us(errors),
             "error_min_us": round(min(errors), 2) if errors else None}
 
 
@@ -403,12 +419,10 @@ def latency_section(results: dict) -> list[str]:
              f"One traversal on the wire: {TRAVERSAL_FRAME_BYTES}-byte UDP frames from A, one every "
              f"{TRAVERSAL_GAP_NS // 1000} us, unshaped port, forwarder pinned to CPU {SWITCH_CPU}; each frame's kernel",
              "receive stamp on B's veth minus its stamp entering the forwarder (port 0's veth), us. The C",
-             "forwarder's figures are this machine's floor: its kernel path and the wake-up of a sleeping thread.", "",
-             "| forwarder | frames | " + " | ".join(f"{name} us" for name, _ in TIMING_QUANTILES) + " |",
-             "|---|---|" + "---|" * len(TIMING_QUANTILES)]
+             "forwarder's figures are this machine's floor: its kernel path and the wake-up of a sleeping thread.", ""]
+    lines += quantile_header("forwarder | frames")
     for r in results["traversal"]:
-        lines.append(f"| {r['forwarder']} | {r['delivered']} of {r['sent']} | "
-                     + " | ".join(str(r["us"].get(name, "-")) for name, _ in TIMING_QUANTILES) + " |")
+        lines.append(f"| {r['forwarder']} | {r['delivered']} of {r['sent']} | {quantile_cells(r['us'])} |")
     added = results["traversal_added_us"]
     lines += ["", "Added latency per traversal, softswitch minus the C forwarder: "
               + ", ".join(f"{name} {added[name]:g} us" for name, _ in TIMING_QUANTILES) + ".", "",
@@ -426,12 +440,10 @@ def floor_section(results: dict) -> list[str]:
              "slept to on a timerfd (1 ns slack) until the spin margin before each, then spun; lateness = the first",
              "clock read at or past the deadline. Margin 0 is a timer wake-up alone; a margin of the whole period",
              "never sleeps, so only preemption (other tasks, interrupts, the hypervisor) makes it late. No",
-             "forwarder can send on time more often than this.", "",
-             "| spin margin us | deadlines | " + " | ".join(f"{name} us" for name, _ in TIMING_QUANTILES) + " |",
-             "|---|---|" + "---|" * len(TIMING_QUANTILES)]
+             "forwarder can send on time more often than this.", ""]
+    lines += quantile_header("spin margin us | deadlines")
     for r in results["floor"]:
-        lines.append(f"| {r['spin_us']:g} | {r['deadlines']} | "
-                     + " | ".join(str(r["late_us"][name]) for name, _ in TIMING_QUANTILES) + " |")
+        lines.append(f"| {r['spin_us']:g} | {r['deadlines']} | {quantile_cells(r['late_us'])} |")
     return lines
 
 
@@ -446,7 +458,7 @@ def measure_floor(tool: Path, count: int) -> list[dict]:
                               str(FLOOR_PERIOD_NS), str(spin)], check=True, capture_output=True, text=True).stdout
         late = [int(v) / 1000 for v in out.split()]
         results.append({"spin_us": spin / 1000, "deadlines": len(late),
-                        "late_us": {name: round(percentile(late, q), 2) for name, q in TIMING_QUANTILES}})
+                        "late_us": quantiles_us(late)})
     return results
 
 
@@ -487,9 +499,8 @@ def timing_section(results: dict) -> list[str]:
              "| Mb/s | train | delay us | frames delivered | p50 us | p90 us | p99 us | p99.9 us | max us | switch late, mean us |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results["timing"]:
-        e = r["error_us"]
         lines.append(f"| {r['rate_mbps']:g} | {r['pattern']} | {r['delay_us']} | {r['delivered']} of {r['sent']} | "
-                     + " | ".join(str(e.get(name, "-")) for name, _ in TIMING_QUANTILES) + f" | {r['switch_late_us_mean']} |")
+                     f"{quantile_cells(r['error_us'])} | {r['switch_late_us_mean']} |")
     return lines
 
 
