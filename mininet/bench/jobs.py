@@ -31,7 +31,9 @@ STUDY = HERE / "jobs_fidelity.toml"
 METRICS = [(ALL, "goodput_mbps"), (ALL, "utilisation"), (ALL, "drop_rate"), (ALL, "mark_rate"),
            (ALL, "queue_time_avg_pkts"), (ALL, "queue_delay_p50_ms"),
            ("ecn", "goodput_per_flow_mbps"), ("non-ecn", "goodput_per_flow_mbps"),
-           ("ecn", "rtt_ms"), ("non-ecn", "retransmits_per_flow")]
+           ("ecn", "rtt_ms"), ("non-ecn", "retransmits_per_flow"),
+           # the web studies' (RFC 2415's workloads); a study without them skips them
+           ("web", "delay_median_s"), ("ftp", "goodput_per_flow_mbps")]
 
 
 def run_study(study_file, jobs, folder):
