@@ -6,6 +6,9 @@
  *   afp_tool forward-ring IF_A IF_B SECONDS
  *                                        the same, receiving from a PACKET_MMAP
  *                                        ring (TPACKET_V2, softswitch's geometry)
+ *   afp_tool forward-ring-spin IF_A IF_B SECONDS
+ *                                        the same, never sleeping (busy-polls its
+ *                                        rings, as softswitch's busy_poll)
  *   afp_tool blast IF SECONDS HEXFRAME   sends one frame as fast as possible
  *   afp_tool train IF COUNT GAP_NS HEXFRAME
  *                                        sends COUNT copies of a frame, one every
@@ -128,7 +131,8 @@ static struct tpacket2_hdr *ring_slot(unsigned char *ring, unsigned i) {
 
 /* Each turn sends the frames the kernel has handed over (up to BATCH) with
  * one sendmmsg straight from the ring, then hands their slots back. */
-static long forward_ring(const char *a, const char *b, double seconds) {
+/* poll_ms: how long to sleep in poll for a frame; 0 busy-polls. */
+static long forward_ring(const char *a, const char *b, double seconds, int poll_ms) {
     int fd[2] = {open_port(a), open_port(b)};
     unsigned char *ring[2] = {map_rx_ring(fd[0]), map_rx_ring(fd[1])};
     unsigned next[2] = {0, 0};
@@ -136,7 +140,7 @@ static long forward_ring(const char *a, const char *b, double seconds) {
     double end = now_s() + seconds;
     struct pollfd pfd[2] = {{fd[0], POLLIN, 0}, {fd[1], POLLIN, 0}};
     while (now_s() < end) {
-        if (poll(pfd, 2, 100) <= 0) continue;
+        if (poll_ms && poll(pfd, 2, poll_ms) <= 0) continue;
         for (int s = 0; s < 2; s++) {
             int n = 0;
             for (; n < BATCH; n++) {
@@ -248,7 +252,9 @@ int main(int argc, char **argv) {
     if (argc == 5 && !strcmp(argv[1], "forward")) {
         printf("%ld\n", forward(argv[2], argv[3], atof(argv[4])));
     } else if (argc == 5 && !strcmp(argv[1], "forward-ring")) {
-        printf("%ld\n", forward_ring(argv[2], argv[3], atof(argv[4])));
+        printf("%ld\n", forward_ring(argv[2], argv[3], atof(argv[4]), 100));
+    } else if (argc == 5 && !strcmp(argv[1], "forward-ring-spin")) {
+        printf("%ld\n", forward_ring(argv[2], argv[3], atof(argv[4]), 0));
     } else if (argc == 5 && !strcmp(argv[1], "blast")) {
         printf("%ld\n", blast(argv[2], atof(argv[3]), argv[4]));
     } else if (argc == 6 && !strcmp(argv[1], "train")) {
@@ -256,7 +262,7 @@ int main(int argc, char **argv) {
     } else if (argc == 5 && !strcmp(argv[1], "deadlines")) {
         deadlines(atol(argv[2]), atol(argv[3]), atol(argv[4]));
     } else {
-        fprintf(stderr, "usage: afp_tool forward|forward-ring IF_A IF_B SECONDS | blast IF SECONDS HEXFRAME"
+        fprintf(stderr, "usage: afp_tool forward|forward-ring|forward-ring-spin IF_A IF_B SECONDS | blast IF SECONDS HEXFRAME"
                         " | train IF COUNT GAP_NS HEXFRAME | deadlines COUNT PERIOD_NS SPIN_NS\n");
         return 2;
     }

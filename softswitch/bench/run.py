@@ -75,7 +75,8 @@ def compile_tool(workdir: Path) -> Path:
 class Forwarder:
     """Either the softswitch (in this process, its packet thread on SWITCH_CPU)
     or the C forwarder (a child pinned to SWITCH_CPU) between the lab's ports:
-    kind "c" receives with recvmmsg, "c-ring" from a PACKET_MMAP ring as softswitch does."""
+    kind "c" receives with recvmmsg, "c-ring" from a PACKET_MMAP ring as softswitch does;
+    "-busy" (softswitch) and "-spin" (C ring) never sleep."""
 
     def __init__(self, kind: str, lab: iolab.VethLab, tool: Path, program: str, seconds: float, sink: bool,
                  pin: bool = True):
@@ -84,10 +85,10 @@ class Forwarder:
         self.sw = self.proc = None
 
     def __enter__(self):
-        if self.kind == "softswitch":
+        if self.kind.startswith("softswitch"):
             if self.pin:
                 iolab.pin_to_cpu(SWITCH_CPU)  # the packet thread inherits it
-            self.sw = se.Switch(ports=self.lab.ports, seed=1)
+            self.sw = se.Switch(ports=self.lab.ports, seed=1, busy_poll=self.kind.endswith("-busy"))
             self.sw.load_pipeline(self.program)
             self.lab.install_routes(self.sw, {"b": SINK_MAC} if self.sink else None)
             self.sw.start()
@@ -95,7 +96,7 @@ class Forwarder:
         else:
             self.lab.address_hosts_directly()
             p = self.lab.ports
-            mode = "forward-ring" if self.kind == "c-ring" else "forward"
+            mode = {"c-ring": "forward-ring", "c-ring-spin": "forward-ring-spin"}.get(self.kind, "forward")
             self.proc = subprocess.Popen(["taskset", "-c", str(SWITCH_CPU), str(self.tool), mode, p[0], p[1],
                                           str(self.seconds)], stdout=subprocess.PIPE, text=True)
         time.sleep(0.2)
@@ -191,10 +192,17 @@ def measure_traversal(kind: str, tool: Path, program: str, count: int) -> dict:
             "us": quantiles_us(took)}
 
 
+#: (softswitch, the C forwarder it is compared with): both sleeping between frames, both never sleeping
+TRAVERSAL_PAIRS = (("softswitch", "c-ring"), ("softswitch-busy", "c-ring-spin"))
+TRAVERSAL_KINDS = tuple(kind for pair in TRAVERSAL_PAIRS for kind in pair)
+
+
 def added_traversal_us(traversal: list[dict]) -> dict:
-    """Per traversal, softswitch minus the C forwarder at each quantile (us)."""
+    """Per traversal, softswitch minus the C forwarder on the same receive path
+    and wait (TRAVERSAL_PAIRS), at each quantile (us)."""
     by = {r["forwarder"]: r["us"] for r in traversal}
-    return {name: round(by["softswitch"][name] - by["c"][name], 2) for name, _ in TIMING_QUANTILES}
+    return {switch: {name: round(by[switch][name] - by[c][name], 2) for name, _ in TIMING_QUANTILES}
+            for switch, c in TRAVERSAL_PAIRS}
 
 
 def tx_bytes(ifname: str) -> int:
@@ -328,17 +336,23 @@ def measure_train(fwd: Forwarder, tool: Path, frame_hex: str, udp_port: int, rat
             "error_min_us": round(min(errors), 2) if errors else None}
 
 
+TIMING_KINDS = ("softswitch", "softswitch-busy")   # the packet thread sleeping between events, and never
+
+
 def measure_link_timing(tool: Path, program: str, count: int) -> list[dict]:
-    """Every train of TRAINS at every rate, through one switch (packet thread pinned, as in the speed part)."""
+    """Every train of TRAINS at every rate, through one switch per TIMING_KINDS
+    (packet thread pinned, as in the speed part)."""
     results = []
-    with iolab.VethLab() as lab, Forwarder("softswitch", lab, tool, program, 0, sink=True) as fwd:
-        for rate in LINK_RATES_BPS:
-            for pattern, load, delay_us in TRAINS:
-                udp_port = TRAIN_UDP_PORT + len(results)
-                frame_hex = udp_frame(lab, TRAIN_FRAME_BYTES, dport=udp_port).hex()
-                r = {"pattern": pattern} | measure_train(fwd, tool, frame_hex, udp_port, rate, load, delay_us, count)
-                print("timing", r, flush=True)
-                results.append(r)
+    for kind in TIMING_KINDS:
+        with iolab.VethLab() as lab, Forwarder(kind, lab, tool, program, 0, sink=True) as fwd:
+            for rate in LINK_RATES_BPS:
+                for pattern, load, delay_us in TRAINS:
+                    udp_port = TRAIN_UDP_PORT + len(results)
+                    frame_hex = udp_frame(lab, TRAIN_FRAME_BYTES, dport=udp_port).hex()
+                    r = {"switch": kind, "pattern": pattern} | measure_train(fwd, tool, frame_hex, udp_port, rate, load,
+                                                                              delay_us, count)
+                    print("timing", r, flush=True)
+                    results.append(r)
     return results
 
 
@@ -419,13 +433,16 @@ def latency_section(results: dict) -> list[str]:
              f"One traversal on the wire: {TRAVERSAL_FRAME_BYTES}-byte UDP frames from A, one every "
              f"{TRAVERSAL_GAP_NS // 1000} us, unshaped port, forwarder pinned to CPU {SWITCH_CPU}; each frame's kernel",
              "receive stamp on B's veth minus its stamp entering the forwarder (port 0's veth), us. The C",
-             "forwarder's figures are this machine's floor: its kernel path and the wake-up of a sleeping thread.", ""]
+             "forwarders' figures are this machine's floor: their kernel path and, sleeping between frames,",
+             "the wake-up of a sleeping thread. `-busy` (softswitch's busy_poll) and `-spin` never sleep.", ""]
     lines += quantile_header("forwarder | frames")
     for r in results["traversal"]:
         lines.append(f"| {r['forwarder']} | {r['delivered']} of {r['sent']} | {quantile_cells(r['us'])} |")
-    added = results["traversal_added_us"]
-    lines += ["", "Added latency per traversal, softswitch minus the C forwarder: "
-              + ", ".join(f"{name} {added[name]:g} us" for name, _ in TIMING_QUANTILES) + ".", "",
+    lines += ["", "Added latency per traversal, softswitch minus the C ring forwarder waiting the same way:", ""]
+    lines += quantile_header("softswitch | against")
+    for switch, c in TRAVERSAL_PAIRS:
+        lines.append(f"| {switch} | {c} | {quantile_cells(results['traversal_added_us'][switch])} |")
+    lines += ["",
               "Ping RTT host A -> B -> A (two traversals, plus both hosts' scheduling):", "",
               "| forwarder | median ms | p99 ms |", "|---|---|---|"]
     for r in results["latency"]:
@@ -496,10 +513,12 @@ def timing_section(results: dict) -> list[str]:
              f"idle. With a delay, the error is that of the configured propagation delay ({LINK_DELAY_US} us).",
              "Last column: the switch's own mean lateness against its due times (port_stats: the clock read",
              "before its send); the rest of the mean error is the send itself and the kernel's path to B.", "",
-             "| Mb/s | train | delay us | frames delivered | p50 us | p90 us | p99 us | p99.9 us | max us | switch late, mean us |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| packet thread | Mb/s | train | delay us | frames delivered | p50 us | p90 us | p99 us | p99.9 us | max us "
+             "| switch late, mean us |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results["timing"]:
-        lines.append(f"| {r['rate_mbps']:g} | {r['pattern']} | {r['delay_us']} | {r['delivered']} of {r['sent']} | "
+        thread = "busy-polling" if r.get("switch", "softswitch").endswith("-busy") else "sleeping"
+        lines.append(f"| {thread} | {r['rate_mbps']:g} | {r['pattern']} | {r['delay_us']} | {r['delivered']} of {r['sent']} | "
                      f"{quantile_cells(r['error_us'])} | {r['switch_late_us_mean']} |")
     return lines
 
@@ -544,7 +563,7 @@ def run_parts(parts: list[str], quick: bool, tool: Path, workdir: Path, program:
     if "latency" in parts:
         pings = 100 if quick else 500
         results["latency"] = [measure_latency(k, tool, program, pings) for k in ("c", "softswitch")]
-        results["traversal"] = [measure_traversal(k, tool, program, 10 * pings) for k in ("c", "softswitch")]
+        results["traversal"] = [measure_traversal(k, tool, program, 10 * pings) for k in TRAVERSAL_KINDS]
         results["traversal_added_us"] = added_traversal_us(results["traversal"])
         print("latency", results["latency"], results["traversal"], results["traversal_added_us"], flush=True)
     if "floor" in parts:

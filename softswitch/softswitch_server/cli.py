@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="seed of the random extern and of the links' loss, jitter and glitches")
     p.add_argument("--lenient", action="store_true",
                    help="debugging: also load BMv2 JSON that BMv2 itself refuses but the engine can run")
+    p.add_argument("--busy-poll", action="store_true",
+                   help="the packet thread never sleeps: lowest latency and departure error, "
+                        "at the cost of a whole CPU (for a machine with a core to spare)")
     p.add_argument("--tm", action="append", default=[], metavar="PORT:OPTS",
                    help="traffic manager of a port: rate=10mbit,buffer=100,"
                         "buffer-bytes=150000,delay=20ms,ingress-delay=0ms,prio-queues=1")
@@ -148,7 +151,7 @@ def run(args) -> int:
         os.makedirs(path, exist_ok=True)
     sw = se.Switch(ports=args.ports, cpu_port=args.cpu_port, seed=args.seed,
                    pcap_dir=args.pcap, trace=args.log_console, lenient=args.lenient,
-                   drop_pcap_dir=args.pcap_drops)
+                   drop_pcap_dir=args.pcap_drops, busy_poll=args.busy_poll)
     if args.lenient:
         print("softswitch: --lenient: loading JSON that BMv2 would refuse", file=sys.stderr)
     for port, config in args.port_configs.items():

@@ -45,13 +45,15 @@ def test_quick_benchmark_measures_everything(tmp_path):
     assert [r["rate_mbps"] for r in raw["rate"]] == [1.5, 10.0, 100.0]
     assert all(r["wire_mbps"] > 0 for r in raw["rate"])
     assert len(raw["latency"]) == 2 and len(raw["delay"]) == 2
-    assert [r["forwarder"] for r in raw["traversal"]] == ["c", "softswitch"]
+    assert [r["forwarder"] for r in raw["traversal"]] == ["softswitch", "c-ring", "softswitch-busy", "c-ring-spin"]
     assert all(r["delivered"] > 0 and {"p50", "p99", "max"} <= r["us"].keys() for r in raw["traversal"])
-    assert raw["traversal_added_us"].keys() == {"p50", "p90", "p99", "p99.9", "max"}
+    assert raw["traversal_added_us"].keys() == {"softswitch", "softswitch-busy"}
+    assert all(added.keys() == {"p50", "p90", "p99", "p99.9", "max"} for added in raw["traversal_added_us"].values())
     assert [r["spin_us"] for r in raw["floor"]] == [0, 20, 60, 240]
     assert all(r["deadlines"] == 2000 and r["late_us"]["p50"] >= 0 for r in raw["floor"])
-    trains = [(r["rate_mbps"], r["pattern"], r["delay_us"] > 0) for r in raw["timing"]]
-    assert trains == [(rate, pattern, delayed) for rate in (10.0, 100.0, 1000.0)
+    trains = [(r["switch"], r["rate_mbps"], r["pattern"], r["delay_us"] > 0) for r in raw["timing"]]
+    assert trains == [(switch, rate, pattern, delayed) for switch in ("softswitch", "softswitch-busy")
+                      for rate in (10.0, 100.0, 1000.0)
                       for pattern, delayed in (("saturating", False), ("paced", False), ("paced", True))]
     assert all(r["delivered"] > 0 and {"p50", "p99", "max"} <= r["error_us"].keys() for r in raw["timing"])
     assert "## Link timing" in text

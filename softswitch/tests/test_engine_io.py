@@ -130,6 +130,23 @@ def test_line_rate_is_kept_for_a_backlogged_queue(lab, switch):
     assert measured == pytest.approx(rate, rel=0.02)
 
 
+def test_a_busy_polling_switch_says_so_and_keeps_the_line_rate(lab, capfd):
+    sw = se.Switch(ports=lab.ports, seed=1, busy_poll=True)
+    sw.load_pipeline(iolab.forward_program())
+    lab.install_routes(sw)
+    rate = 2_000_000
+    sw.configure_port(1, rate_bps=rate, buffer_packets=1000)
+    sw.start()
+    try:
+        got = udp_burst(lab, 300)
+    finally:
+        sw.stop()
+    assert "busy-polling (the packet thread never sleeps)" in capfd.readouterr().err
+    assert len(got) == 300
+    times = [g["t_ns"] for g in got]
+    assert (len(times) - 1) * FRAME_BYTES * 8 / ((times[-1] - times[0]) / 1e9) == pytest.approx(rate, rel=0.02)
+
+
 @pytest.mark.parametrize("rx_path", RX_PATHS, indirect=True)
 def test_full_buffer_tail_drops_and_counts(lab, switch):
     switch.configure_port(1, rate_bps=SLOW_BPS, buffer_packets=10)

@@ -54,3 +54,17 @@ def test_missing_interface_is_a_clear_error():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "svnosuchif0" in proc.stderr
+
+
+def test_busy_poll_flag_keeps_the_packet_thread_awake_and_says_so(veth):
+    address = f"127.0.0.1:{free_port()}"
+    proc = subprocess.Popen([sys.executable, "-m", "softswitch_server.cli", str(MINI_JSON), "-i", f"0@{veth}",
+                             "--busy-poll", "--grpc-server-addr", address], stderr=subprocess.PIPE, text=True)
+    try:
+        grpc.channel_ready_future(grpc.insecure_channel(address)).result(timeout=30)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+        assert "busy-polling (the packet thread never sleeps)" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()

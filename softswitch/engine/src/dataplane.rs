@@ -125,6 +125,9 @@ impl PacketLoop {
         for line in crate::afpacket::io_summary(self.ports.values()) {
             eprintln!("softswitch: packet I/O: {line}");
         }
+        if self.shared.busy_poll {
+            eprintln!("softswitch: packet I/O: busy-polling (the packet thread never sleeps)");
+        }
         while !self.shared.stop.load(SeqCst) {
             // Under load, go straight back to the sockets that still had frames.
             let readable = if self.backlogged.is_empty() { self.wait() } else { std::mem::take(&mut self.backlogged) };
@@ -233,7 +236,7 @@ impl PacketLoop {
             .collect();
         fds.push(libc::pollfd { fd: self.shared.waker.fd(), events: libc::POLLIN, revents: 0 });
         fds.push(libc::pollfd { fd: self.timer.fd(), events: libc::POLLIN, revents: 0 });
-        let spin = self.arm_wake();
+        let spin = self.arm_wake() || self.shared.busy_poll;
         let no_wait = libc::timespec { tv_sec: 0, tv_nsec: 0 };
         let tp = if spin { &no_wait as *const libc::timespec } else { std::ptr::null() };
         let n = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, tp, std::ptr::null()) };
@@ -513,7 +516,7 @@ mod tests {
     use crate::tm::PortConfig;
 
     fn portless_loop() -> PacketLoop {
-        let shared = Arc::new(Shared::new(&[1], None, 1, false).unwrap());
+        let shared = Arc::new(Shared::new(&[1], None, 1, false, false).unwrap());
         PacketLoop::new(shared, Clock::new(), Arc::new(BTreeMap::new()), None, None).unwrap()
     }
 

@@ -146,9 +146,9 @@ impl Switch {
 #[pymethods]
 impl Switch {
     #[new]
-    #[pyo3(signature = (ports, cpu_port=None, seed=None, pcap_dir=None, trace=false, lenient=false, drop_pcap_dir=None))]
+    #[pyo3(signature = (ports, cpu_port=None, seed=None, pcap_dir=None, trace=false, lenient=false, drop_pcap_dir=None, busy_poll=false))]
     fn new(ports: BTreeMap<u32, String>, cpu_port: Option<u32>, seed: Option<u64>, pcap_dir: Option<PathBuf>, trace: bool, lenient: bool,
-           drop_pcap_dir: Option<PathBuf>) -> PyResult<Switch> {
+           drop_pcap_dir: Option<PathBuf>, busy_poll: bool) -> PyResult<Switch> {
         if let Some(cpu) = cpu_port {
             if ports.contains_key(&cpu) {
                 return Err(PyValueError::new_err(format!("cpu_port {cpu} is also an interface port")));
@@ -164,7 +164,7 @@ impl Switch {
         }
         let seed = seed.unwrap_or_else(|| Clock::new().wall(0).as_nanos() as u64);
         let ids: Vec<u32> = ports.keys().copied().collect();
-        let shared = Shared::new(&ids, cpu_port, seed, trace).map_err(|e| PyOSError::new_err(e.to_string()))?;
+        let shared = Shared::new(&ids, cpu_port, seed, trace, busy_poll).map_err(|e| PyOSError::new_err(e.to_string()))?;
         Ok(Switch {
             shared: Arc::new(shared),
             clock: Clock::new(),

@@ -78,6 +78,9 @@ pub struct Shared {
     pub cpu_port: Option<u32>,
     pub seed: u64,
     pub trace: bool,
+    /// The packet thread never sleeps: it polls its ports and timers in a
+    /// loop, spending a CPU for latency (no wake-up on any frame or deadline).
+    pub busy_poll: bool,
     pub stop: AtomicBool,
     pub waker: Waker,
     pub packet_out: (Sender<Vec<u8>>, Receiver<Vec<u8>>),
@@ -86,7 +89,7 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(port_ids: &[u32], cpu_port: Option<u32>, seed: u64, trace: bool) -> std::io::Result<Shared> {
+    pub fn new(port_ids: &[u32], cpu_port: Option<u32>, seed: u64, trace: bool, busy_poll: bool) -> std::io::Result<Shared> {
         let all_ports = port_ids.iter().copied().chain(cpu_port);
         Ok(Shared {
             pipeline: RwLock::new(None),
@@ -98,6 +101,7 @@ impl Shared {
             cpu_port,
             seed,
             trace,
+            busy_poll,
             stop: AtomicBool::new(false),
             waker: Waker::new()?,
             packet_out: unbounded(),
