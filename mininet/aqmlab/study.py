@@ -92,7 +92,7 @@ def estimated_seconds(experiment, runs, jobs=1):
 # 8 hosts, at 2 runs. With more hosts the bottleneck switch's timing decides
 # (fidelity.py's RTT scale: at most 5 % of frames over 1 ms late): RFC 2415's
 # 40-host runs had 6.5 % at 4 runs, 3.5 % at 2; its 70-host runs 5.3-6.0 % at 2.
-JOBS_RULE = ((1.5e6, 16, 2), (1.5e6, 48, 1), (10e6, 16, 1))   # (rate <=, hosts <=, per core)
+JOBS_RULE = ((1.5e6, 24, 2), (1.5e6, 48, 1), (10e6, 16, 1))   # (rate <=, hosts <=, per core)
 
 
 def run_hosts(scenario):

@@ -112,7 +112,8 @@ def rule_lines():
             "otherwise --jobs 1. It rests on the measurements below, on a 2-core machine: "
             "with N runs side by side, every metric of every point agrees with --jobs 1 (same "
             "seeds) within its 95 % interval, at 1.5 Mb/s with 8 hosts up to N = 4 (the "
-            "largest N measured) and at 10 Mb/s (`make run`'s study, 8 hosts) with N = 2.", "",
+            "largest N measured), at 1.5 Mb/s with 24 and 48 hosts with N = 4, and at 10 Mb/s "
+            "(`make run`'s study, 8 hosts) with N = 2.", "",
             "With more hosts per run the bottleneck switch's timing sets the limit first "
             "(aqmlab/fidelity.py, RTT scale: at most 5 % of its frames over 1 ms late). "
             "Measured 2026-11-28 with RFC 2415's drop-tail thread runs (16 webs and 4 FTPs, "
@@ -120,7 +121,11 @@ def rule_lines():
             "left 6.4-6.6 % of R1's frames over 1 ms late, 2 side by side 3.5-3.7 %; its "
             "HTTP/1.0 runs with 32 webs and 3 FTPs (70 hosts) 5.3-6.0 % at 2 side by side. "
             "(Before the switch stopped spinning on links slower than 12 Mb/s the 40-host "
-            "runs had 14 % at 4.)", ""]
+            "runs had 14 % at 4.) On the quiet machine (2026-11-29, nothing else running, "
+            "below): RFC 2415's thread point with 8 FTPs (48 hosts) left 0.9-8.4 % over 1 ms "
+            "late at 4 side by side, 3 of 6 runs above 5 %, so 48 hosts stay at 1 per core; "
+            "RFC 2884's high congestion (24 hosts) 1.1-2.2 % at 4 (0.2-4.8 % one at a time), "
+            "every metric agreeing, so up to 24 hosts run 2 per core.", ""]
 
 
 def write(measurements):
