@@ -14,6 +14,12 @@
  *                                        sends COUNT copies of a frame, one every
  *                                        GAP_NS, numbered 0.. in the 4 bytes at
  *                                        SEQ_OFFSET (the link-timing frames)
+ *   afp_tool send-on-time IF COUNT GAP_NS HEXFRAME
+ *                                        sends frame i (numbered as train's) when
+ *                                        CLOCK_REALTIME reaches first + i * GAP_NS,
+ *                                        spinning, never sleeping; prints the
+ *                                        frames sent and the first deadline (ns):
+ *                                        the departure floor of any sender here
  *   afp_tool deadlines COUNT PERIOD_NS SPIN_NS
  *                                        meets COUNT deadlines PERIOD_NS apart:
  *                                        sleeps (timerfd) to SPIN_NS before each,
@@ -223,6 +229,33 @@ static uint64_t monotonic_ns(void) {
     return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
 
+static uint64_t realtime_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+/* A sender that is never late on its own account: it spins to each deadline
+ * (the realtime clock, as the kernel's receive stamps) and sends at once, so
+ * a receiver's stamp minus the deadline is what the send path itself adds. */
+static void send_on_time(const char *ifname, long count, long gap_ns, const char *hex) {
+    int fd = open_port(ifname);
+    unsigned char frame[FRAME];
+    size_t len = parse_frame(hex, frame);
+    long sent = 0;
+    if (len < SEQ_OFFSET + 4) { fprintf(stderr, "frame too short for a sequence number\n"); exit(1); }
+    uint64_t first = realtime_ns() + 1000000ULL;
+    while (sent < count) {
+        uint64_t due = first + (uint64_t)sent * (uint64_t)gap_ns;
+        uint32_t seq = htonl((uint32_t)sent);
+        memcpy(frame + SEQ_OFFSET, &seq, 4);
+        while (realtime_ns() < due) {}
+        if (send(fd, frame, len, 0) < 0) { perror("send"); exit(1); }
+        sent++;
+    }
+    printf("%ld %llu\n", sent, (unsigned long long)first);
+}
+
 /* What a switch thread pinned to this CPU can achieve at best: it sleeps as
  * softswitch does (absolute timerfd, 1 ns slack) until SPIN_NS before each
  * deadline, then spins. With SPIN_NS = 0 the lateness is the timer wake-up's
@@ -259,11 +292,13 @@ int main(int argc, char **argv) {
         printf("%ld\n", blast(argv[2], atof(argv[3]), argv[4]));
     } else if (argc == 6 && !strcmp(argv[1], "train")) {
         printf("%ld\n", train(argv[2], atol(argv[3]), atol(argv[4]), argv[5]));
+    } else if (argc == 6 && !strcmp(argv[1], "send-on-time")) {
+        send_on_time(argv[2], atol(argv[3]), atol(argv[4]), argv[5]);
     } else if (argc == 5 && !strcmp(argv[1], "deadlines")) {
         deadlines(atol(argv[2]), atol(argv[3]), atol(argv[4]));
     } else {
         fprintf(stderr, "usage: afp_tool forward|forward-ring|forward-ring-spin IF_A IF_B SECONDS | blast IF SECONDS HEXFRAME"
-                        " | train IF COUNT GAP_NS HEXFRAME | deadlines COUNT PERIOD_NS SPIN_NS\n");
+                        " | train|send-on-time IF COUNT GAP_NS HEXFRAME | deadlines COUNT PERIOD_NS SPIN_NS\n");
         return 2;
     }
     return 0;

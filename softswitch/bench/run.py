@@ -461,11 +461,43 @@ def floor_section(results: dict) -> list[str]:
     lines += quantile_header("spin margin us | deadlines")
     for r in results["floor"]:
         lines.append(f"| {r['spin_us']:g} | {r['deadlines']} | {quantile_cells(r['late_us'])} |")
+    send = results.get("send_floor")
+    if send:
+        lines += ["", f"The send path's own part: `afp_tool send-on-time`, a C sender on CPU {SWITCH_CPU} that spins to "
+                  f"each deadline ({send['gap_us']:g} us apart, a full-size frame's time at 100 Mb/s) and sends a "
+                  f"{TRAIN_FRAME_BYTES}-byte frame on a veth at once; the kernel's receive stamp at the veth's far end "
+                  "minus the deadline. No sender on this machine puts frames on a veth more punctually; the "
+                  "switch's sends to B take the same path.", ""]
+        lines += quantile_header("sender | frames")
+        lines.append(f"| C, spinning | {send['delivered']} of {send['sent']} | {quantile_cells(send['late_us'])} |")
     return lines
 
 
 FLOOR_PERIOD_NS = 240_000
 FLOOR_SPINS_NS = (0, 20_000, 60_000, FLOOR_PERIOD_NS)
+
+
+SEND_FLOOR_UDP_PORT = 7800
+
+
+def measure_send_floor(tool: Path, count: int) -> dict:
+    """The departure error of a sender that is never late itself: afp_tool
+    send-on-time (pinned to SWITCH_CPU) spins to each deadline, a full-size
+    frame's time at 100 Mb/s apart, and sends on A's veth; the kernel's stamp
+    where the frame arrives (the veth's far end) minus its deadline is what the
+    send path adds, the same path the switch's sends to B take."""
+    gap_ns = TRAIN_FRAME_BYTES * 8 * 10**9 // 100_000_000
+    with iolab.VethLab() as lab:
+        a = lab.hosts["a"]
+        frame_hex = udp_frame(lab, TRAIN_FRAME_BYTES, dport=SEND_FLOOR_UDP_PORT).hex()
+        capture = iolab.start_capture(a.switch_if, SEND_FLOOR_UDP_PORT)
+        out = subprocess.run(["taskset", "-c", str(SWITCH_CPU), "ip", "netns", "exec", a.ns, str(tool), "send-on-time",
+                              a.ifname, str(count), str(gap_ns), frame_hex], check=True, capture_output=True, text=True)
+        time.sleep(0.2)
+        got = iolab.finish_capture(capture)
+    sent, first = map(int, out.stdout.split())
+    late = [(t - (first + seq * gap_ns)) / 1000 for seq, t, _ in got["frames"]]
+    return {"sent": sent, "delivered": len(late), "gap_us": gap_ns / 1000, "late_us": quantiles_us(late)}
 
 
 def measure_floor(tool: Path, count: int) -> list[dict]:
@@ -568,7 +600,8 @@ def run_parts(parts: list[str], quick: bool, tool: Path, workdir: Path, program:
         print("latency", results["latency"], results["traversal"], results["traversal_added_us"], flush=True)
     if "floor" in parts:
         results["floor"] = measure_floor(tool, 2000 if quick else 20000)
-        print("floor", results["floor"], flush=True)
+        results["send_floor"] = measure_send_floor(tool, 200 if quick else 5000)
+        print("floor", results["floor"], results["send_floor"], flush=True)
     if "rate" in parts:
         flow_secs = 5.0 if quick else 15.0
         results["rate"] = [measure_link_rate(rate, tool, program, flow_secs) for rate in (1_500_000, 10_000_000, 100_000_000)]

@@ -51,6 +51,7 @@ def test_quick_benchmark_measures_everything(tmp_path):
     assert all(added.keys() == {"p50", "p90", "p99", "p99.9", "max"} for added in raw["traversal_added_us"].values())
     assert [r["spin_us"] for r in raw["floor"]] == [0, 20, 60, 240]
     assert all(r["deadlines"] == 2000 and r["late_us"]["p50"] >= 0 for r in raw["floor"])
+    assert raw["send_floor"]["delivered"] == raw["send_floor"]["sent"] == 200
     trains = [(r["switch"], r["rate_mbps"], r["pattern"], r["delay_us"] > 0) for r in raw["timing"]]
     assert trains == [(switch, rate, pattern, delayed) for switch in ("softswitch", "softswitch-busy")
                       for rate in (10.0, 100.0, 1000.0)
