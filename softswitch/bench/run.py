@@ -257,11 +257,12 @@ def quantiles_us(values: list[float]) -> dict:
     return {name: round(percentile(values, q), 2) for name, q in TIMING_QUANTILES} if values else {}
 
 
-def quantile_header(first: str) -> list[str]:
-    """A markdown table's header for `first` columns then TIMING_QUANTILES in us."""
-    names = first.split(" | ")
-    return ["| " + first + " | " + " | ".join(f"{name} us" for name, _ in TIMING_QUANTILES) + " |",
-            "|" + "---|" * (len(names) + len(TIMING_QUANTILES))]
+def quantile_table(first: str, rows: list[tuple[str, dict]]) -> list[str]:
+    """A markdown table: the `first` columns (" | "-separated), then
+    TIMING_QUANTILES in us; each row its leading cells and its quantiles."""
+    width = len(first.split(" | ")) + len(TIMING_QUANTILES)
+    return (["| " + first + " | " + " | ".join(f"{name} us" for name, _ in TIMING_QUANTILES) + " |", "|" + "---|" * width]
+            + [f"| {lead} | {quantile_cells(values)} |" for lead, values in rows])
 
 
 def quantile_cells(values: dict) -> str:
@@ -435,13 +436,11 @@ def latency_section(results: dict) -> list[str]:
              "receive stamp on B's veth minus its stamp entering the forwarder (port 0's veth), us. The C",
              "forwarders' figures are this machine's floor: their kernel path and, sleeping between frames,",
              "the wake-up of a sleeping thread. `-busy` (softswitch's busy_poll) and `-spin` never sleep.", ""]
-    lines += quantile_header("forwarder | frames")
-    for r in results["traversal"]:
-        lines.append(f"| {r['forwarder']} | {r['delivered']} of {r['sent']} | {quantile_cells(r['us'])} |")
+    lines += quantile_table("forwarder | frames", [(f"{r['forwarder']} | {r['delivered']} of {r['sent']}", r["us"])
+                                                   for r in results["traversal"]])
     lines += ["", "Added latency per traversal, softswitch minus the C ring forwarder waiting the same way:", ""]
-    lines += quantile_header("softswitch | against")
-    for switch, c in TRAVERSAL_PAIRS:
-        lines.append(f"| {switch} | {c} | {quantile_cells(results['traversal_added_us'][switch])} |")
+    lines += quantile_table("softswitch | against", [(f"{switch} | {c}", results["traversal_added_us"][switch])
+                                                     for switch, c in TRAVERSAL_PAIRS])
     lines += ["",
               "Ping RTT host A -> B -> A (two traversals, plus both hosts' scheduling):", "",
               "| forwarder | median ms | p99 ms |", "|---|---|---|"]
@@ -458,9 +457,8 @@ def floor_section(results: dict) -> list[str]:
              "clock read at or past the deadline. Margin 0 is a timer wake-up alone; a margin of the whole period",
              "never sleeps, so only preemption (other tasks, interrupts, the hypervisor) makes it late. No",
              "forwarder can send on time more often than this.", ""]
-    lines += quantile_header("spin margin us | deadlines")
-    for r in results["floor"]:
-        lines.append(f"| {r['spin_us']:g} | {r['deadlines']} | {quantile_cells(r['late_us'])} |")
+    lines += quantile_table("spin margin us | deadlines", [(f"{r['spin_us']:g} | {r['deadlines']}", r["late_us"])
+                                                           for r in results["floor"]])
     send = results.get("send_floor")
     if send:
         lines += ["", f"The send path's own part: `afp_tool send-on-time`, a C sender on CPU {SWITCH_CPU} that spins to "
@@ -468,8 +466,7 @@ def floor_section(results: dict) -> list[str]:
                   f"{TRAIN_FRAME_BYTES}-byte frame on a veth at once; the kernel's receive stamp at the veth's far end "
                   "minus the deadline. No sender on this machine puts frames on a veth more punctually; the "
                   "switch's sends to B take the same path.", ""]
-        lines += quantile_header("sender | frames")
-        lines.append(f"| C, spinning | {send['delivered']} of {send['sent']} | {quantile_cells(send['late_us'])} |")
+        lines += quantile_table("sender | frames", [(f"C, spinning | {send['delivered']} of {send['sent']}", send["late_us"])])
     return lines
 
 
