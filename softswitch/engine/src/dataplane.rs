@@ -236,7 +236,8 @@ impl PacketLoop {
             .collect();
         fds.push(libc::pollfd { fd: self.shared.waker.fd(), events: libc::POLLIN, revents: 0 });
         fds.push(libc::pollfd { fd: self.timer.fd(), events: libc::POLLIN, revents: 0 });
-        let spin = self.arm_wake() || self.shared.busy_poll;
+        // Busy-polling never arms the timer: each turn looks at the clock anyway.
+        let spin = self.shared.busy_poll || self.arm_wake();
         let no_wait = libc::timespec { tv_sec: 0, tv_nsec: 0 };
         let tp = if spin { &no_wait as *const libc::timespec } else { std::ptr::null() };
         let n = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, tp, std::ptr::null()) };
