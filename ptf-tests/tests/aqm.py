@@ -160,17 +160,24 @@ class AqmTest(BaseTest):
     # --- packet I/O -------------------------------------------------------
 
     def send_frames(self, port, frames):
-        """Send pre-built frames back to back; returns the seconds it took.
+        """Send pre-built frames back to back; returns the wall-clock window
+        (time.time() before and after) of the first frame's send call, and the
+        seconds the whole burst took.
 
         Straight on the PTF port's raw socket: DataPlane.send formats a log
         line and takes the lock the receive thread holds, which spreads a
-        burst over milliseconds."""
+        burst over milliseconds.  A send on a veth stamps the frame for the
+        switch's socket inside the call, so the window brackets the time the
+        built-in target gives the first frame."""
         raw = [bytes(f) for f in frames]
         sock = self.dataplane.ports[(0, port)].socket
         start = time.monotonic()
-        for frame in raw:
+        before = time.time()
+        sock.send(raw[0])
+        first_sent = (before, time.time())
+        for frame in raw[1:]:
             sock.send(frame)
-        return time.monotonic() - start
+        return first_sent, time.monotonic() - start
 
     def receive_all(self, port, quiet_s=0.25, timeout_s=30.0):
         """Every frame that arrives on ``port`` until it stays quiet."""
@@ -209,12 +216,11 @@ class AqmTest(BaseTest):
             if attempt and reset:
                 reset()
             before = self.ctl.port_counters(port) if counters else None
-            first_send = time.time()
-            took = self.send_frames(SENDER, sent)
+            first_sent, took = self.send_frames(SENDER, sent)
             frames = self.collect_burst(port, deadline=time.monotonic() + length * tx + 0.02,
                                         quiet_s=quiet_s or max(0.05, 4 * tx), expect=expect)
             if took < max_send_s:
-                burst = Burst(sent, frames, port, first_send, took)
+                burst = Burst(sent, frames, port, first_sent, took)
                 if counters:
                     after = self.ctl.port_counters(port)
                     burst.counted = {k: after[k] - before[k] for k in after}
@@ -252,8 +258,8 @@ class AqmTest(BaseTest):
 class Burst:
     """Frames sent in one burst and what arrived, by sequence number."""
 
-    def __init__(self, sent, frames, port, first_send, took):
-        self.sent, self.port, self.first_send, self.took = sent, port, first_send, took
+    def __init__(self, sent, frames, port, first_sent, took):
+        self.sent, self.port, self.first_sent, self.took = sent, port, first_sent, took
         self.last_arrival = max((t for _f, t in frames), default=None)
         self.arrived = {}
         for frame, _t in frames:

@@ -21,11 +21,14 @@ import numpy as np
 from redctl import RedConfig, redmodel
 from redctl.convert import AVG_ONE, tna_cells, tna_fixed, to_constants, to_tna_constants
 
-from aqm import BOTTLENECK, CE, ECT0, AqmTest, arch, param, tx_time_s
+from aqm import (BOTTLENECK, CE, DST, ECT0, SENDER, AqmTest, arch, ecn_of, param, seq_of,
+                 tx_time_s, udp)
 from redstats import (burst_depths, ewma, first_index_at_or_above, fixed_point_ewma,
                       idle_decay_factor, lpf_averages)
 
 IDLE_ATTEMPTS = 10
+# Slack around a send window for the built-in target's receive stamp (us rounding, clock reads).
+STAMP_MARGIN_S = 0.0005
 FRAME = 400          # 8 ms per frame at the bottleneck: long bursts stay clean
 MAXP = 0.001         # early marks are rare and harmless (ECT frames are kept)
 
@@ -100,8 +103,11 @@ class IdleDecay(AqmTest):
     marked, after 400 and 800 ms not; an Lpf without idle decay fails the
     last two, one decaying with tau/2 the 200 ms probe.
 
-    The idle time is bracketed (the last frame left between its line-rate
-    schedule and one frame time before it reached the test); a probe whose
+    The probe is sent on a timer started by the build's send, never by its
+    collection.  Its idle time is bracketed: on the built-in target by the
+    send windows (it stamps frames inside the send call and serialises in
+    virtual time from the stamps: sub-millisecond brackets however busy the
+    host), elsewhere by the line-rate schedule and the arrivals; a probe whose
     bracket spans a point where the prediction changes is repeated.
     Deterministic: no random draw decides.
     """
@@ -140,37 +146,70 @@ class IdleDecay(AqmTest):
         """Marked-or-not of a probe sent ``idle_target_s`` after the queue
         emptied.  Every probe must match the prediction for its measured idle
         time; only one that went out on time (within 15 ms) and away from a
-        decision boundary answers for the target."""
+        decision boundary answers for the target.
+
+        The probe is timed from the build's send, not from its collection: a
+        busy host delays what the test receives by tens of milliseconds, which
+        must not delay the probe."""
+        build_len, tx = self.build_len, tx_time_s(FRAME)
+        sent = [udp(DST[BOTTLENECK], ecn=ECT0, seq=i, length=FRAME) for i in range(build_len + 1)]
         for _attempt in range(IDLE_ATTEMPTS):
             self.fresh_red(self.cfg)
-            # short quiet: the idle time starts when the last frame leaves
-            build = self.burst(self.build_len, ecn=ECT0, frame_len=FRAME, expect=self.build_len,
-                               quiet_s=0.004, reset=lambda: self.fresh_red(self.cfg))
-            self.assertEqual(build.missing(), [], "build burst")
-            # The last build frame left the queue between its line-rate
-            # schedule and one frame time before it reached us.
-            earliest = build.first_send + (self.build_len - 1) * tx_time_s(FRAME)
-            latest = max(earliest, build.last_arrival - tx_time_s(FRAME))
-            time.sleep(max(0.0, latest + idle_target_s - time.time()))
-            probe = self.burst(1, ecn=ECT0, frame_len=FRAME, expect=1)
-            shortest = (probe.first_send - latest) * 1e6 - 2000
-            longest = (probe.first_send - earliest) * 1e6 + 2000
-            idle_us = (shortest + longest) / 2
-            logging.info("idle probe: bracket %.1f..%.1f ms (departure uncertainty %.1f ms)",
-                         shortest / 1e3, longest / 1e3, (latest - earliest) * 1e3)
+            build_sent, took = self.send_frames(SENDER, sent[:build_len])
+            if took < 0.8 * tx:   # else the depths are unknown: drain and start again
+                schedule = build_sent[1] + (build_len - 1) * tx
+                time.sleep(max(0.0, schedule + idle_target_s - time.time()))
+                probe_sent, _ = self.send_frames(SENDER, sent[build_len:])
+            probed = took < 0.8 * tx
+            frames = self.collect_burst(BOTTLENECK, deadline=time.monotonic() + build_len * tx,
+                                        quiet_s=0.05, expect=build_len + probed)
+            if not probed:
+                logging.info("idle build resent: sending took %.2f ms", took * 1e3)
+                continue
+            arrived = {seq_of(f): (f, t) for f, t in frames}
+            self.assertEqual(sorted(arrived), list(range(build_len + 1)),
+                             "build burst and probe (a probe below 2 maxth is never dropped)")
+            build_arrival = max(arrived[i][1] for i in range(build_len))
+            first_out, last_out = self.last_departure(build_sent, build_arrival)
+            shortest, longest = self.idle_bracket_us(first_out, last_out, probe_sent,
+                                                     arrived[build_len][1])
+            logging.info("idle probe: bracket %.2f..%.2f ms (departure uncertainty %.2f ms)",
+                         shortest / 1e3, longest / 1e3, (last_out - first_out) * 1e3)
             outcomes = {self.predicted_mark(avg_after, t)
                         for t in np.linspace(shortest, longest, 16)}
             if len(outcomes) != 1 or None in outcomes:
                 continue
-            self.assertEqual(probe.missing(), [], "a probe below 2 maxth is never dropped")
             predicted = outcomes.pop()
-            self.assertEqual(bool(probe.with_ecn(CE)), predicted,
-                             f"idle {idle_us / 1e3:.1f} ms: expected "
+            self.assertEqual(ecn_of(arrived[build_len][0]) == CE, predicted,
+                             f"idle {(shortest + longest) / 2e3:.1f} ms: expected "
                              f"{'a mark' if predicted else 'no mark'}")
             if shortest / 1e6 - idle_target_s < 0.015:
                 return predicted
         raise AssertionError(f"no probe went out on time ({idle_target_s * 1e3:.0f} ms) "
                              "away from a decision boundary: host too busy")
+
+    def last_departure(self, build_sent, build_arrival):
+        """Earliest and latest wall time the build's last frame can have left the queue.
+
+        The built-in target stamps a frame inside the send call that puts it on
+        the veth and serialises in virtual time from those stamps: the last frame
+        leaves exactly n - 1 frame times after the first one's send window.  On
+        another target (BMv2) it left between that schedule and its arrival here."""
+        schedule = (self.build_len - 1) * tx_time_s(FRAME)
+        earliest = build_sent[0] + schedule
+        if param("target") == "softswitch":
+            return earliest - STAMP_MARGIN_S, build_sent[1] + schedule + STAMP_MARGIN_S
+        return earliest, max(earliest, build_arrival)
+
+    def idle_bracket_us(self, first_out, last_out, probe_sent, probe_arrival):
+        """Shortest and longest idle time the probe can have seen, in us: from
+        the build's departure window to the probe's arrival at the queue (within
+        its send window on the built-in target; by its arrival here elsewhere)."""
+        if param("target") == "softswitch":
+            arrived_from, arrived_by = probe_sent[0] - STAMP_MARGIN_S, probe_sent[1] + STAMP_MARGIN_S
+        else:
+            arrived_from, arrived_by = probe_sent[0], probe_arrival
+        return (arrived_from - last_out) * 1e6, (arrived_by - first_out) * 1e6
 
     def predicted_mark(self, avg, idle_us):
         """True/False when the predictions agree, else None.  v1model: classic RED
