@@ -21,6 +21,10 @@ from mininet.node import Switch
 from aqmlab.units import delay_arg, rate_arg
 
 GRPC_START_TIMEOUT = 20.0
+# The softswitch's packet thread runs in SCHED_FIFO at this priority: the
+# bottleneck's departures stay on time while the hosts load every core
+# (mininet/bench/JOBS.md); its gRPC threads and the hosts stay normal.
+SWITCH_PRIORITY = 10
 MTU_BITS = 1500 * 8
 
 
@@ -134,7 +138,7 @@ class SoftSwitch(P4Switch):
 
     def command_line(self):
         args = [self.command, "--grpc-server-addr", self.grpc_address, "--device-id", "0",
-                "--seed", str(self.seed)]
+                "--seed", str(self.seed), "--realtime", str(SWITCH_PRIORITY)]
         for port, name in sorted(self.port_interfaces().items()):
             args += ["-i", f"{port}@{name}"]
         for port, queue in sorted(self.queues.items()):

@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--busy-poll", action="store_true",
                    help="the packet thread never sleeps: lowest latency and departure error, "
                         "at the cost of a whole CPU (for a machine with a core to spare)")
+    p.add_argument("--realtime", type=int, default=0, metavar="PRIO",
+                   help="run the packet thread in SCHED_FIFO at PRIO (1-99; 0: off) so it "
+                        "preempts the hosts sharing its cores (the labs use 10)")
     p.add_argument("--tm", action="append", default=[], metavar="PORT:OPTS",
                    help="traffic manager of a port: rate=10mbit,buffer=100,"
                         "buffer-bytes=150000,delay=20ms,ingress-delay=0ms,prio-queues=1")
@@ -83,10 +86,18 @@ def parse_args(argv=None):
             if args.cpu_port in args.ports:
                 raise ValueError(f"--cpu-port {args.cpu_port} is also an -i port")
         args.port_configs = build_port_configs(args.tm, args.tm_config, args.ports)
+        _check_scheduling(args)
         _check_files(args)
     except (ValueError, TmError) as e:
         parser.error(str(e))
     return args
+
+
+def _check_scheduling(args):
+    if not 0 <= args.realtime <= 99:
+        raise ValueError(f"--realtime {args.realtime}: a SCHED_FIFO priority is 1-99 (0: off)")
+    if args.realtime and args.busy_poll:
+        raise ValueError("--busy-poll with --realtime would starve a core: choose one")
 
 
 def _stem(path: str) -> str:
@@ -151,7 +162,8 @@ def run(args) -> int:
         os.makedirs(path, exist_ok=True)
     sw = se.Switch(ports=args.ports, cpu_port=args.cpu_port, seed=args.seed,
                    pcap_dir=args.pcap, trace=args.log_console, lenient=args.lenient,
-                   drop_pcap_dir=args.pcap_drops, busy_poll=args.busy_poll)
+                   drop_pcap_dir=args.pcap_drops, busy_poll=args.busy_poll,
+                   realtime=args.realtime)
     if args.lenient:
         print("softswitch: --lenient: loading JSON that BMv2 would refuse", file=sys.stderr)
     for port, config in args.port_configs.items():

@@ -3,6 +3,7 @@ namespaces (prefix ``io``), Linux sockets at both ends, the traffic manager's
 rate, buffer, delay and queue metadata. Needs root."""
 
 import hashlib
+import os
 import sys
 from pathlib import Path
 
@@ -70,6 +71,39 @@ def ping_rtts_ms(lab, count=30, interval=0.02):
     a, b = lab.hosts["a"], lab.hosts["b"]
     out = a.run("ping", "-n", "-c", str(count), "-i", str(interval), "-W", "2", b.ip, check=False).stdout
     return [float(line.split("time=")[1].split()[0]) for line in out.splitlines() if "time=" in line]
+
+
+def thread_named(name):
+    """Native id of this process's thread called ``name``."""
+    for tid in Path("/proc/self/task").iterdir():
+        if (tid / "comm").read_text().strip() == name:
+            return int(tid.name)
+    raise AssertionError(f"no thread {name}")
+
+
+def test_a_realtime_switch_runs_only_its_packet_thread_in_sched_fifo(lab, capfd):
+    sw = se.Switch(ports=lab.ports, seed=1, realtime=7)
+    sw.load_pipeline(iolab.forward_program())
+    lab.install_routes(sw)
+    sw.configure_port(1, rate_bps=2_000_000, buffer_packets=1000)
+    sw.start()
+    try:
+        got = udp_burst(lab, 100)
+        packet_thread = thread_named("softswitch-io")
+        assert os.sched_getscheduler(packet_thread) == os.SCHED_FIFO
+        assert os.sched_getparam(packet_thread).sched_priority == 7
+    finally:
+        sw.stop()
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER, "the caller's thread keeps its scheduler"
+    assert "realtime (SCHED_FIFO priority 7)" in capfd.readouterr().err
+    assert len(got) == 100
+
+
+@pytest.mark.parametrize("kwargs", [{"realtime": 100}, {"realtime": -1},
+                                    {"realtime": 5, "busy_poll": True}])
+def test_a_bad_realtime_priority_is_refused(lab, kwargs):
+    with pytest.raises(ValueError, match="realtime"):
+        se.Switch(ports=lab.ports, seed=1, **kwargs)
 
 
 @pytest.mark.parametrize("rx_path", RX_PATHS, indirect=True)

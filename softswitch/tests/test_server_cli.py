@@ -118,7 +118,8 @@ def test_bad_tm_options_name_the_problem(tmp_path, flags, contents):
     ["--bogus"], ["-i", "veth0"], ["-i", "0@a", "-i", "0@b"], ["-i", "600@a"],
     ["-i", "0@a", "--cpu-port", "0"], ["-i", "0@a", "--tm", "0:rate=x"],
     ["/nonexistent.json"], ["--device-id", "x"], ["-i", "0@a", "--p4info", "x.txt"],
-    ["-i", "0@averyveryverylongname"],
+    ["-i", "0@averyveryverylongname"], ["-i", "0@a", "--realtime", "100"],
+    ["-i", "0@a", "--realtime", "-1"], ["-i", "0@a", "--realtime", "10", "--busy-poll"],
 ])
 def test_bad_flags_exit_2_with_a_message(argv):
     proc = subprocess.run([sys.executable, "-m", "softswitch_server.cli", *argv],

@@ -128,6 +128,14 @@ impl PacketLoop {
         if self.shared.busy_poll {
             eprintln!("softswitch: packet I/O: busy-polling (the packet thread never sleeps)");
         }
+        let priority = self.shared.realtime_priority;
+        if priority > 0 {
+            match crate::clock::make_realtime(priority) {
+                Ok(()) => eprintln!("softswitch: packet I/O: realtime (SCHED_FIFO priority {priority})"),
+                Err(e) => eprintln!("softswitch: packet I/O: SCHED_FIFO priority {priority} refused ({e}); \
+                                     the packet thread runs at normal priority"),
+            }
+        }
         while !self.shared.stop.load(SeqCst) {
             // Under load, go straight back to the sockets that still had frames.
             let readable = if self.backlogged.is_empty() { self.wait() } else { std::mem::take(&mut self.backlogged) };
@@ -517,7 +525,7 @@ mod tests {
     use crate::tm::PortConfig;
 
     fn portless_loop() -> PacketLoop {
-        let shared = Arc::new(Shared::new(&[1], None, 1, false, false).unwrap());
+        let shared = Arc::new(Shared::new(&[1], None, 1, false, false, 0).unwrap());
         PacketLoop::new(shared, Clock::new(), Arc::new(BTreeMap::new()), None, None).unwrap()
     }
 

@@ -146,9 +146,16 @@ impl Switch {
 #[pymethods]
 impl Switch {
     #[new]
-    #[pyo3(signature = (ports, cpu_port=None, seed=None, pcap_dir=None, trace=false, lenient=false, drop_pcap_dir=None, busy_poll=false))]
+    #[pyo3(signature = (ports, cpu_port=None, seed=None, pcap_dir=None, trace=false, lenient=false, drop_pcap_dir=None, busy_poll=false,
+                        realtime=0))]
     fn new(ports: BTreeMap<u32, String>, cpu_port: Option<u32>, seed: Option<u64>, pcap_dir: Option<PathBuf>, trace: bool, lenient: bool,
-           drop_pcap_dir: Option<PathBuf>, busy_poll: bool) -> PyResult<Switch> {
+           drop_pcap_dir: Option<PathBuf>, busy_poll: bool, realtime: i64) -> PyResult<Switch> {
+        if !(0..=99).contains(&realtime) {
+            return Err(PyValueError::new_err(format!("realtime priority {realtime} out of range (1..99; 0: off)")));
+        }
+        if realtime > 0 && busy_poll {
+            return Err(PyValueError::new_err("busy_poll with a realtime priority would starve a core: choose one"));
+        }
         if let Some(cpu) = cpu_port {
             if ports.contains_key(&cpu) {
                 return Err(PyValueError::new_err(format!("cpu_port {cpu} is also an interface port")));
@@ -164,7 +171,7 @@ impl Switch {
         }
         let seed = seed.unwrap_or_else(|| Clock::new().wall(0).as_nanos() as u64);
         let ids: Vec<u32> = ports.keys().copied().collect();
-        let shared = Shared::new(&ids, cpu_port, seed, trace, busy_poll).map_err(|e| PyOSError::new_err(e.to_string()))?;
+        let shared = Shared::new(&ids, cpu_port, seed, trace, busy_poll, realtime as u8).map_err(|e| PyOSError::new_err(e.to_string()))?;
         Ok(Switch {
             shared: Arc::new(shared),
             clock: Clock::new(),

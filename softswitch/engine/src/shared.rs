@@ -81,6 +81,8 @@ pub struct Shared {
     /// The packet thread never sleeps: it polls its ports and timers in a
     /// loop, spending a CPU for latency (no wake-up on any frame or deadline).
     pub busy_poll: bool,
+    /// SCHED_FIFO priority of the packet thread (0: the normal scheduler).
+    pub realtime_priority: u8,
     pub stop: AtomicBool,
     pub waker: Waker,
     pub packet_out: (Sender<Vec<u8>>, Receiver<Vec<u8>>),
@@ -89,7 +91,8 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(port_ids: &[u32], cpu_port: Option<u32>, seed: u64, trace: bool, busy_poll: bool) -> std::io::Result<Shared> {
+    pub fn new(port_ids: &[u32], cpu_port: Option<u32>, seed: u64, trace: bool, busy_poll: bool,
+               realtime_priority: u8) -> std::io::Result<Shared> {
         let all_ports = port_ids.iter().copied().chain(cpu_port);
         Ok(Shared {
             pipeline: RwLock::new(None),
@@ -102,6 +105,7 @@ impl Shared {
             seed,
             trace,
             busy_poll,
+            realtime_priority,
             stop: AtomicBool::new(false),
             waker: Waker::new()?,
             packet_out: unbounded(),
