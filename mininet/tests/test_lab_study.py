@@ -117,8 +117,8 @@ def test_jobs_rule_allows_by_bottleneck_rate_hosts_and_cores_and_warns_above(tmp
     assert [study.faithful_jobs(at(r), cores=2) for r in ("1.5mbit", "10mbit", "100mbit")] == \
         [4, 2, 1]
     # More hosts per run: fewer side by side (RFC 2884's 24-host runs: 4 on 2 cores;
-    # RFC 2415's 40- and 48-host runs: 2).
-    assert [study.faithful_jobs(at("1.5mbit", pairs), cores=2) for pairs in (12, 13, 24, 25)] == \
+    # RFC 2415's 40- to 70-host runs: 2; its 128-host runs: 1).
+    assert [study.faithful_jobs(at("1.5mbit", pairs), cores=2) for pairs in (12, 13, 35, 36)] == \
         [4, 2, 2, 1]
     assert study.faithful_jobs(at("10mbit", 9), cores=2) == 1
     assert study.jobs_warning(at("1.5mbit"), 4, cores=2) is None

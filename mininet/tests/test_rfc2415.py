@@ -413,7 +413,7 @@ def test_plan_gives_every_table_cell_five_repetitions_and_runs_the_jobs_rule_all
             key = (stage.part, run.point)
             planned[key] = planned.get(key, 0) + 1
             hosts = study.run_hosts(run.scenario)
-            assert stage.max_jobs == (4 if hosts <= 24 else 2 if hosts <= 48 else 1), hosts
+            assert stage.max_jobs == (4 if hosts <= 24 else 2 if hosts <= 70 else 1), hosts
     for (part, point), n in planned.items():
         scenario = load_experiment(sources[part]).scenarios[point]
         assert n == (2 if rfc2415.iw_of(scenario) == 10 else 5), (part, scenario.name)
