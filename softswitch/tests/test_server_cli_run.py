@@ -56,29 +56,19 @@ def test_missing_interface_is_a_clear_error():
     assert "svnosuchif0" in proc.stderr
 
 
-def test_realtime_flag_says_the_packet_thread_runs_in_sched_fifo(veth):
+@pytest.mark.parametrize("flags, said", [
+    (["--realtime", "10"], "realtime (SCHED_FIFO priority 10)"),
+    (["--busy-poll"], "busy-polling (the packet thread never sleeps)"),
+], ids=["realtime", "busy-poll"])
+def test_packet_thread_flags_take_effect_and_say_so(veth, flags, said):
     address = f"127.0.0.1:{free_port()}"
     proc = subprocess.Popen([sys.executable, "-m", "softswitch_server.cli", str(MINI_JSON), "-i", f"0@{veth}",
-                             "--realtime", "10", "--grpc-server-addr", address], stderr=subprocess.PIPE, text=True)
+                             *flags, "--grpc-server-addr", address], stderr=subprocess.PIPE, text=True)
     try:
         grpc.channel_ready_future(grpc.insecure_channel(address)).result(timeout=30)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
-        assert "realtime (SCHED_FIFO priority 10)" in proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-
-
-def test_busy_poll_flag_keeps_the_packet_thread_awake_and_says_so(veth):
-    address = f"127.0.0.1:{free_port()}"
-    proc = subprocess.Popen([sys.executable, "-m", "softswitch_server.cli", str(MINI_JSON), "-i", f"0@{veth}",
-                             "--busy-poll", "--grpc-server-addr", address], stderr=subprocess.PIPE, text=True)
-    try:
-        grpc.channel_ready_future(grpc.insecure_channel(address)).result(timeout=30)
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
-        assert "busy-polling (the packet thread never sleeps)" in proc.stderr.read()
+        assert said in proc.stderr.read()
     finally:
         if proc.poll() is None:
             proc.kill()
