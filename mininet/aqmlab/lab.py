@@ -18,7 +18,9 @@ import string
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from mininet.net import Mininet
@@ -329,22 +331,23 @@ class LabNetwork:
     def close(self):
         """Stop every process, delete every link in one request, end the
         nodes' shells (their namespaces go with them), then remove whatever
-        the state file still names."""
-        try:
-            self.stop_processes(self.processes)
-            nodes = self.net.hosts + self.net.switches
-            for node in nodes:   # an interrupt inside node.cmd() leaves the shell marked busy
-                node.waiting = False
-            remove_links(self.tag)
-            for node in nodes:
-                node.terminate()
-        except Exception as error:   # the state cleanup below removes what is left
-            print(f"aqmlab: lab {self.tag}: stopping failed ({error!r}); removing by "
-                  "pid and name", file=sys.stderr)
-        finally:
-            cleanup_state(self.state.path)
-            if self.own_workdir:
-                shutil.rmtree(self.workdir, ignore_errors=True)
+        the state file still names. Signals wait until it is done."""
+        with interrupts_deferred():
+            try:
+                self.stop_processes(self.processes)
+                nodes = self.net.hosts + self.net.switches
+                for node in nodes:   # an interrupt inside node.cmd() leaves the shell marked busy
+                    node.waiting = False
+                remove_links(self.tag)
+                for node in nodes:
+                    node.terminate()
+            except Exception as error:   # the state cleanup below removes what is left
+                print(f"aqmlab: lab {self.tag}: stopping failed ({error!r}); removing by "
+                      "pid and name", file=sys.stderr)
+            finally:
+                cleanup_state(self.state.path)
+                if self.own_workdir:
+                    shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self):
         """SIGTERM becomes KeyboardInterrupt (so the lab is removed), unless the
@@ -364,3 +367,33 @@ class LabNetwork:
 
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextmanager
+def interrupts_deferred():
+    """Hold SIGINT and SIGTERM until the block ends, then act on the first one
+    as its handler would. A lab's removal must not be cut short: a study's
+    workers get the terminal's SIGINT and, a moment later, their parent's
+    SIGTERM, and a second KeyboardInterrupt inside the removal left labs
+    running. Only the main thread can set handlers; elsewhere, no deferral."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler or signal.SIG_DFL)   # None: not set from Python
+    if caught:
+        _deliver(caught[0], previous[caught[0]])
+
+
+def _deliver(signum, handler):
+    """Act on a held signal as `handler` (the one installed before) would."""
+    if callable(handler):
+        handler(signum, None)
+    elif handler != signal.SIG_IGN:   # default: SIGINT and SIGTERM both end the run
+        raise KeyboardInterrupt(f"signal {signum}")

@@ -133,6 +133,45 @@ def test_ctrl_c_removes_the_lab(tmp_path, processes):
     assert leftovers(tag, state) == []
 
 
+@pytest.mark.parametrize("processes", [3, 14], ids=["setup", "traffic"])
+def test_a_second_signal_does_not_cut_the_removal_short(tmp_path, processes):
+    """What a study's worker gets when the study is stopped: the terminal's
+    SIGINT, then its parent's SIGTERM. Here SIGTERMs keep coming every 20 ms
+    through the whole removal; the lab must still be removed entirely."""
+    state = tmp_path / "state"
+    proc = aqmlab(["run", str(DEFAULT), "--results", str(tmp_path / "r"), "--no-progress"], state)
+    tag = wait_for_running_lab(state, processes)
+    proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+    err = communicate_or_dump(proc, state, timeout=5)
+    assert proc.returncode != 0, err
+    assert leftovers(tag, state) == [], err
+
+
+def test_signals_inside_interrupts_deferred_act_after_it():
+    from aqmlab import lab
+
+    seen = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        with lab.interrupts_deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)                  # delivered by now, and held
+            assert seen == []
+        assert seen == [signal.SIGTERM], "the first held signal reaches its own handler"
+        with pytest.raises(KeyboardInterrupt):      # SIGINT's default handler
+            with lab.interrupts_deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def test_killed_runner_is_cleaned_up_by_aqmlab_cleanup(tmp_path):
     state = tmp_path / "state"
     proc = aqmlab(["run", str(DEFAULT), "--results", str(tmp_path / "r"), "--no-progress"], state)
