@@ -17,7 +17,11 @@ from aqmlab.config import measured_transfer
 
 AGENT = [sys.executable, "-m", "aqmlab.agent"]
 READY_TIMEOUT = 15.0
-START_LEAD = 1.0        # seconds between launching clients and the common epoch
+# seconds between launching clients and their common epoch: a base plus a
+# launch time per client (128 clients took 6 s at 100 Mb/s once the first ones
+# were sending; a run whose last clients start late fails)
+START_LEAD = 1.0
+START_LEAD_PER_CLIENT = 0.05
 STOP_GRACE = 5.0        # seconds a client may take past its deadline to log and exit
 SENDER_LOG_GRACE = 1.0  # seconds for senders to see the clients' closes and log tcp_info
 
@@ -196,7 +200,8 @@ class Run:
             if pair.workload.tool == "agent" and pair.workload.kind != "echo":
                 self.sender_ports.setdefault(pair.server.host, set()).add(pair.port)
         prime_window_clamps(pairs, prime_spacing_s)
-        self.epoch = time.time() + START_LEAD
+        lead = START_LEAD + START_LEAD_PER_CLIENT * len(pairs)
+        self.epoch = time.time() + lead
         self.logs, self.clients = [], []
         for pair in pairs:
             name = f"{pair.workload.name}-{pair.index}"
@@ -210,6 +215,11 @@ class Run:
             log.unlink(missing_ok=True)
             self.logs.append((pair, log))
             self.clients.append(lab.popen(pair.client.host, args, f"client-{name}.log"))
+        overrun = time.time() - self.epoch
+        if overrun > 0:     # the last clients started late, and the window is not theirs
+            raise RuntimeError(f"starting {len(pairs)} client(s) took {lead + overrun:.1f} s, "
+                               f"{overrun:.1f} s past their common start: the machine is too "
+                               "busy for this run (fewer hosts, or fewer runs at once)")
 
     @property
     def end(self):

@@ -181,3 +181,15 @@ def test_senders_log_every_connection_once_its_close_arrived(lab):
     infos = [r for r in records if r["kind"] == "tcp_info"]
     assert done and all(i["workload"] == "w" for i in infos)
     assert sum(i["bytes_acked"] >= 5000 for i in infos) >= len(done)
+
+
+def test_clients_launched_past_their_common_start_fail_the_run(lab, monkeypatch):
+    """A machine too busy to launch every client before the epoch would give
+    the late ones a shorter run and the window a wrong start: refused."""
+    from aqmlab import workloads
+
+    server, client = direct_link(lab, RATE)
+    monkeypatch.setattr(workloads, "START_LEAD", -0.5)     # the epoch already passed
+    with pytest.raises(RuntimeError, match=r"starting 1 client\(s\) took .* past their common "
+                                           r"start: the machine is too busy"):
+        Run(lab, make_pairs(server, client, kind="bulk"), 2, seed=7)
