@@ -21,10 +21,14 @@ from mininet.node import Switch
 from aqmlab.units import delay_arg, rate_arg
 
 GRPC_START_TIMEOUT = 20.0
-# The softswitch's packet thread runs in SCHED_FIFO at this priority: the
-# bottleneck's departures stay on time while the hosts load every core
-# (mininet/bench/JOBS.md); its gRPC threads and the hosts stay normal.
+# The softswitch's packet thread runs in SCHED_FIFO at this priority where its
+# bottleneck is slow (<= REALTIME_MAX_RATE_BPS): the bottleneck's departures stay
+# on time while the hosts load every core (mininet/bench/JOBS.md); its gRPC
+# threads and the hosts stay normal. At 100 Mb/s the thread needs most of a
+# core, and in FIFO it starved the kernel's packet work and the hosts on that
+# core (docs/reproductions/buffer-sizing.md, the scale limit): normal there.
 SWITCH_PRIORITY = 10
+REALTIME_MAX_RATE_BPS = 10_000_000
 MTU_BITS = 1500 * 8
 
 
@@ -133,12 +137,20 @@ class P4Switch(Switch):
         pass
 
 
+def packet_thread_priority(queues):
+    """The softswitch packet thread's SCHED_FIFO priority (0: normal) for these
+    port queues, by the slowest shaped one: the bottleneck, which bounds the
+    packets the switch handles."""
+    slowest = min((queue.rate_bps for queue in queues.values() if queue.rate_bps), default=0)
+    return SWITCH_PRIORITY if slowest <= REALTIME_MAX_RATE_BPS else 0
+
+
 class SoftSwitch(P4Switch):
     command = "softswitch"
 
     def command_line(self):
         args = [self.command, "--grpc-server-addr", self.grpc_address, "--device-id", "0",
-                "--seed", str(self.seed), "--realtime", str(SWITCH_PRIORITY)]
+                "--seed", str(self.seed), "--realtime", str(packet_thread_priority(self.queues))]
         for port, name in sorted(self.port_interfaces().items()):
             args += ["-i", f"{port}@{name}"]
         for port, queue in sorted(self.queues.items()):

@@ -91,7 +91,8 @@ def estimated_seconds(experiment, runs, jobs=1):
 # metric of a point agrees with --jobs 1 at 4 runs on 2 cores; at 10 Mb/s with
 # 8 hosts, at 2 runs; RFC 2884's 24-host runs at 4. Beyond that the switch's
 # timing decided (at most 5 % of frames over 1 ms late: fidelity.py's RTT scale)
-# until its packet thread ran in SCHED_FIFO (p4switch.SWITCH_PRIORITY); since,
+# until its packet thread ran in SCHED_FIFO (p4switch.SWITCH_PRIORITY, at
+# bottlenecks up to 10 Mb/s); since,
 # the hosts do: 70-host runs agree at 2 (0.01-0.63 % late), 48-host runs at 4
 # lose 2 % of their goodput.
 JOBS_RULE = ((1.5e6, 24, 2), (1.5e6, 70, 1), (10e6, 16, 1))   # (rate <=, hosts <=, per core)

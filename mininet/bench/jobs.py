@@ -128,7 +128,7 @@ def rule_lines():
             "core; RFC 2415's thread point with 8 FTPs (48 hosts) 0.9-8.4 % at 4, 3 of 6 runs "
             "above 5 %.", "",
             "Since 2026-11-29 the labs run the switch's packet thread in SCHED_FIFO "
-            "(`softswitch --realtime 10`), so it no longer waits behind the hosts: the same "
+            "(`softswitch --realtime 10`) behind bottlenecks up to 10 Mb/s, so it no longer waits behind the hosts: the same "
             "48-host measurement left 0-0.03 % of R1's frames over 1 ms late at 4 side by "
             "side and 0-0.15 % one at a time (below). The hosts then set the limit: total "
             "goodput at 4 side by side was 2 % below --jobs 1's (-0.033 ± 0.030 Mb/s, the one "

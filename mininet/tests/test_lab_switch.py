@@ -185,3 +185,18 @@ def test_a_switch_that_exits_at_start_fails_the_build_naming_its_log(lab, monkey
         ["--no-such-option"] if switch.name == f"{lab.tag}s2" else []))
     with pytest.raises(RuntimeError, match=rf"switch exited with code \d+; log \S*{lab.tag}s2\.log"):
         build(scenario(workload=[{"kind": "bulk"}]), "softswitch", lab)
+
+
+def test_the_packet_thread_is_realtime_only_behind_a_slow_bottleneck():
+    """SCHED_FIFO where the slowest shaped port (the bottleneck, which bounds
+    the switch's packets) is at most 10 Mb/s: the 1.5 Mb/s studies, RFC 889's
+    slow lines behind 10 Gb/s access links; at 100 Mb/s the thread needs most
+    of a core and must share it."""
+    from aqmlab.p4switch import SWITCH_PRIORITY, PortQueue, packet_thread_priority
+
+    rfc2415 = {1: PortQueue(rate_bps=1_500_000), 2: PortQueue(rate_bps=10_000_000), 3: PortQueue()}
+    assert packet_thread_priority(rfc2415) == SWITCH_PRIORITY
+    assert packet_thread_priority({1: PortQueue(rate_bps=268_000),
+                                   2: PortQueue(rate_bps=10_000_000_000)}) == SWITCH_PRIORITY
+    assert packet_thread_priority({1: PortQueue(rate_bps=100_000_000), 2: PortQueue()}) == 0
+    assert packet_thread_priority({1: PortQueue()}) == SWITCH_PRIORITY
