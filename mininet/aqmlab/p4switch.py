@@ -25,8 +25,9 @@ GRPC_START_TIMEOUT = 20.0
 # bottleneck is slow (<= REALTIME_MAX_RATE_BPS): the bottleneck's departures stay
 # on time while the hosts load every core (mininet/bench/JOBS.md); its gRPC
 # threads and the hosts stay normal. At 100 Mb/s the thread needs most of a
-# core, and in FIFO it starved the kernel's packet work and the hosts on that
-# core (docs/reproductions/buffer-sizing.md, the scale limit): normal there.
+# core (it spins before each deadline), and in FIFO it starved the hosts: 64
+# clients took 30 s to launch, 2.4 s at normal priority (the buffer-sizing
+# scale runs, 2026-11-29): normal there.
 SWITCH_PRIORITY = 10
 REALTIME_MAX_RATE_BPS = 10_000_000
 MTU_BITS = 1500 * 8
