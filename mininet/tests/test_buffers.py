@@ -81,6 +81,12 @@ def test_largest_faithful_n_stops_at_the_first_unfaithful_configuration():
                                                      ("bulk", "paced"): None}
 
 
+def test_a_configuration_is_faithful_only_if_every_seed_is():
+    rows = [scale_row(16, True), scale_row(16, True), scale_row(64, True), scale_row(64, False),
+            scale_row(256, True)]
+    assert buffers.largest_faithful(rows, "packet") == {("bulk", "unpaced"): 16}
+
+
 def test_verdict_words_follow_the_interval():
     assert buffers.word(stats.estimate([1.0, 1.2, 1.1])).startswith("holds (95 %")
     assert buffers.word(stats.estimate([-1.0, 2.0, 0.5])) == "holds in the mean only"

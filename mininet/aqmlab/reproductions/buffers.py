@@ -220,12 +220,12 @@ def scale_rows(part):
         workload = result["workloads"][run.scenario.workloads[0].name]
         rows.append({"jain": workload.get("jain_index"), "rtt_ms": workload.get("rtt_ms"),
                      "base_rtt_ms": 1000 * run.scenario.topology.base_rtt_s, "run": run.run_id, "scenario": run.scenario, "n": flows(run.scenario),
-                     "hosts": 2 * sum(w.pairs for w in run.scenario.workloads),
+                     "hosts": 2 * sum(w.pairs for w in run.scenario.workloads), "seed": run.seed,
                      "kind": run.scenario.workloads[0].kind,
                      "pacing": pacing_of(run.scenario.workloads[0].tcp), "ok": ok,
                      "load": (load["load_average_at_start"][0], result["load_average_at_end"][0]),
                      **values})
-    return sorted(rows, key=lambda r: (r["kind"], r["pacing"], r["n"]))
+    return sorted(rows, key=lambda r: (r["kind"], r["pacing"], r["n"], r["seed"]))
 
 
 def cell(value, spec):
@@ -233,16 +233,19 @@ def cell(value, spec):
 
 
 def largest_faithful(rows, level):
-    """{(kind, pacing): largest n such that every run up to it is faithful at
-    `level` ("packet" or "rtt")}."""
+    """{(kind, pacing): largest n such that every run (every seed) up to it is
+    faithful at `level` ("packet" or "rtt")}."""
     limits = {}
     for key in sorted({(r["kind"], r["pacing"]) for r in rows}):
+        faithful = {}
+        for row in rows:
+            if (row["kind"], row["pacing"]) == key:
+                faithful[row["n"]] = faithful.get(row["n"], True) and row["ok"][level]
         limit = None
-        for row in sorted((r for r in rows if (r["kind"], r["pacing"]) == key),
-                          key=lambda r: r["n"]):
-            if not row["ok"][level]:
+        for n in sorted(faithful):
+            if not faithful[n]:
                 break
-            limit = row["n"]
+            limit = n
         limits[key] = limit
     return limits
 
@@ -252,14 +255,14 @@ def scale_lines(parts):
     if not rows:
         return ["Not measured yet: `aqmlab study buffers --out DIR --parts scale,scale_web` on a "
                 "quiet machine (take /tmp/aqmlab-quiet on a shared one)."]
-    lines = ["| workload | pacing | n (pairs x conn.) | hosts | utilisation % | R1 late mean / max "
-             "(us) | > 1 ms late % | R1 CPU (cores) | load avg start -> end | Jain | srtt ms "
-             "(base) | faithful: packet / RTT scale |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| workload | pacing | n (pairs x conn.) | seed | hosts | utilisation % | R1 late "
+             "mean / max (us) | > 1 ms late % | R1 CPU (cores) | load avg start -> end | Jain | "
+             "srtt ms (base) | faithful: packet / RTT scale |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         w = r["scenario"].workloads[0]
         lines.append(f"| {r['kind']} | {r['pacing']} | {r['n']} ({w.pairs} x {w.connections}) | "
-                     f"{r['hosts']} | {100 * r['utilisation']:.1f} | {r['late_us_mean']:.0f} / "
+                     f"{r['seed']} | {r['hosts']} | {100 * r['utilisation']:.1f} | {r['late_us_mean']:.0f} / "
                      f"{r['late_us_max']:.0f} | {100 * r['late_over_1ms']:.2f} | "
                      f"{r['cpu_share']:.2f} | {r['load'][0]:.1f} -> {r['load'][1]:.1f} | "
                      f"{cell(r['jain'], '.2f')} | {cell(r['rtt_ms'], '.0f')} "
@@ -783,7 +786,9 @@ def write_report(root, path):
         "streams).", "",
         "## The scale limit (committed measurement)", "",
         "How many flows this 2-core machine runs faithfully at C = 100 Mb/s, D = 90 ms: each row "
-        "one run of `scale.toml` / `scale_web.toml` (25-30 s, BDP buffer). The timing error is the "
+        "one run of `scale.toml` / `scale_web.toml` (25-30 s, BDP buffer; 3 seeds per "
+        "configuration, each run on its own, a configuration faithful only if every seed is). "
+        "The timing error is the "
         "traffic manager's own account (`softswitch` port timing: how late R1's bottleneck port "
         "sent each frame against its due time). Faithful at the packet time scale (what burst "
         "absorption in the buffer sees): late by at most one frame time (121 us at 100 Mb/s) on "
